@@ -1,0 +1,148 @@
+# agenthub build.  `make` builds the three programs into build/; `make test`
+# runs the unit suites, the same suites under ASan+UBSan, and the e2e suites.
+#   make SAN=1        build with -fsanitize=address,undefined (into build-asan/)
+#   make FAILPOINTS=1 compile in AGENTHUB_FAILPOINTS (into build-fp/)
+
+CC ?= cc
+PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson
+DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-dev \
+  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
+  libjansson-dev check python3 python3-grpcio python3-protobuf python3-h2 \
+  python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
+  clang-tidy cppcheck valgrind openssl procps
+
+ifeq ($(SAN),1)
+BUILD ?= build-asan
+OPT := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+FAILPOINTS := 1
+else ifeq ($(FAILPOINTS),1)
+BUILD ?= build-fp
+OPT := -O2
+else
+BUILD ?= build
+OPT := -O2
+endif
+
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
+CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) -Isrc -Igen \
+  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+ifeq ($(FAILPOINTS),1)
+CFLAGS += -DAGENTHUB_FAILPOINTS=1
+endif
+LDFLAGS := $(filter -fsanitize=%,$(OPT))
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+PROTOS := $(shell cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
+GEN_SRC := $(patsubst %.proto,gen/%.pb-c.c,$(PROTOS)) gen/descriptor_set.c
+LIB_SRC := $(sort $(wildcard src/common/*.c src/h2/*.c src/grpc/*.c src/core/*.c \
+  src/store/*.c src/rpc/*.c)) $(GEN_SRC)
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
+LIB := $(BUILD)/libagenthub.a
+
+SERVER_SRC := src/main.c
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+RUNNER_SRC := $(sort $(wildcard src/runner/*.c))
+PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner
+
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all deps gen check-gen test unit e2e run demo bench fuzz lint format clean
+all: $(PROGRAMS) $(UNIT_BIN)
+
+# Installs every Debian package the build, tests, lint and benchmarks need.
+deps:
+	@if pkg-config --exists $(PKGS) check && /usr/bin/python3 -c 'import grpc, h2, pytest' 2>/dev/null \
+	    && command -v protoc-c >/dev/null && command -v h2load >/dev/null \
+	    && command -v clang >/dev/null && command -v valgrind >/dev/null; then \
+	  echo "deps: already installed"; \
+	else \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PACKAGES); \
+	fi
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/agenthubd: $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(BUILD)/agenthub: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(BUILD)/agenthub-runner: $(patsubst %.c,$(BUILD)/obj/%.o,$(RUNNER_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(LIB) $(CHECK_LIBS) $(LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+
+# gen/ is committed.  `make gen` rewrites it; `make check-gen` fails when stale.
+gen:
+	rm -rf gen && mkdir -p gen
+	protoc-c --c_out=gen -Iproto $(PROTOS)
+	protoc --include_imports --descriptor_set_out=gen/descriptor_set.pb -Iproto $(PROTOS)
+	tools/embed_bytes.sh gen/descriptor_set.pb agenthub_descriptor_set > gen/descriptor_set.c
+	rm -f gen/descriptor_set.pb
+
+check-gen:
+	@rm -rf $(BUILD)/gen-check && mkdir -p $(BUILD)/gen-check
+	@protoc-c --c_out=$(BUILD)/gen-check -Iproto $(PROTOS)
+	@protoc --include_imports --descriptor_set_out=$(BUILD)/gen-check/descriptor_set.pb -Iproto $(PROTOS)
+	@tools/embed_bytes.sh $(BUILD)/gen-check/descriptor_set.pb agenthub_descriptor_set > $(BUILD)/gen-check/descriptor_set.c
+	@rm -f $(BUILD)/gen-check/descriptor_set.pb
+	@diff -r gen $(BUILD)/gen-check >/dev/null || { echo "gen/ is stale: run 'make gen' and commit it" >&2; exit 1; }
+	@echo "gen/ is up to date"
+
+unit: $(UNIT_BIN)
+	@tests/run_unit.sh $(BUILD) /dev/null
+
+e2e: 
+	$(MAKE) SAN=1 all && tests/run_e2e.sh build-asan /dev/null
+
+test:
+	@tests/run_all.sh
+
+bench: $(PROGRAMS) $(BENCH_BIN)
+
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+fuzz:
+	@mkdir -p build-fuzz
+	@for f in $(FUZZ_SRC); do \
+	  n=$$(basename $$f .c); \
+	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Igen \
+	    $$(pkg-config --cflags $(PKGS)) -o build-fuzz/$$n $$f $(filter src/core/%.c src/common/%.c src/grpc/%.c,$(LIB_SRC)) \
+	    $(filter gen/%.c,$(LIB_SRC)) $(LIBS) || exit 1; \
+	  echo "built build-fuzz/$$n"; \
+	done
+
+run: $(PROGRAMS)
+	@mkdir -p var
+	$(BUILD)/agenthub admin --db var/agenthub.db import deploy/demo-world.json
+	$(BUILD)/agenthubd --db var/agenthub.db --listen 127.0.0.1:50051 \
+	  --runner-listen 127.0.0.1:50052 --metrics-listen 127.0.0.1:9090
+
+LINT_SRC := $(shell find src tests/unit bench -name '*.[ch]' 2>/dev/null)
+lint:
+	clang-format --dry-run --Werror $(LINT_SRC)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	  --suppress=missingIncludeSystem -Isrc -Igen src
+	clang-tidy --quiet $(shell find src -name '*.c') -- $(CFLAGS)
+
+format:
+	clang-format -i $(LINT_SRC)
+
+clean:
+	rm -rf build build-asan build-fp build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,22 @@
+#include "common/clock.h"
+
+#include <time.h>
+
+int64_t clock_unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t clock_monotonic_ms(void)
+{
+    return (int64_t)(clock_monotonic_ns() / 1000000u);
+}
+
+uint64_t clock_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
