@@ -40,7 +40,7 @@ LIB_SRC := $(sort $(wildcard src/common/*.c src/h2/*.c src/grpc/*.c src/core/*.c
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB := $(BUILD)/libagenthub.a
 
-SERVER_SRC := src/main.c
+SERVER_SRC := src/main.c $(sort $(wildcard src/server/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 RUNNER_SRC := $(sort $(wildcard src/runner/*.c))
 PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner

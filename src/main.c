@@ -1,8 +1,406 @@
-/* agenthubd: placeholder until the server foundation lands. */
+/* agenthubd: the server.  main wires the layers: h2 listeners, the gRPC
+ * method tables, the handlers and their shared context, the metrics port. */
+#include <event2/event.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int main(void)
+#include "common/log.h"
+#include "grpc/grpc.h"
+#include "h2/h2.h"
+#include "rpc/rpc.h"
+#include "server/metrics_http.h"
+
+#define AGENTHUB_VERSION  "0.1.0"
+#define SHUTDOWN_GRACE_MS 4500
+
+struct config {
+    const char *db_path;
+    const char *listen;
+    const char *runner_listen;
+    const char *metrics_listen;
+    const char *blob_dir;
+    struct h2_tls_config tls;
+    struct h2_limits h2;
+    struct grpc_limits grpc;
+    size_t agent_log_bytes;
+    size_t bus_bytes;
+    size_t subscriber_buffer_bytes;
+};
+
+struct server {
+    struct config config;
+    struct event_base *base;
+    struct h2_server *h2;
+    struct grpc_server *grpc;
+    struct rpc_context rpc;
+    struct metrics_http *metrics;
+    struct event *sigterm;
+    struct event *sigint;
+    struct event *shutdown_poll;
+    struct event *shutdown_deadline;
+    int shutting_down;
+};
+
+static void usage(FILE *out)
 {
-    fputs("agenthubd: not built yet\n", stderr);
-    return 2;
+    fputs("usage: agenthubd --db PATH --listen HOST:PORT [options]\n"
+          "\n"
+          "  --db PATH                     the SQLite store\n"
+          "  --listen HOST:PORT            public door (CompassService; port 0 picks one)\n"
+          "  --runner-listen HOST:PORT     Runner door (RunnerService); without it the\n"
+          "                                server has no Runner seam\n"
+          "  --metrics-listen HOST:PORT    Prometheus text at GET /metrics, GET /healthz\n"
+          "  --blob-dir DIR                session blob storage (none without it)\n"
+          "  --agent-log-bytes N           per-session ring bound (default 4194304)\n"
+          "  --bus-bytes N                 event bus bound (default 16777216)\n"
+          "  --subscriber-buffer-bytes N   per-subscriber outbound bound (default 1048576)\n"
+          "  --tls-cert FILE --tls-key FILE   serve TLS 1.2+ with ALPN h2\n"
+          "  --tls-client-ca FILE          require client certificates signed by FILE\n"
+          "  --max-concurrent-streams N    SETTINGS_MAX_CONCURRENT_STREAMS (default 100)\n"
+          "  --max-connections N           open connections per listener (default 10000)\n"
+          "  --idle-timeout-ms N           close idle connections (default 300000)\n"
+          "  --max-recv-bytes N            largest request message (default 4194304)\n"
+          "  --verbose                     debug logging\n"
+          "  --version, --help\n",
+          out);
+}
+
+/* Parses a positive size flag.  Returns 0, or -1 (after a message). */
+static int parse_size(const char *flag, const char *value, size_t *out)
+{
+    char *end;
+    unsigned long long n = strtoull(value, &end, 10);
+
+    if (*value == '\0' || *end != '\0' || n == 0 || value[0] == '-') {
+        fprintf(stderr, "agenthubd: %s: expected a positive number, got '%s'\n", flag, value);
+        return -1;
+    }
+    *out = (size_t)n;
+    return 0;
+}
+
+/* Returns 0 to run, 1 when --help/--version printed, -1 on a usage error. */
+static int parse_args(int argc, char **argv, struct config *config)
+{
+    enum {
+        OPT_DB = 256,
+        OPT_LISTEN,
+        OPT_RUNNER_LISTEN,
+        OPT_METRICS_LISTEN,
+        OPT_BLOB_DIR,
+        OPT_AGENT_LOG_BYTES,
+        OPT_BUS_BYTES,
+        OPT_SUBSCRIBER_BUFFER_BYTES,
+        OPT_TLS_CERT,
+        OPT_TLS_KEY,
+        OPT_TLS_CLIENT_CA,
+        OPT_MAX_STREAMS,
+        OPT_MAX_CONNECTIONS,
+        OPT_IDLE_TIMEOUT,
+        OPT_MAX_RECV,
+        OPT_VERBOSE,
+        OPT_VERSION,
+        OPT_HELP,
+    };
+    static const struct option options[] = {
+        {"db", required_argument, NULL, OPT_DB},
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"runner-listen", required_argument, NULL, OPT_RUNNER_LISTEN},
+        {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+        {"blob-dir", required_argument, NULL, OPT_BLOB_DIR},
+        {"agent-log-bytes", required_argument, NULL, OPT_AGENT_LOG_BYTES},
+        {"bus-bytes", required_argument, NULL, OPT_BUS_BYTES},
+        {"subscriber-buffer-bytes", required_argument, NULL, OPT_SUBSCRIBER_BUFFER_BYTES},
+        {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+        {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+        {"tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA},
+        {"max-concurrent-streams", required_argument, NULL, OPT_MAX_STREAMS},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"idle-timeout-ms", required_argument, NULL, OPT_IDLE_TIMEOUT},
+        {"max-recv-bytes", required_argument, NULL, OPT_MAX_RECV},
+        {"verbose", no_argument, NULL, OPT_VERBOSE},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    size_t n;
+    int opt;
+
+    config->h2.max_concurrent_streams = 100;
+    config->h2.max_header_list_bytes = 16384;
+    config->h2.idle_timeout_ms = 300000;
+    config->h2.max_connections = 10000;
+    config->grpc.max_recv_bytes = 4 * 1024 * 1024;
+    config->grpc.send_bound_bytes = 1024 * 1024;
+    config->agent_log_bytes = 4 * 1024 * 1024;
+    config->bus_bytes = 16 * 1024 * 1024;
+    config->subscriber_buffer_bytes = 1024 * 1024;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (opt) {
+        case OPT_DB:
+            config->db_path = optarg;
+            break;
+        case OPT_LISTEN:
+            config->listen = optarg;
+            break;
+        case OPT_RUNNER_LISTEN:
+            config->runner_listen = optarg;
+            break;
+        case OPT_METRICS_LISTEN:
+            config->metrics_listen = optarg;
+            break;
+        case OPT_BLOB_DIR:
+            config->blob_dir = optarg;
+            break;
+        case OPT_AGENT_LOG_BYTES:
+            if (parse_size("--agent-log-bytes", optarg, &config->agent_log_bytes) != 0)
+                return -1;
+            break;
+        case OPT_BUS_BYTES:
+            if (parse_size("--bus-bytes", optarg, &config->bus_bytes) != 0)
+                return -1;
+            break;
+        case OPT_SUBSCRIBER_BUFFER_BYTES:
+            if (parse_size("--subscriber-buffer-bytes", optarg, &config->subscriber_buffer_bytes) !=
+                0)
+                return -1;
+            break;
+        case OPT_TLS_CERT:
+            config->tls.cert_file = optarg;
+            break;
+        case OPT_TLS_KEY:
+            config->tls.key_file = optarg;
+            break;
+        case OPT_TLS_CLIENT_CA:
+            config->tls.client_ca_file = optarg;
+            break;
+        case OPT_MAX_STREAMS:
+            if (parse_size("--max-concurrent-streams", optarg, &n) != 0)
+                return -1;
+            config->h2.max_concurrent_streams = (uint32_t)n;
+            break;
+        case OPT_MAX_CONNECTIONS:
+            if (parse_size("--max-connections", optarg, &n) != 0)
+                return -1;
+            config->h2.max_connections = (uint32_t)n;
+            break;
+        case OPT_IDLE_TIMEOUT:
+            if (parse_size("--idle-timeout-ms", optarg, &n) != 0)
+                return -1;
+            config->h2.idle_timeout_ms = (uint32_t)n;
+            break;
+        case OPT_MAX_RECV:
+            if (parse_size("--max-recv-bytes", optarg, &config->grpc.max_recv_bytes) != 0)
+                return -1;
+            break;
+        case OPT_VERBOSE:
+            log_setup("agenthubd", LOG_LEVEL_DEBUG);
+            break;
+        case OPT_VERSION:
+            printf("agenthubd %s\n", AGENTHUB_VERSION);
+            return 1;
+        case OPT_HELP:
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            fprintf(stderr, "agenthubd: unknown or incomplete option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "agenthubd: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (!config->db_path || !config->listen) {
+        fprintf(stderr, "agenthubd: --db and --listen are required (see --help)\n");
+        return -1;
+    }
+    if (!config->tls.cert_file != !config->tls.key_file) {
+        fprintf(stderr, "agenthubd: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
+    if (config->tls.client_ca_file && !config->tls.cert_file) {
+        fprintf(stderr, "agenthubd: --tls-client-ca needs --tls-cert and --tls-key\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void write_metrics(void *arg, FILE *out)
+{
+    struct server *server = arg;
+    const struct h2_stats *stats = h2_server_stats(server->h2);
+
+    fprintf(out,
+            "# TYPE agenthub_connections_open gauge\n"
+            "agenthub_connections_open %llu\n"
+            "# TYPE agenthub_connections_total counter\n"
+            "agenthub_connections_total %llu\n"
+            "# TYPE agenthub_streams_open gauge\n"
+            "agenthub_streams_open %llu\n"
+            "# TYPE agenthub_streams_total counter\n"
+            "agenthub_streams_total %llu\n"
+            "# TYPE agenthub_bytes_in_total counter\n"
+            "agenthub_bytes_in_total %llu\n"
+            "# TYPE agenthub_bytes_out_total counter\n"
+            "agenthub_bytes_out_total %llu\n",
+            (unsigned long long)stats->connections_open,
+            (unsigned long long)stats->connections_total, (unsigned long long)stats->streams_open,
+            (unsigned long long)stats->streams_total, (unsigned long long)stats->bytes_in,
+            (unsigned long long)stats->bytes_out);
+    grpc_server_write_metrics(server->grpc, out);
+}
+
+static int metrics_healthy(void *arg)
+{
+    struct server *server = arg;
+    return !server->shutting_down;
+}
+
+static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *server = arg;
+
+    if (h2_server_connection_count(server->h2) == 0)
+        event_base_loopbreak(server->base);
+}
+
+static void on_shutdown_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *server = arg;
+
+    log_warn("%zu connection(s) still open after the grace period; closing them",
+             h2_server_connection_count(server->h2));
+    event_base_loopbreak(server->base);
+}
+
+static void on_signal(evutil_socket_t signal_number, short what, void *arg)
+{
+    struct server *server = arg;
+    struct timeval poll = {0, 20000};
+    struct timeval grace = {SHUTDOWN_GRACE_MS / 1000, (SHUTDOWN_GRACE_MS % 1000) * 1000};
+
+    if (server->shutting_down) {
+        log_info("second signal: stopping now");
+        event_base_loopbreak(server->base);
+        return;
+    }
+    log_info("signal %d: draining (GOAWAY, streams end UNAVAILABLE)", (int)signal_number);
+    server->shutting_down = 1;
+    health_set_draining(server->rpc.health);
+    grpc_server_shutdown(server->grpc);
+    server->shutdown_poll = event_new(server->base, -1, EV_PERSIST, on_shutdown_poll, server);
+    server->shutdown_deadline = evtimer_new(server->base, on_shutdown_deadline, server);
+    event_add(server->shutdown_poll, &poll);
+    event_add(server->shutdown_deadline, &grace);
+}
+
+static int register_door(struct server *server, struct grpc_door *door)
+{
+    if (health_register(&server->rpc, door) != 0 || reflection_register(&server->rpc, door) != 0)
+        return -1;
+#ifdef AGENTHUB_FAILPOINTS
+    if (echo_register(&server->rpc, door) != 0)
+        return -1;
+#endif
+    return 0;
+}
+
+static void server_free(struct server *server)
+{
+    metrics_http_free(server->metrics);
+    /* Connections first: their streams' close callbacks reach the handlers. */
+    h2_server_free(server->h2);
+    grpc_server_free(server->grpc);
+    health_free(server->rpc.health);
+    if (server->sigterm)
+        event_free(server->sigterm);
+    if (server->sigint)
+        event_free(server->sigint);
+    if (server->shutdown_poll)
+        event_free(server->shutdown_poll);
+    if (server->shutdown_deadline)
+        event_free(server->shutdown_deadline);
+    if (server->base)
+        event_base_free(server->base);
+}
+
+int main(int argc, char **argv)
+{
+    struct server server;
+    struct grpc_door *public_door, *runner_door = NULL;
+    char err[256];
+    int rv;
+
+    memset(&server, 0, sizeof(server));
+    log_setup("agenthubd", LOG_LEVEL_INFO);
+    rv = parse_args(argc, argv, &server.config);
+    if (rv != 0)
+        return rv > 0 ? 0 : 2;
+    signal(SIGPIPE, SIG_IGN);
+
+    server.base = event_base_new();
+    if (!server.base)
+        goto fail;
+    server.h2 = h2_server_new(server.base, &server.config.h2);
+    server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;
+    server.rpc.grpc = server.grpc;
+    server.rpc.health = health_new();
+    if (!server.grpc || !server.rpc.health)
+        goto fail;
+
+    public_door = grpc_door_new(server.grpc, "public", &server.rpc);
+    if (!public_door || register_door(&server, public_door) != 0)
+        goto fail;
+    if (server.config.runner_listen) {
+        runner_door = grpc_door_new(server.grpc, "runner", &server.rpc);
+        if (!runner_door || register_door(&server, runner_door) != 0)
+            goto fail;
+    }
+
+    if (grpc_door_listen(public_door, server.config.listen, &server.config.tls, err, sizeof(err)) !=
+        0) {
+        log_error("public listener: %s", err);
+        goto fail;
+    }
+    if (runner_door && grpc_door_listen(runner_door, server.config.runner_listen,
+                                        &server.config.tls, err, sizeof(err)) != 0) {
+        log_error("runner listener: %s", err);
+        goto fail;
+    }
+    if (server.config.metrics_listen) {
+        server.metrics = metrics_http_new(server.base, server.config.metrics_listen, write_metrics,
+                                          metrics_healthy, &server, err, sizeof(err));
+        if (!server.metrics) {
+            log_error("metrics listener: %s", err);
+            goto fail;
+        }
+    }
+    server.sigterm = evsignal_new(server.base, SIGTERM, on_signal, &server);
+    server.sigint = evsignal_new(server.base, SIGINT, on_signal, &server);
+    if (!server.sigterm || !server.sigint || event_add(server.sigterm, NULL) != 0 ||
+        event_add(server.sigint, NULL) != 0)
+        goto fail;
+
+    fprintf(stderr, "agenthubd: listening public %s\n", grpc_door_address(public_door));
+    if (runner_door)
+        fprintf(stderr, "agenthubd: listening runner %s\n", grpc_door_address(runner_door));
+    if (server.metrics)
+        fprintf(stderr, "agenthubd: listening metrics %s\n", metrics_http_address(server.metrics));
+    fflush(stderr);
+
+    event_base_dispatch(server.base);
+    log_info("stopped");
+    server_free(&server);
+    return 0;
+
+fail:
+    server_free(&server);
+    return 1;
 }

@@ -1,0 +1,142 @@
+/* grpc: gRPC calls on top of h2, per gRPC's PROTOCOL-HTTP2.
+ *
+ * A handler registers a method (path, kind, request type, callbacks) in a
+ * door's method table.  The layer validates the request headers, reassembles
+ * and decodes request messages, enforces grpc-timeout, and sends responses
+ * through a bounded per-call queue drained by a deferred data provider.
+ * Handlers see decoded messages and a struct grpc_call, never nghttp2. */
+#ifndef AGENTHUB_GRPC_H
+#define AGENTHUB_GRPC_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "grpc/grpc_wire.h"
+
+struct event_base;
+struct h2_server;
+struct grpc_server;
+struct grpc_door;
+struct grpc_call;
+
+enum grpc_method_kind {
+    GRPC_METHOD_UNARY,
+    GRPC_METHOD_SERVER_STREAMING,
+    GRPC_METHOD_CLIENT_STREAMING,
+    GRPC_METHOD_BIDI_STREAMING,
+};
+
+struct grpc_method {
+    const char *path; /* "/package.Service/Method" */
+    enum grpc_method_kind kind;
+    const ProtobufCMessageDescriptor *request_type;
+    /* Optional: the request headers were accepted (before any message). */
+    void (*on_start)(struct grpc_call *call);
+    /* A decoded request message, freed when this returns.  Unary and
+     * server-streaming methods get exactly one, after the client half-closed. */
+    void (*on_message)(struct grpc_call *call, const ProtobufCMessage *request);
+    /* Optional, client and bidi streaming: the client half-closed. */
+    void (*on_half_close)(struct grpc_call *call);
+    /* Optional: the send queue is empty and the connection wants bytes;
+     * a pull-style producer sends more here. */
+    void (*on_writable)(struct grpc_call *call);
+    /* Optional: always the last callback; the call is freed when it returns.
+     * grpc_call_finished tells whether the handler finished it. */
+    void (*on_close)(struct grpc_call *call);
+};
+
+struct grpc_limits {
+    size_t max_recv_bytes;   /* one request message; default 4 MiB */
+    size_t send_bound_bytes; /* per-call queue size grpc_call_over_bound compares with */
+};
+
+/* --- Server and doors ---------------------------------------------------- */
+
+struct grpc_server *grpc_server_new(struct event_base *base, struct h2_server *h2,
+                                    const struct grpc_limits *limits);
+void grpc_server_free(struct grpc_server *server);
+
+/* A door is a method table served on one listener.  door_data is handed to
+ * handlers through grpc_call_door_data.  Returns NULL on allocation failure. */
+struct grpc_door *grpc_door_new(struct grpc_server *server, const char *name, void *door_data);
+
+/* Registers METHOD (not copied: it must outlive the server).  Returns 0, or
+ * -1 when the path is already registered or memory is short. */
+int grpc_door_register(struct grpc_door *door, const struct grpc_method *method);
+
+/* Binds HOST:PORT for DOOR (TLS when tls_cert is set).  Returns 0, or -1
+ * with a reason in ERR.  The bound address is in grpc_door_address. */
+struct h2_tls_config;
+int grpc_door_listen(struct grpc_door *door, const char *host_port, const struct h2_tls_config *tls,
+                     char *err, size_t err_size);
+const char *grpc_door_address(const struct grpc_door *door);
+
+/* 1 when DOOR has a method at PATH. */
+int grpc_door_has_method(const struct grpc_door *door, const char *path);
+
+/* Each registered service name ("grpc.health.v1.Health") on any door, once,
+ * for reflection and health.  Calls FN for each. */
+void grpc_server_each_service(const struct grpc_server *server,
+                              void (*fn)(const char *service, size_t len, void *arg), void *arg);
+
+/* Starts a graceful stop: GOAWAY on every connection, every streaming call
+ * still open ends UNAVAILABLE, unary calls finish normally. */
+void grpc_server_shutdown(struct grpc_server *server);
+
+/* Calls still open. */
+size_t grpc_server_call_count(const struct grpc_server *server);
+
+/* Prometheus text: calls by method and status, open calls. */
+void grpc_server_write_metrics(const struct grpc_server *server, FILE *out);
+
+/* --- Calls --------------------------------------------------------------- */
+
+void grpc_call_set_user(struct grpc_call *call, void *user);
+void *grpc_call_user(const struct grpc_call *call);
+void *grpc_call_door_data(const struct grpc_call *call);
+const char *grpc_call_door_name(const struct grpc_call *call);
+const char *grpc_call_path(const struct grpc_call *call);
+
+/* A request header value (NUL-terminated), or NULL.  NAME is lowercase. */
+const char *grpc_call_metadata(const struct grpc_call *call, const char *name);
+
+/* Queues a response message.  Returns 0, or -1 when the call is finished or
+ * gone, or memory is short (the message is dropped). */
+int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message);
+
+/* Queues one response message made of PREFIX then BODY (either may be
+ * empty), already protobuf-encoded.  Returns 0 or -1 as grpc_call_send. */
+int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
+                           const uint8_t *body, size_t body_len);
+
+/* Adds response metadata: initial (before the first message) or trailing.
+ * A -bin name gets its value base64-encoded.  Returns 0 or -1. */
+int grpc_call_add_initial_metadata(struct grpc_call *call, const char *name, const uint8_t *value,
+                                   size_t len);
+int grpc_call_add_trailer(struct grpc_call *call, const char *name, const uint8_t *value,
+                          size_t len);
+
+/* Ends the call with STATUS and MESSAGE (may be NULL); queued messages go
+ * first.  A second finish is ignored. */
+void grpc_call_finish(struct grpc_call *call, int status, const char *message);
+
+/* 1 once grpc_call_finish ran (or the layer finished the call itself). */
+int grpc_call_finished(const struct grpc_call *call);
+
+/* 1 when the client went away before the call was finished. */
+int grpc_call_cancelled(const struct grpc_call *call);
+
+/* Bytes queued for this call but not yet handed to HTTP/2, and whether that
+ * is over the door's send bound. */
+size_t grpc_call_pending_bytes(const struct grpc_call *call);
+int grpc_call_over_bound(const struct grpc_call *call);
+
+/* Bytes the connection has not yet written to its socket. */
+size_t grpc_call_connection_backlog(const struct grpc_call *call);
+
+/* Wakes a pull-style producer: on_writable runs once HTTP/2 wants bytes. */
+void grpc_call_want_writable(struct grpc_call *call);
+
+#endif

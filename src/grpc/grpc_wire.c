@@ -1,0 +1,289 @@
+#include "grpc/grpc_wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const status_names[GRPC_STATUS_COUNT] = {
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+};
+
+const char *grpc_status_name(int status)
+{
+    if (status < 0 || status >= GRPC_STATUS_COUNT)
+        return "UNKNOWN";
+    return status_names[status];
+}
+
+int grpc_status_from_name(const char *name)
+{
+    for (int i = 0; i < GRPC_STATUS_COUNT; i++)
+        if (strcmp(status_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER_LEN], uint32_t len)
+{
+    out[0] = 0;
+    out[1] = (uint8_t)(len >> 24);
+    out[2] = (uint8_t)(len >> 16);
+    out[3] = (uint8_t)(len >> 8);
+    out[4] = (uint8_t)len;
+}
+
+void grpc_reader_init(struct grpc_reader *reader, size_t max_len)
+{
+    memset(reader, 0, sizeof(*reader));
+    reader->max_len = max_len;
+}
+
+void grpc_reader_free(struct grpc_reader *reader)
+{
+    free(reader->body);
+    reader->body = NULL;
+}
+
+int grpc_reader_feed(struct grpc_reader *reader, const uint8_t *data, size_t len, size_t *consumed)
+{
+    size_t used = 0;
+
+    *consumed = 0;
+    if (reader->message_ready)
+        return GRPC_READER_MESSAGE;
+    while (used < len) {
+        if (reader->header_have < GRPC_FRAME_HEADER_LEN) {
+            size_t want = GRPC_FRAME_HEADER_LEN - reader->header_have;
+            size_t take = len - used < want ? len - used : want;
+            memcpy(reader->header + reader->header_have, data + used, take);
+            reader->header_have += take;
+            used += take;
+            if (reader->header_have < GRPC_FRAME_HEADER_LEN)
+                break;
+            *consumed = used;
+            if (reader->header[0] > 1)
+                return GRPC_READER_BAD_FLAG;
+            reader->compressed = reader->header[0];
+            reader->body_len = (size_t)reader->header[1] << 24 | (size_t)reader->header[2] << 16 |
+                               (size_t)reader->header[3] << 8 | reader->header[4];
+            /* Refuse before buffering a single body byte. */
+            if (reader->body_len > reader->max_len)
+                return GRPC_READER_TOO_LARGE;
+            if (reader->compressed)
+                return GRPC_READER_COMPRESSED;
+            reader->body_have = 0;
+            if (reader->body_len > 0) {
+                reader->body = malloc(reader->body_len);
+                if (!reader->body)
+                    return GRPC_READER_NO_MEMORY;
+            }
+        }
+        size_t want = reader->body_len - reader->body_have;
+        size_t take = len - used < want ? len - used : want;
+        if (take) {
+            memcpy(reader->body + reader->body_have, data + used, take);
+            reader->body_have += take;
+            used += take;
+        }
+        if (reader->body_have == reader->body_len) {
+            reader->message_ready = 1;
+            *consumed = used;
+            return GRPC_READER_MESSAGE;
+        }
+    }
+    *consumed = used;
+    return GRPC_READER_NEED_MORE;
+}
+
+const uint8_t *grpc_reader_message(const struct grpc_reader *reader, size_t *len)
+{
+    *len = reader->body_len;
+    return reader->body ? reader->body : (const uint8_t *)"";
+}
+
+void grpc_reader_take(struct grpc_reader *reader)
+{
+    free(reader->body);
+    reader->body = NULL;
+    reader->body_len = 0;
+    reader->body_have = 0;
+    reader->header_have = 0;
+    reader->message_ready = 0;
+}
+
+int grpc_reader_idle(const struct grpc_reader *reader)
+{
+    return reader->header_have == 0 && !reader->message_ready;
+}
+
+size_t grpc_message_encode(const char *msg, size_t len, char *out, size_t out_size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t need = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)msg[i];
+        int plain = c >= 0x20 && c <= 0x7e && c != '%';
+        if (plain) {
+            if (need + 1 < out_size)
+                out[need] = (char)c;
+            need += 1;
+        } else {
+            if (need + 3 < out_size) {
+                out[need] = '%';
+                out[need + 1] = hex[c >> 4];
+                out[need + 2] = hex[c & 15];
+            }
+            need += 3;
+        }
+    }
+    out[need < out_size ? need : out_size - 1] = '\0';
+    return need;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+size_t grpc_message_decode(const char *in, size_t len, char *out)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        if (in[i] == '%' && i + 2 < len && hex_value(in[i + 1]) >= 0 && hex_value(in[i + 2]) >= 0) {
+            out[n++] = (char)(hex_value(in[i + 1]) << 4 | hex_value(in[i + 2]));
+            i += 2;
+        } else {
+            out[n++] = in[i];
+        }
+    }
+    return n;
+}
+
+int grpc_timeout_parse(const char *value, size_t len, uint64_t *nanoseconds)
+{
+    uint64_t amount = 0;
+    uint64_t unit;
+
+    if (len < 2 || len > 9)
+        return -1;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (value[i] < '0' || value[i] > '9')
+            return -1;
+        amount = amount * 10 + (uint64_t)(value[i] - '0');
+    }
+    switch (value[len - 1]) {
+    case 'H':
+        unit = 3600ull * 1000000000ull;
+        break;
+    case 'M':
+        unit = 60ull * 1000000000ull;
+        break;
+    case 'S':
+        unit = 1000000000ull;
+        break;
+    case 'm':
+        unit = 1000000ull;
+        break;
+    case 'u':
+        unit = 1000ull;
+        break;
+    case 'n':
+        unit = 1;
+        break;
+    default:
+        return -1;
+    }
+    /* 8 digits of hours overflow 64 bits of nanoseconds: saturate. */
+    if (amount > UINT64_MAX / unit)
+        *nanoseconds = UINT64_MAX;
+    else
+        *nanoseconds = amount * unit;
+    return 0;
+}
+
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t grpc_base64_encode(const uint8_t *in, size_t len, char *out, size_t out_size)
+{
+    size_t need = (len + 2) / 3 * 4;
+    size_t n = 0;
+
+    if (need + 1 > out_size)
+        return need;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < len)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= in[i + 2];
+        out[n++] = b64_alphabet[v >> 18 & 63];
+        out[n++] = b64_alphabet[v >> 12 & 63];
+        out[n++] = i + 1 < len ? b64_alphabet[v >> 6 & 63] : '=';
+        out[n++] = i + 2 < len ? b64_alphabet[v & 63] : '=';
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static int b64_value(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+' || c == '-')
+        return 62;
+    if (c == '/' || c == '_')
+        return 63;
+    return -1;
+}
+
+long grpc_base64_decode(const char *in, size_t len, uint8_t *out)
+{
+    uint32_t acc = 0;
+    int bits = 0;
+    long n = 0;
+
+    while (len > 0 && in[len - 1] == '=')
+        len--;
+    if (len % 4 == 1)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64_value(in[i]);
+        if (v < 0)
+            return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return n;
+}

@@ -1,0 +1,108 @@
+/* grpc_wire: the byte-level rules of gRPC over HTTP/2 that both the server
+ * and the clients need: status names, length-prefixed message framing,
+ * grpc-message percent-encoding, grpc-timeout and -bin base64. */
+#ifndef AGENTHUB_GRPC_WIRE_H
+#define AGENTHUB_GRPC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum grpc_status {
+    GRPC_STATUS_OK = 0,
+    GRPC_STATUS_CANCELLED = 1,
+    GRPC_STATUS_UNKNOWN = 2,
+    GRPC_STATUS_INVALID_ARGUMENT = 3,
+    GRPC_STATUS_DEADLINE_EXCEEDED = 4,
+    GRPC_STATUS_NOT_FOUND = 5,
+    GRPC_STATUS_ALREADY_EXISTS = 6,
+    GRPC_STATUS_PERMISSION_DENIED = 7,
+    GRPC_STATUS_RESOURCE_EXHAUSTED = 8,
+    GRPC_STATUS_FAILED_PRECONDITION = 9,
+    GRPC_STATUS_ABORTED = 10,
+    GRPC_STATUS_OUT_OF_RANGE = 11,
+    GRPC_STATUS_UNIMPLEMENTED = 12,
+    GRPC_STATUS_INTERNAL = 13,
+    GRPC_STATUS_UNAVAILABLE = 14,
+    GRPC_STATUS_DATA_LOSS = 15,
+    GRPC_STATUS_UNAUTHENTICATED = 16,
+};
+#define GRPC_STATUS_COUNT 17
+
+/* "OK", "NOT_FOUND", ...; "UNKNOWN" for codes out of range. */
+const char *grpc_status_name(int status);
+
+/* Parses a status name ("NOT_FOUND") back to its code; -1 when unknown. */
+int grpc_status_from_name(const char *name);
+
+/* --- Length-prefixed messages ------------------------------------------- */
+
+#define GRPC_FRAME_HEADER_LEN 5
+
+/* Writes the 5-byte message header (compressed flag 0) for a LEN-byte body. */
+void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER_LEN], uint32_t len);
+
+enum grpc_reader_result {
+    GRPC_READER_NEED_MORE = 0, /* consumed everything given; no whole message yet */
+    GRPC_READER_MESSAGE = 1,   /* a whole message is ready: see grpc_reader_message */
+    GRPC_READER_TOO_LARGE = -1,
+    GRPC_READER_COMPRESSED = -2, /* compressed flag set; caller decides */
+    GRPC_READER_BAD_FLAG = -3,   /* flag byte other than 0 or 1 */
+    GRPC_READER_NO_MEMORY = -4,
+};
+
+/* Reassembles length-prefixed messages from arbitrary chunks.  The declared
+ * length is checked against max_len before any body byte is buffered. */
+struct grpc_reader {
+    uint8_t header[GRPC_FRAME_HEADER_LEN];
+    size_t header_have;
+    uint8_t *body;
+    size_t body_len;
+    size_t body_have;
+    size_t max_len;
+    int compressed;
+    int message_ready;
+};
+
+void grpc_reader_init(struct grpc_reader *reader, size_t max_len);
+void grpc_reader_free(struct grpc_reader *reader);
+
+/* Feeds up to LEN bytes; *consumed tells how many were used.  Returns
+ * GRPC_READER_MESSAGE as soon as one message is complete (the rest of the
+ * input is left for the next call, after grpc_reader_take), NEED_MORE when
+ * all input was consumed, or a negative grpc_reader_result on error. */
+int grpc_reader_feed(struct grpc_reader *reader, const uint8_t *data, size_t len, size_t *consumed);
+
+/* The ready message.  Valid until grpc_reader_take or grpc_reader_free. */
+const uint8_t *grpc_reader_message(const struct grpc_reader *reader, size_t *len);
+
+/* Releases the ready message and readies the reader for the next one. */
+void grpc_reader_take(struct grpc_reader *reader);
+
+/* 1 when no partial message is buffered. */
+int grpc_reader_idle(const struct grpc_reader *reader);
+
+/* --- Header values ------------------------------------------------------- */
+
+/* Percent-encodes MSG for grpc-message: bytes outside 0x20..0x7E and '%'
+ * become %XX.  Returns the encoded length written to OUT (NUL-terminated),
+ * or the length that would be needed when out_size is too small (like
+ * snprintf).  OUT_SIZE must be at least 1. */
+size_t grpc_message_encode(const char *msg, size_t len, char *out, size_t out_size);
+
+/* Decodes a grpc-message value in place semantics into OUT (at most len
+ * bytes).  Malformed escapes are kept as literal bytes, as the spec asks.
+ * Returns the decoded length. */
+size_t grpc_message_decode(const char *in, size_t len, char *out);
+
+/* Parses a grpc-timeout value ("100m", "5S", up to 8 digits and one of
+ * H M S m u n).  Returns 0 and the timeout in nanoseconds (saturating), or
+ * -1 when malformed. */
+int grpc_timeout_parse(const char *value, size_t len, uint64_t *nanoseconds);
+
+/* Base64 (standard alphabet) for -bin metadata.  Encoding pads; decoding
+ * accepts padded and unpadded input.  Decode returns the decoded length or
+ * -1 when malformed; OUT must hold (len / 4 + 1) * 3 bytes. */
+size_t grpc_base64_encode(const uint8_t *in, size_t len, char *out, size_t out_size);
+long grpc_base64_decode(const char *in, size_t len, uint8_t *out);
+
+#endif

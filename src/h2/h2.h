@@ -1,0 +1,135 @@
+/* h2: HTTP/2 listeners and connections on libevent and nghttp2.
+ *
+ * h2 knows nothing of gRPC.  The layer above installs a struct h2_handler
+ * per listener; h2 calls it for each stream event and asks it for response
+ * body bytes through a deferred data provider. */
+#ifndef AGENTHUB_H2_H
+#define AGENTHUB_H2_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct event_base;
+struct h2_server;
+struct h2_listener;
+struct h2_stream;
+
+struct h2_header {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+};
+
+/* What stream_read returns through *flags. */
+#define H2_READ_EOF 0x1 /* no more body: the handler will submit trailers */
+
+/* Returned by stream_read when no body byte is ready yet. */
+#define H2_READ_DEFERRED ((ssize_t)-1)
+/* Returned by stream_read to reset the stream with INTERNAL_ERROR. */
+#define H2_READ_ERROR ((ssize_t)-2)
+
+struct h2_handler {
+    /* A new request stream.  Returns the stream's handler data, or NULL to
+     * refuse it (RST_STREAM REFUSED_STREAM). */
+    void *(*stream_open)(void *listener_data, struct h2_stream *stream);
+    /* One request header.  Returns 0, or -1 to reset the stream. */
+    int (*stream_header)(void *stream_data, const uint8_t *name, size_t name_len,
+                         const uint8_t *value, size_t value_len);
+    /* The request header block is complete. */
+    void (*stream_headers_done)(void *stream_data);
+    /* A chunk of request body. */
+    void (*stream_data)(void *stream_data, const uint8_t *data, size_t len);
+    /* The client half-closed (END_STREAM). */
+    void (*stream_end)(void *stream_data);
+    /* Body bytes for the response, into BUF of up to LEN bytes.  Returns the
+     * byte count (with H2_READ_EOF in *flags at the end), H2_READ_DEFERRED,
+     * or H2_READ_ERROR. */
+    ssize_t (*stream_read)(void *stream_data, uint8_t *buf, size_t len, uint32_t *flags);
+    /* The stream is gone: finished, reset by either side, or its connection
+     * closed.  error_code is the HTTP/2 error code (0 for a clean close).
+     * The handler must not touch the h2_stream afterwards. */
+    void (*stream_close)(void *stream_data, uint32_t error_code);
+};
+
+struct h2_limits {
+    uint32_t max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint32_t max_header_list_bytes;  /* request header list cap */
+    uint32_t idle_timeout_ms;        /* close connections with no open stream */
+    uint32_t max_connections;        /* per listener */
+};
+
+struct h2_tls_config {
+    const char *cert_file;
+    const char *key_file;
+    const char *client_ca_file; /* NULL: no client certificates asked */
+};
+
+struct h2_stats {
+    uint64_t connections_open;
+    uint64_t connections_total;
+    uint64_t streams_open;
+    uint64_t streams_total;
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+};
+
+/* Creates the server on BASE.  Returns NULL on allocation failure. */
+struct h2_server *h2_server_new(struct event_base *base, const struct h2_limits *limits);
+
+/* Frees every listener and closes every connection (streams get
+ * stream_close first). */
+void h2_server_free(struct h2_server *server);
+
+/* Binds HOST:PORT (port 0 picks one) and starts accepting.  TLS may be
+ * NULL for h2c with prior knowledge.  Returns the listener, or NULL with a
+ * reason in ERR. */
+struct h2_listener *h2_listen(struct h2_server *server, const char *name, const char *host_port,
+                              const struct h2_tls_config *tls, const struct h2_handler *handler,
+                              void *listener_data, char *err, size_t err_size);
+
+/* "127.0.0.1:43121" of a bound listener. */
+const char *h2_listener_address(const struct h2_listener *listener);
+
+/* Stops accepting and sends GOAWAY on every connection; streams in flight
+ * continue.  Connections close once they have no open stream. */
+void h2_server_drain(struct h2_server *server);
+
+/* Open connections across all listeners. */
+size_t h2_server_connection_count(const struct h2_server *server);
+
+const struct h2_stats *h2_server_stats(const struct h2_server *server);
+
+/* --- Streams ------------------------------------------------------------- */
+
+/* Sends response headers.  With has_body, body bytes come from
+ * stream_read; without, the HEADERS frame ends the stream.  Returns 0, or
+ * -1 when the stream is already gone. */
+int h2_stream_respond(struct h2_stream *stream, const struct h2_header *headers, size_t count,
+                      int has_body);
+
+/* Sends trailers; only after stream_read returned H2_READ_EOF (that is, from
+ * within stream_read, or later).  Returns 0 or -1. */
+int h2_stream_trailers(struct h2_stream *stream, const struct h2_header *headers, size_t count);
+
+/* Wakes a stream whose stream_read returned H2_READ_DEFERRED.  The write
+ * is flushed at the end of the current loop iteration. */
+void h2_stream_resume(struct h2_stream *stream);
+
+/* Resets the stream with an HTTP/2 error code.  stream_close follows. */
+void h2_stream_reset(struct h2_stream *stream, uint32_t error_code);
+
+/* Resets the stream with ERROR_CODE once its response (END_STREAM) has
+ * been sent, so a client still sending learns to stop; at once when it
+ * already was. */
+void h2_stream_reset_after_end(struct h2_stream *stream, uint32_t error_code);
+
+/* The listener's name ("public", "runner"). */
+const char *h2_stream_listener_name(const struct h2_stream *stream);
+
+/* Bytes queued on the stream's connection but not yet written to the
+ * socket: a connection-wide backlog signal. */
+size_t h2_stream_connection_backlog(const struct h2_stream *stream);
+
+#endif

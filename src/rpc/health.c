@@ -1,0 +1,152 @@
+/* grpc.health.v1.Health: Check and Watch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc/grpc.h"
+#include "grpc/health/v1/health.pb-c.h"
+#include "rpc/rpc.h"
+
+struct health_watcher {
+    struct grpc_call *call;
+    char *service;
+    int last_status;
+    struct health_watcher *prev, *next;
+};
+
+struct health_state {
+    int draining;
+    struct health_watcher *watchers;
+};
+
+struct service_lookup {
+    const char *name;
+    int found;
+};
+
+struct health_state *health_new(void)
+{
+    return calloc(1, sizeof(struct health_state));
+}
+
+void health_free(struct health_state *health)
+{
+    free(health);
+}
+
+static void match_service(const char *service, size_t len, void *arg)
+{
+    struct service_lookup *lookup = arg;
+    if (strlen(lookup->name) == len && memcmp(lookup->name, service, len) == 0)
+        lookup->found = 1;
+}
+
+/* The status for SERVICE: "" means the whole server. */
+static int health_status(struct rpc_context *ctx, const char *service)
+{
+    struct service_lookup lookup = {service, 0};
+
+    if (service[0] != '\0') {
+        grpc_server_each_service(ctx->grpc, match_service, &lookup);
+        if (!lookup.found)
+            return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
+    }
+    return ctx->health->draining
+               ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
+               : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+}
+
+static void send_status(struct grpc_call *call, int status)
+{
+    Grpc__Health__V1__HealthCheckResponse response = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    response.status = status;
+    grpc_call_send(call, &response.base);
+}
+
+static void check_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Grpc__Health__V1__HealthCheckRequest *request =
+        (const Grpc__Health__V1__HealthCheckRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    int status = health_status(ctx, request->service);
+
+    if (status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN) {
+        grpc_call_finish(call, GRPC_STATUS_NOT_FOUND, "unknown service");
+        return;
+    }
+    send_status(call, status);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void watch_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Grpc__Health__V1__HealthCheckRequest *request =
+        (const Grpc__Health__V1__HealthCheckRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct health_watcher *watcher = calloc(1, sizeof(*watcher));
+
+    if (!watcher || !(watcher->service = strdup(request->service))) {
+        free(watcher);
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    watcher->call = call;
+    watcher->last_status = health_status(ctx, request->service);
+    watcher->next = ctx->health->watchers;
+    if (watcher->next)
+        watcher->next->prev = watcher;
+    ctx->health->watchers = watcher;
+    grpc_call_set_user(call, watcher);
+    send_status(call, watcher->last_status);
+}
+
+static void watch_on_close(struct grpc_call *call)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct health_watcher *watcher = grpc_call_user(call);
+
+    if (!watcher)
+        return;
+    if (watcher->prev)
+        watcher->prev->next = watcher->next;
+    else
+        ctx->health->watchers = watcher->next;
+    if (watcher->next)
+        watcher->next->prev = watcher->prev;
+    free(watcher->service);
+    free(watcher);
+}
+
+void health_set_draining(struct health_state *health)
+{
+    health->draining = 1;
+    for (struct health_watcher *w = health->watchers; w; w = w->next) {
+        if (w->last_status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING) {
+            w->last_status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+            send_status(w->call, w->last_status);
+        }
+    }
+}
+
+static const struct grpc_method health_methods[] = {
+    {
+        .path = "/grpc.health.v1.Health/Check",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &grpc__health__v1__health_check_request__descriptor,
+        .on_message = check_on_message,
+    },
+    {
+        .path = "/grpc.health.v1.Health/Watch",
+        .kind = GRPC_METHOD_SERVER_STREAMING,
+        .request_type = &grpc__health__v1__health_check_request__descriptor,
+        .on_message = watch_on_message,
+        .on_close = watch_on_close,
+    },
+};
+
+int health_register(struct rpc_context *ctx, struct grpc_door *door)
+{
+    for (size_t i = 0; i < sizeof(health_methods) / sizeof(health_methods[0]); i++)
+        if (grpc_door_register(door, &health_methods[i]) != 0)
+            return -1;
+    return 0;
+}

@@ -1,0 +1,23 @@
+/* metrics_http: the plain-HTTP metrics listener (GET /metrics, GET /healthz). */
+#ifndef AGENTHUB_METRICS_HTTP_H
+#define AGENTHUB_METRICS_HTTP_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct event_base;
+struct metrics_http;
+
+/* Writes the Prometheus text body to OUT. */
+typedef void (*metrics_http_writer)(void *arg, FILE *out);
+/* Returns 1 while the server is healthy (GET /healthz answers 200). */
+typedef int (*metrics_http_health)(void *arg);
+
+/* Binds HOST:PORT.  Returns NULL with a reason in ERR. */
+struct metrics_http *metrics_http_new(struct event_base *base, const char *host_port,
+                                      metrics_http_writer writer, metrics_http_health health,
+                                      void *arg, char *err, size_t err_size);
+const char *metrics_http_address(const struct metrics_http *metrics);
+void metrics_http_free(struct metrics_http *metrics);
+
+#endif
