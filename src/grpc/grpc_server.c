@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/byte_queue.h"
 #include "h2/h2.h"
 
 #define HTTP2_NO_ERROR 0x0
@@ -38,14 +39,6 @@ struct grpc_server {
     struct grpc_call *calls;
     size_t call_count;
     int shutting_down;
-};
-
-/* A growable byte queue: bytes live in [start, end). */
-struct byte_queue {
-    uint8_t *data;
-    size_t start;
-    size_t end;
-    size_t cap;
 };
 
 /* Header name/value pairs kept as offsets into one arena. */
@@ -138,30 +131,6 @@ static void header_list_free(struct header_list *list)
 {
     free(list->arena);
     memset(list, 0, sizeof(*list));
-}
-
-static uint8_t *byte_queue_reserve(struct byte_queue *queue, size_t len)
-{
-    if (queue->start == queue->end)
-        queue->start = queue->end = 0;
-    if (queue->end + len > queue->cap && queue->start > 0) {
-        memmove(queue->data, queue->data + queue->start, queue->end - queue->start);
-        queue->end -= queue->start;
-        queue->start = 0;
-    }
-    if (queue->end + len > queue->cap) {
-        size_t cap = queue->cap ? queue->cap : 1024;
-        while (cap < queue->end + len)
-            cap *= 2;
-        uint8_t *data = realloc(queue->data, cap);
-        if (!data)
-            return NULL;
-        queue->data = data;
-        queue->cap = cap;
-    }
-    uint8_t *at = queue->data + queue->end;
-    queue->end += len;
-    return at;
 }
 
 /* --- Server, doors and method tables ------------------------------------ */
@@ -495,7 +464,7 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
 /* The layer itself ends the call: queued output is dropped. */
 static void call_fail(struct grpc_call *call, int status, const char *message)
 {
-    call->out.start = call->out.end = 0;
+    byte_queue_clear(&call->out);
     grpc_call_finish(call, status, message);
 }
 
@@ -511,7 +480,7 @@ int grpc_call_cancelled(const struct grpc_call *call)
 
 size_t grpc_call_pending_bytes(const struct grpc_call *call)
 {
-    return call->out.end - call->out.start;
+    return byte_queue_length(&call->out);
 }
 
 int grpc_call_over_bound(const struct grpc_call *call)
@@ -809,11 +778,11 @@ static void call_stream_end(void *data)
 static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *flags)
 {
     struct grpc_call *call = data;
-    size_t available = call->out.end - call->out.start;
+    size_t available = byte_queue_length(&call->out);
 
     if (available == 0 && !call->finished && call->started && call->entry->method->on_writable) {
         call->entry->method->on_writable(call);
-        available = call->out.end - call->out.start;
+        available = byte_queue_length(&call->out);
     }
     if (available == 0 && !call->finished) {
         call->deferred = 1;
@@ -822,8 +791,8 @@ static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *
     if (len > available)
         len = available;
     memcpy(buf, call->out.data + call->out.start, len);
-    call->out.start += len;
-    if (call->out.start == call->out.end && call->finished && !call->trailers_sent) {
+    byte_queue_consume(&call->out, len);
+    if (byte_queue_length(&call->out) == 0 && call->finished && !call->trailers_sent) {
         *flags |= H2_READ_EOF;
         call_send_trailers(call);
     }
@@ -856,7 +825,7 @@ static void call_stream_close(void *data, uint32_t error_code)
     grpc_reader_free(&call->reader);
     free(call->unary_request);
     free(call->status_message);
-    free(call->out.data);
+    byte_queue_free(&call->out);
     header_list_free(&call->request_headers);
     header_list_free(&call->initial_metadata);
     header_list_free(&call->trailing_metadata);
