@@ -2,6 +2,7 @@
 #include "core/jsonl.h"
 
 #include <check.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +337,166 @@ START_TEST(random_bytes_never_crash_and_ok_round_trips)
 }
 END_TEST
 
+START_TEST(duplicate_in_big_object_is_invalid)
+{
+    char line[4096];
+    size_t o;
+    int i;
+
+    o = (size_t)snprintf(line, sizeof(line), "{\"type\":\"prompt\",\"data\":{");
+    for (i = 0; i < 200; i++)
+        o += (size_t)snprintf(line + o, sizeof(line) - o, "\"k%d\":%d,", i, i);
+    snprintf(line + o, sizeof(line) - o, "\"k%d\":0}}", 150);
+    expect_invalid(line, "line 1: invalid JSON: duplicate key");
+    snprintf(line + o, sizeof(line) - o, "\"k%d\":0}}", 200);
+    {
+        struct jsonl_batch b;
+        char err[JSONL_ERR_SIZE];
+        ck_assert_int_eq(parse(line, &b, err), JSONL_OK);
+        jsonl_batch_free(&b);
+    }
+}
+END_TEST
+
+START_TEST(escaped_keys_and_type_decode_before_comparing)
+{
+    struct jsonl_batch b;
+    char err[JSONL_ERR_SIZE];
+
+    ck_assert_int_eq(
+        parse("{\"t\\u0079pe\":\"st\\u006fp\",\"data\":{\"ki\\u006ed\":\"x\\/y\"}}", &b, err),
+        JSONL_OK);
+    ck_assert_int_eq(b.records[0].type, JSONL_TYPE_STOP);
+    ck_assert_str_eq(b.records[0].kind, "x/y");
+    ck_assert_str_eq(b.records[0].data_json, "{\"ki\\u006ed\":\"x\\/y\"}");
+    jsonl_batch_free(&b);
+    expect_invalid("{\"type\":\"prompt\",\"data\":{\"\\u00e9\":1,\"\xc3\xa9\":2}}",
+                   "line 1: invalid JSON: duplicate key");
+    expect_invalid("{\"type\":\"prompt\",\"data\":{\"\\ud83d\\ude00\":1,\"\xf0\x9f\x98\x80\":2}}",
+                   "line 1: invalid JSON: duplicate key");
+}
+END_TEST
+
+START_TEST(lone_surrogates_and_bad_escapes_are_invalid)
+{
+    expect_invalid("{\"type\":\"prompt\",\"data\":{\"t\":\"\\ud800\"}}", "line 1: invalid JSON");
+    expect_invalid("{\"type\":\"prompt\",\"data\":{\"t\":\"\\udc00x\"}}", "line 1: invalid JSON");
+    expect_invalid("{\"type\":\"prompt\",\"data\":{\"t\":\"\\x\"}}", "line 1: invalid JSON");
+    expect_invalid("{\"type\":\"prompt\",\"data\":{\"t\":\"\\u12G4\"}}", "line 1: invalid JSON");
+    expect_invalid("{\"type\":\"prompt\",\"data\":{\"t\":\"a\tb\"}}", "line 1: invalid JSON");
+}
+END_TEST
+
+START_TEST(number_grammar_is_strict)
+{
+    static const char *bad[] = {"01", "-", "1.", ".5", "1e", "1e+", "+1", "0x1", "NaN", "1.5.2"};
+    static const char *good[] = {"0",   "-0",   "12",      "-3.25",
+                                 "1e9", "2E-3", "1.5e+10", "123456789012345678901234567890"};
+    char line[128];
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(line, sizeof(line), "{\"type\":\"prompt\",\"data\":{\"n\":%s}}", bad[i]);
+        expect_invalid(line, "line 1: invalid JSON");
+    }
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        struct jsonl_batch b;
+        char err[JSONL_ERR_SIZE], want[64];
+        snprintf(line, sizeof(line), "{\"type\":\"prompt\",\"data\":{\"n\":%s}}", good[i]);
+        ck_assert_int_eq(parse(line, &b, err), JSONL_OK);
+        /* The producer's number text is kept as written. */
+        snprintf(want, sizeof(want), "{\"n\":%s}", good[i]);
+        ck_assert_str_eq(b.records[0].data_json, want);
+        jsonl_batch_free(&b);
+    }
+}
+END_TEST
+
+START_TEST(nesting_over_the_limit_is_invalid)
+{
+    char line[2048];
+    size_t o = 0;
+    int i;
+
+    o += (size_t)snprintf(line, sizeof(line), "{\"type\":\"prompt\",\"data\":{\"a\":");
+    for (i = 0; i < 300; i++)
+        line[o++] = '[';
+    for (i = 0; i < 300; i++)
+        line[o++] = ']';
+    snprintf(line + o, sizeof(line) - o, "}}");
+    expect_invalid(line, "line 1: invalid JSON: nesting too deep");
+}
+END_TEST
+
+/* Differential: on small mutated inputs, the validator accepts exactly what
+ * jansson (JSON_REJECT_DUPLICATES) accepts as a JSON object, except numbers
+ * jansson cannot represent (it rejects those; JSON allows them). */
+START_TEST(validator_agrees_with_jansson_on_mutations)
+{
+    unsigned seed = 4242;
+    static const char *seeds[] = {
+        "{\"type\":\"prompt\",\"data\":{\"a\":[1,-2.5e3,true,false,null],\"b\":{\"c\":\"\\u00e9\"}}"
+        "}",
+        "{\"type\":\"ask\",\"data\":{\"s\":\"h\xc3\xa9\\n\\\"q\\\"\",\"t\":{},\"u\":[]}}",
+        "{\"type\":\"stop\", \"seq\":1, \"data\":{\"k\":\"\\ud83d\\ude00\",\"kk\":0}}",
+    };
+    char buf[256];
+    int i, disagreements = 0;
+
+    for (i = 0; i < 200000; i++) {
+        const char *s = seeds[(size_t)rand_r(&seed) % 3];
+        size_t n = strlen(s);
+        int muts = 1 + rand_r(&seed) % 2, ours, theirs;
+        struct jsonl_batch b;
+        char err[JSONL_ERR_SIZE];
+        json_error_t jerr;
+        json_t *root;
+
+        memcpy(buf, s, n);
+        while (muts--) {
+            size_t at = (size_t)rand_r(&seed) % n;
+            buf[at] = (char)(rand_r(&seed) % 4 == 0 ? rand_r(&seed) & 0xff
+                                                    : "{}[]\",:\\ aeu0.-9Ed"[rand_r(&seed) % 19]);
+        }
+        ours = jsonl_parse_batch(buf, n, &b, err) == JSONL_OK;
+        jsonl_batch_free(&b);
+        /* Several lines are not comparable to one jansson parse; and jansson
+         * tolerates a raw NUL byte after some tokens, which JSON forbids. */
+        if (memchr(buf, '\n', n) != NULL || memchr(buf, '\0', n) != NULL)
+            continue;
+        root = json_loadb(buf, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+        theirs = root != NULL && json_is_object(root);
+        if (theirs) {
+            /* Our codec also requires the record shape. */
+            json_t *t = json_object_get(root, "type"), *d = json_object_get(root, "data");
+            const char *k;
+            json_t *v;
+            theirs = json_is_string(t) &&
+                     jsonl_type_from_name(json_string_value(t), json_string_length(t)) >= 0 &&
+                     (d == NULL || json_is_object(d));
+            json_object_foreach(root, k, v)
+            {
+                if (strcmp(k, "type") && strcmp(k, "data") && strcmp(k, "seq") &&
+                    strcmp(k, "ts_ms"))
+                    theirs = 0;
+            }
+        } else if (root == NULL && strstr(jerr.text, "overflow") != NULL) {
+            json_decref(root);
+            continue;
+        }
+        json_decref(root);
+        if (ours != theirs) {
+            disagreements++;
+            for (size_t z = 0; z < n; z++)
+                fprintf(stderr, "%02x", (unsigned char)buf[z]);
+            fprintf(stderr, " <- disagree (ours %d): %s\n", ours, err);
+            ck_assert_msg(0, "disagree");
+        }
+    }
+    ck_assert_int_eq(disagreements, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jsonl");
@@ -366,6 +527,12 @@ int main(void)
     tcase_add_test(tc, render_reports_needed_length_when_short);
     tcase_add_test(tc, nul_escape_in_string_is_kept_escaped);
     tcase_add_test(tc, random_bytes_never_crash_and_ok_round_trips);
+    tcase_add_test(tc, duplicate_in_big_object_is_invalid);
+    tcase_add_test(tc, escaped_keys_and_type_decode_before_comparing);
+    tcase_add_test(tc, lone_surrogates_and_bad_escapes_are_invalid);
+    tcase_add_test(tc, number_grammar_is_strict);
+    tcase_add_test(tc, nesting_over_the_limit_is_invalid);
+    tcase_add_test(tc, validator_agrees_with_jansson_on_mutations);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
