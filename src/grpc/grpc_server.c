@@ -83,6 +83,7 @@ struct grpc_call {
     struct header_list initial_metadata;
     struct header_list trailing_metadata;
     struct byte_queue out;
+    size_t out_partial; /* bytes of the message at the queue's head still to go */
     struct event *deadline;
     void *user;
 };
@@ -404,6 +405,15 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
     return 0;
 }
 
+int grpc_call_start_response(struct grpc_call *call)
+{
+    if (call->finished || !call->stream)
+        return -1;
+    if (call->headers_sent)
+        return 0;
+    return call_send_headers(call, 0);
+}
+
 static int add_metadata(struct header_list *list, const char *name, const uint8_t *value,
                         size_t len)
 {
@@ -464,7 +474,7 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
 /* The layer itself ends the call: queued output is dropped. */
 static void call_fail(struct grpc_call *call, int status, const char *message)
 {
-    byte_queue_clear(&call->out);
+    call->out.end = call->out.start + call->out_partial;
     grpc_call_finish(call, status, message);
 }
 
@@ -775,6 +785,23 @@ static void call_stream_end(void *data)
         call->entry->method->on_half_close(call);
 }
 
+/* Drops LEN sent bytes from the queue, keeping track of where the message
+ * at its head ends so a layer-made finish never cuts a message in half. */
+static void call_consume(struct grpc_call *call, size_t len)
+{
+    while (len > 0) {
+        if (call->out_partial == 0) {
+            const uint8_t *h = call->out.data + call->out.start;
+            call->out_partial = GRPC_FRAME_HEADER_LEN + ((size_t)h[1] << 24 | (size_t)h[2] << 16 |
+                                                         (size_t)h[3] << 8 | h[4]);
+        }
+        size_t take = len < call->out_partial ? len : call->out_partial;
+        byte_queue_consume(&call->out, take);
+        call->out_partial -= take;
+        len -= take;
+    }
+}
+
 static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *flags)
 {
     struct grpc_call *call = data;
@@ -791,7 +818,7 @@ static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *
     if (len > available)
         len = available;
     memcpy(buf, call->out.data + call->out.start, len);
-    byte_queue_consume(&call->out, len);
+    call_consume(call, len);
     if (byte_queue_length(&call->out) == 0 && call->finished && !call->trailers_sent) {
         *flags |= H2_READ_EOF;
         call_send_trailers(call);
