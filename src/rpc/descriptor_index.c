@@ -53,6 +53,7 @@ struct table {
 struct file {
     char *name;
     struct span bytes;
+    char **dep_names; /* until resolve_deps turns them into deps */
     size_t *deps;
     size_t dep_count;
 };
@@ -232,19 +233,18 @@ static int add_symbol(struct descriptor_index *index, size_t file, const char *s
                       struct span name, enum descriptor_kind kind)
 {
     size_t scope_len = strlen(scope);
-    char *full = malloc(scope_len + 1 + name.len + 1);
-    char *at = full;
+    size_t dot = scope_len ? 1 : 0;
+    char *full = malloc(scope_len + dot + name.len + 1);
 
     if (!full)
         return -1;
     if (scope_len) {
-        memcpy(at, scope, scope_len);
-        at += scope_len;
-        *at++ = '.';
+        memcpy(full, scope, scope_len);
+        full[scope_len] = '.';
     }
     if (name.len)
-        memcpy(at, name.data, name.len);
-    at[name.len] = '\0';
+        memcpy(full + scope_len + dot, name.data, name.len);
+    full[scope_len + dot + name.len] = '\0';
     if (table_add(&index->symbols, full, file, kind) != 0) {
         free(full);
         return -1;
@@ -344,9 +344,9 @@ static int index_service(struct descriptor_index *index, size_t file, const char
     return rv;
 }
 
-/* Indexes the FileDescriptorProto FILE: its name, dependencies (resolved
- * later into DEP_NAMES) and top-level symbols.  Returns 0 or -1. */
-static int index_file(struct descriptor_index *index, size_t file, char ***dep_names)
+/* Indexes the FileDescriptorProto FILE: its name, dependency names and
+ * top-level symbols.  Returns 0 or -1 (malformed, memory). */
+static int index_file(struct descriptor_index *index, size_t file)
 {
     struct file *f = &index->files[file];
     struct wire w;
@@ -371,10 +371,10 @@ static int index_file(struct descriptor_index *index, size_t file, char ***dep_n
             goto fail;
         switch (number) {
         case 3: {
-            char **names = realloc(*dep_names, (f->dep_count + 1) * sizeof(*names));
+            char **names = realloc(f->dep_names, (f->dep_count + 1) * sizeof(*names));
             if (!names)
                 goto fail;
-            *dep_names = names;
+            f->dep_names = names;
             if (!(names[f->dep_count] = span_strdup(value)))
                 goto fail;
             f->dep_count++;
@@ -404,7 +404,7 @@ fail:
 
 /* Turns each file's dependency names into file numbers.  Returns 0, or -1
  * when a dependency is not in the set or memory is short. */
-static int resolve_deps(struct descriptor_index *index, char ***dep_names)
+static int resolve_deps(struct descriptor_index *index)
 {
     for (size_t i = 0; i < index->file_count; i++) {
         struct file *f = &index->files[i];
@@ -414,7 +414,7 @@ static int resolve_deps(struct descriptor_index *index, char ***dep_names)
         if (!f->deps)
             return -1;
         for (size_t d = 0; d < f->dep_count; d++) {
-            const struct entry *e = table_find(&index->by_file_name, dep_names[i][d]);
+            const struct entry *e = table_find(&index->by_file_name, f->dep_names[d]);
             if (!e)
                 return -1;
             f->deps[d] = e->file;
@@ -454,44 +454,38 @@ static int collect_files(struct descriptor_index *index, struct span set)
     return rv;
 }
 
+static void free_dep_names(struct file *f)
+{
+    for (size_t d = 0; f->dep_names && d < f->dep_count; d++)
+        free(f->dep_names[d]);
+    free(f->dep_names);
+    f->dep_names = NULL;
+}
+
 struct descriptor_index *descriptor_index_new(const uint8_t *data, size_t len)
 {
     struct descriptor_index *index = calloc(1, sizeof(*index));
     struct span set = {data, len};
-    char ***dep_names = NULL;
-    int rv = -1;
 
     if (!index)
         return NULL;
     if ((len && !data) || collect_files(index, set) != 0)
-        goto done;
-    if (index->file_count) {
-        dep_names = calloc(index->file_count, sizeof(*dep_names));
-        if (!dep_names)
-            goto done;
-    }
+        goto fail;
     for (size_t i = 0; i < index->file_count; i++) {
-        if (index_file(index, i, &dep_names[i]) != 0 ||
+        if (index_file(index, i) != 0 ||
             table_add(&index->by_file_name, index->files[i].name, i, DESCRIPTOR_MESSAGE) != 0)
-            goto done;
+            goto fail;
     }
     if (table_sort(&index->by_file_name) != 0 || table_sort(&index->symbols) != 0 ||
-        resolve_deps(index, dep_names) != 0)
-        goto done;
-    rv = 0;
-
-done:
-    for (size_t i = 0; dep_names && i < index->file_count; i++) {
-        for (size_t d = 0; dep_names[i] && d < index->files[i].dep_count; d++)
-            free(dep_names[i][d]);
-        free(dep_names[i]);
-    }
-    free(dep_names);
-    if (rv != 0) {
-        descriptor_index_free(index);
-        return NULL;
-    }
+        resolve_deps(index) != 0)
+        goto fail;
+    for (size_t i = 0; i < index->file_count; i++)
+        free_dep_names(&index->files[i]);
     return index;
+
+fail:
+    descriptor_index_free(index);
+    return NULL;
 }
 
 void descriptor_index_free(struct descriptor_index *index)
@@ -503,6 +497,7 @@ void descriptor_index_free(struct descriptor_index *index)
     free(index->symbols.entries);
     free(index->by_file_name.entries);
     for (size_t i = 0; i < index->file_count; i++) {
+        free_dep_names(&index->files[i]);
         free(index->files[i].name);
         free(index->files[i].deps);
     }

@@ -26,35 +26,50 @@ struct service_names {
     int failed;
 };
 
-/* Queues RESPONSE with an ErrorResponse of CODE and MESSAGE. */
-static void send_error(struct grpc_call *call, reflection_response *response, int code,
+/* Each send_* queues a copy of ECHO (valid_host, original_request) carrying
+ * one message_response.  This one: an ErrorResponse of CODE and MESSAGE. */
+static void send_error(struct grpc_call *call, const reflection_response *echo, int code,
                        const char *message)
 {
+    reflection_response response = *echo;
     Grpc__Reflection__V1__ErrorResponse error = GRPC__REFLECTION__V1__ERROR_RESPONSE__INIT;
 
     error.error_code = code;
     error.error_message = (char *)message;
-    response->message_response_case =
+    response.message_response_case =
         GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
-    response->error_response = &error;
-    grpc_call_send(call, &response->base);
+    response.error_response = &error;
+    grpc_call_send(call, &response.base);
 }
 
 /* Like send_error, with "WHAT not found: NAME" as the message. */
-static void send_not_found(struct grpc_call *call, reflection_response *response, const char *what,
-                           const char *name)
+static void send_not_found(struct grpc_call *call, const reflection_response *echo,
+                           const char *what, const char *name)
 {
     char message[320];
 
     snprintf(message, sizeof(message), "%s not found: %.256s", what, name);
-    send_error(call, response, GRPC_STATUS_NOT_FOUND, message);
+    send_error(call, echo, GRPC_STATUS_NOT_FOUND, message);
+}
+
+/* No file declares extensions, so every extension is unknown. */
+static void send_extension_not_found(struct grpc_call *call, const reflection_response *echo,
+                                     const Grpc__Reflection__V1__ExtensionRequest *extension)
+{
+    char message[320];
+
+    snprintf(message, sizeof(message), "extension %d of %.256s not found",
+             extension ? (int)extension->extension_number : 0,
+             extension ? extension->containing_type : "");
+    send_error(call, echo, GRPC_STATUS_NOT_FOUND, message);
 }
 
 /* Queues FILE and its transitive dependencies, FILE first.  Finishes the
  * call RESOURCE_EXHAUSTED when memory is short. */
-static void send_files(struct grpc_call *call, reflection_response *response,
+static void send_files(struct grpc_call *call, const reflection_response *echo,
                        const struct descriptor_index *index, size_t file)
 {
+    reflection_response response = *echo;
     Grpc__Reflection__V1__FileDescriptorResponse files =
         GRPC__REFLECTION__V1__FILE_DESCRIPTOR_RESPONSE__INIT;
     size_t total = descriptor_index_file_count(index);
@@ -71,10 +86,10 @@ static void send_files(struct grpc_call *call, reflection_response *response,
         bytes[i].data = (uint8_t *)descriptor_index_file_bytes(index, closure[i], &bytes[i].len);
     files.n_file_descriptor_proto = count;
     files.file_descriptor_proto = bytes;
-    response->message_response_case =
+    response.message_response_case =
         GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_FILE_DESCRIPTOR_RESPONSE;
-    response->file_descriptor_response = &files;
-    grpc_call_send(call, &response->base);
+    response.file_descriptor_response = &files;
+    grpc_call_send(call, &response.base);
 
 cleanup:
     free(closure);
@@ -103,9 +118,10 @@ static void collect_service(const char *service, size_t len, void *arg)
 
 /* Queues the services registered on any door.  Finishes the call
  * RESOURCE_EXHAUSTED when memory is short. */
-static void send_services(struct grpc_call *call, reflection_response *response,
+static void send_services(struct grpc_call *call, const reflection_response *echo,
                           struct rpc_context *ctx)
 {
+    reflection_response response = *echo;
     Grpc__Reflection__V1__ListServiceResponse list =
         GRPC__REFLECTION__V1__LIST_SERVICE_RESPONSE__INIT;
     struct service_names names = {NULL, 0, 0};
@@ -128,10 +144,10 @@ static void send_services(struct grpc_call *call, reflection_response *response,
     }
     list.n_service = names.count;
     list.service = pointers;
-    response->message_response_case =
+    response.message_response_case =
         GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_LIST_SERVICES_RESPONSE;
-    response->list_services_response = &list;
-    grpc_call_send(call, &response->base);
+    response.list_services_response = &list;
+    grpc_call_send(call, &response.base);
 
 cleanup:
     for (size_t i = 0; i < names.count; i++)
@@ -142,22 +158,23 @@ cleanup:
 }
 
 /* No extensions are declared in the set, so a known message has none. */
-static void send_extension_numbers(struct grpc_call *call, reflection_response *response,
+static void send_extension_numbers(struct grpc_call *call, const reflection_response *echo,
                                    const struct descriptor_index *index, const char *type)
 {
+    reflection_response response = *echo;
     Grpc__Reflection__V1__ExtensionNumberResponse numbers =
         GRPC__REFLECTION__V1__EXTENSION_NUMBER_RESPONSE__INIT;
     enum descriptor_kind kind;
 
     if (descriptor_index_find_symbol(index, type, &kind) < 0 || kind != DESCRIPTOR_MESSAGE) {
-        send_not_found(call, response, "message type", type);
+        send_not_found(call, echo, "message type", type);
         return;
     }
     numbers.base_type_name = (char *)(type[0] == '.' ? type + 1 : type);
-    response->message_response_case =
+    response.message_response_case =
         GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ALL_EXTENSION_NUMBERS_RESPONSE;
-    response->all_extension_numbers_response = &numbers;
-    grpc_call_send(call, &response->base);
+    response.all_extension_numbers_response = &numbers;
+    grpc_call_send(call, &response.base);
 }
 
 static void reflection_on_message(struct grpc_call *call, const ProtobufCMessage *message)
@@ -165,44 +182,41 @@ static void reflection_on_message(struct grpc_call *call, const ProtobufCMessage
     const reflection_request *request = (const reflection_request *)message;
     struct rpc_context *ctx = grpc_call_door_data(call);
     const struct descriptor_index *index = ctx->descriptors;
-    reflection_response response = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__INIT;
+    reflection_response echo = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__INIT;
     long file;
 
-    response.valid_host = request->host;
-    response.original_request = (reflection_request *)request;
+    echo.valid_host = request->host;
+    echo.original_request = (reflection_request *)request;
     if (!index) {
-        send_error(call, &response, GRPC_STATUS_INTERNAL, "no descriptors");
+        send_error(call, &echo, GRPC_STATUS_INTERNAL, "no descriptors");
         return;
     }
     switch (request->message_request_case) {
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_LIST_SERVICES:
-        send_services(call, &response, ctx);
+        send_services(call, &echo, ctx);
         break;
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_BY_FILENAME:
         file = descriptor_index_find_file(index, request->file_by_filename);
         if (file < 0)
-            send_not_found(call, &response, "file", request->file_by_filename);
+            send_not_found(call, &echo, "file", request->file_by_filename);
         else
-            send_files(call, &response, index, (size_t)file);
+            send_files(call, &echo, index, (size_t)file);
         break;
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_CONTAINING_SYMBOL:
         file = descriptor_index_find_symbol(index, request->file_containing_symbol, NULL);
         if (file < 0)
-            send_not_found(call, &response, "symbol", request->file_containing_symbol);
+            send_not_found(call, &echo, "symbol", request->file_containing_symbol);
         else
-            send_files(call, &response, index, (size_t)file);
+            send_files(call, &echo, index, (size_t)file);
         break;
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_CONTAINING_EXTENSION:
-        send_not_found(call, &response, "extension of",
-                       request->file_containing_extension
-                           ? request->file_containing_extension->containing_type
-                           : "");
+        send_extension_not_found(call, &echo, request->file_containing_extension);
         break;
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_ALL_EXTENSION_NUMBERS_OF_TYPE:
-        send_extension_numbers(call, &response, index, request->all_extension_numbers_of_type);
+        send_extension_numbers(call, &echo, index, request->all_extension_numbers_of_type);
         break;
     default:
-        send_error(call, &response, GRPC_STATUS_INVALID_ARGUMENT, "no message_request set");
+        send_error(call, &echo, GRPC_STATUS_INVALID_ARGUMENT, "no message_request set");
         break;
     }
 }
