@@ -319,6 +319,7 @@ static void server_free(struct server *server)
     h2_server_free(server->h2);
     grpc_server_free(server->grpc);
     health_free(server->rpc.health);
+    reflection_free(&server->rpc);
     if (server->sigterm)
         event_free(server->sigterm);
     if (server->sigint)

@@ -43,6 +43,7 @@ struct rpc_counters {
     uint64_t subscribers_open;
     uint64_t bus_subscribers_open;
 };
+struct descriptor_index;
 
 struct rpc_context {
     struct grpc_server *grpc;
@@ -53,6 +54,7 @@ struct rpc_context {
     struct runner_registry *runners;
     struct rpc_config config;
     struct rpc_counters counters;
+    struct descriptor_index *descriptors; /* reflection's, built by reflection_register */
 };
 
 /* --- Shared handler helpers (rpc_common.c) ------------------------------ */
@@ -87,8 +89,12 @@ void health_free(struct health_state *health);
 /* Every Check answers NOT_SERVING from now on, and Watch streams hear it. */
 void health_set_draining(struct health_state *health);
 
-/* grpc.reflection.v1 and v1alpha ServerReflection on DOOR.  Returns 0 or -1. */
+/* grpc.reflection.v1 and v1alpha ServerReflection on DOOR; the first call
+ * indexes the embedded descriptor set into ctx->descriptors.  Returns 0, or
+ * -1 when the set does not parse, memory is short or a path is taken. */
 int reflection_register(struct rpc_context *ctx, struct grpc_door *door);
+/* Frees ctx->descriptors (NULL after).  Safe when nothing was built. */
+void reflection_free(struct rpc_context *ctx);
 
 /* agenthub.testing.v1.EchoService (test builds only).  Returns 0 or -1. */
 int echo_register(struct rpc_context *ctx, struct grpc_door *door);
