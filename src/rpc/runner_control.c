@@ -30,9 +30,17 @@ struct pending_command {
     struct pending_command *prev, *next;
 };
 
+struct runner_seq {
+    char id[STORE_ID_MAX];
+    uint64_t last;
+    uint64_t persisted;
+    struct runner_seq *next;
+};
+
 struct runner_registry {
     struct event_base *base;
     struct runner_link *links;
+    struct runner_seq *seqs;
     struct pending_command *pending;
     uint64_t next_id;
 };
@@ -82,6 +90,11 @@ void runner_registry_free(struct runner_registry *runners)
         runners->links = link->next;
         free(link);
     }
+    while (runners->seqs) {
+        struct runner_seq *seq = runners->seqs;
+        runners->seqs = seq->next;
+        free(seq);
+    }
     free(runners);
 }
 
@@ -96,6 +109,43 @@ static struct runner_link *link_find(const struct runner_registry *runners, cons
 int runner_connected(const struct runner_registry *runners, const char *runner_id)
 {
     return link_find(runners, runner_id) != NULL;
+}
+
+int runner_seq_slot(struct rpc_context *ctx, const char *runner_id, uint64_t **slot)
+{
+    struct runner_seq *seq;
+    uint64_t stored = 0;
+
+    for (seq = ctx->runners->seqs; seq; seq = seq->next)
+        if (strcmp(seq->id, runner_id) == 0) {
+            *slot = &seq->last;
+            return 0;
+        }
+    if (ctx->store->ops->runner_seq_get(ctx->store->impl, runner_id, &stored) == STORE_FAULT)
+        return -1;
+    seq = calloc(1, sizeof(*seq));
+    if (!seq)
+        return -1;
+    snprintf(seq->id, sizeof(seq->id), "%s", runner_id);
+    seq->last = seq->persisted = stored;
+    seq->next = ctx->runners->seqs;
+    ctx->runners->seqs = seq;
+    *slot = &seq->last;
+    return 0;
+}
+
+void runner_seq_persist(struct rpc_context *ctx, const char *runner_id)
+{
+    for (struct runner_seq *seq = ctx->runners->seqs; seq; seq = seq->next) {
+        if (strcmp(seq->id, runner_id) != 0 || seq->last == seq->persisted)
+            continue;
+        if (ctx->store->ops->runner_seq_set(ctx->store->impl, runner_id, seq->last) == STORE_OK)
+            seq->persisted = seq->last;
+        else
+            log_warn("runner %s: cannot persist runner_seq %llu yet", runner_id,
+                     (unsigned long long)seq->last);
+        return;
+    }
 }
 
 static void on_command_timeout(evutil_socket_t fd, short what, void *arg)

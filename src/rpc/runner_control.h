@@ -34,6 +34,15 @@ uint64_t runner_command_send(struct rpc_context *ctx, const char *runner_id,
 /* The waiter went away: DONE will not run. */
 void runner_command_abandon(struct rpc_context *ctx, uint64_t command_id);
 
+/* The last runner_seq accepted from RUNNER_ID, read from the store on first
+ * use and kept in memory after.  Returns 0 with *SLOT set, or -1 when the
+ * store cannot answer (or memory is short). */
+int runner_seq_slot(struct rpc_context *ctx, const char *runner_id, uint64_t **slot);
+
+/* Writes RUNNER_ID's last accepted runner_seq to the store (best effort; a
+ * failure is logged and retried at the next persist). */
+void runner_seq_persist(struct rpc_context *ctx, const char *runner_id);
+
 /* RunnerService/Sessions. */
 extern const struct grpc_method runner_sessions_method;
 
