@@ -566,7 +566,10 @@ int store_import_file(struct store *s, const char *path, int *changes, char *err
 
     root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        if (jerr.line > 0)
+            snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        else
+            snprintf(err, errlen, "%s", jerr.text);
         return STORE_INVALID;
     }
     rv = store_import_json(s, root, changes, err, errlen);
