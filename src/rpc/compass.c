@@ -13,9 +13,9 @@
 #include "store/gate.h"
 #include "store/store.h"
 
-#define AGENTHUB_API_VERSION      "compass.v1"
-#define AGENTHUB_SERVER_VERSION   "agenthubd 0.1.0"
-#define FEATURE_RESOURCE_KINDS    0x4000u
+#define AGENTHUB_API_VERSION    "compass.v1"
+#define AGENTHUB_SERVER_VERSION "agenthubd 0.1.0"
+#define FEATURE_RESOURCE_KINDS  0x4000u
 
 /* A unary call waiting for a Runner's acknowledgement. */
 struct command_wait {
@@ -149,7 +149,8 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     const Compass__V1__StartAgentSessionRequest *request =
         (const Compass__V1__StartAgentSessionRequest *)message;
     struct rpc_context *ctx = grpc_call_door_data(call);
-    Compass__V1__StartAgentSessionResponse response = COMPASS__V1__START_AGENT_SESSION_RESPONSE__INIT;
+    Compass__V1__StartAgentSessionResponse response =
+        COMPASS__V1__START_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
     Compass__V1__StartCommand start = COMPASS__V1__START_COMMAND__INIT;
     struct store_session_spec spec;
@@ -171,10 +172,9 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     if (rv == STORE_OK)
         rv = ctx->store->ops->account_get(ctx->store->impl, container.agent_account_id, &agent);
     if (rv == STORE_OK && !subject.is_admin)
-        rv = agent.home_channel_id[0]
-                 ? ctx->store->ops->member_check(ctx->store->impl, subject.id,
-                                                 agent.home_channel_id)
-                 : STORE_NOT_FOUND;
+        rv = agent.home_channel_id[0] ? ctx->store->ops->member_check(ctx->store->impl, subject.id,
+                                                                      agent.home_channel_id)
+                                      : STORE_NOT_FOUND;
     if (rv == STORE_FAULT) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
@@ -258,8 +258,9 @@ static void status_from_row(struct rpc_context *ctx, const struct store_session 
         status->state = (Compass__V1__AgentSessionState)arbiter_state(session_arbiter(s));
         status->last_seq = ring_newest_seq(session_ring(s));
     } else {
-        status->state = row->closed ? COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_STOPPED
-                                    : COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED;
+        status->state = row->closed
+                            ? COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_STOPPED
+                            : COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED;
     }
 }
 
@@ -369,7 +370,7 @@ static void server_info_on_message(struct grpc_call *call, const ProtobufCMessag
 
 static void whoami_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
-    Compass__V1__WhoAmIResponse response = COMPASS__V1__WHO_AM_I_RESPONSE__INIT;
+    Compass__V1__WhoAmIResponse response = COMPASS__V1__WHO_AM_IRESPONSE__INIT;
     struct store_subject subject;
 
     if (rpc_authenticate(call, &subject) != 0)
@@ -399,7 +400,7 @@ static const struct grpc_method compass_unary_methods[] = {
      &compass__v1__get_server_info_request__descriptor, NULL, server_info_on_message, NULL, NULL,
      NULL},
     {"/compass.v1.CompassService/WhoAmI", GRPC_METHOD_UNARY,
-     &compass__v1__who_am_i_request__descriptor, NULL, whoami_on_message, NULL, NULL, NULL},
+     &compass__v1__who_am_irequest__descriptor, NULL, whoami_on_message, NULL, NULL, NULL},
 };
 
 int compass_register(struct rpc_context *ctx, struct grpc_door *door)

@@ -157,7 +157,8 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
         grpc_call_finish(call, GRPC_STATUS_OK, NULL); /* the session has ended */
         return;
     }
-    if (!s && session_open(ctx->sessions, request->session_id, strlen(request->session_id), &s) < 0) {
+    if (!s &&
+        session_open(ctx->sessions, request->session_id, strlen(request->session_id), &s) < 0) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
@@ -248,7 +249,7 @@ static void bus_resync(struct grpc_call *call, struct rpc_context *ctx)
 }
 
 /* Finds string field 19 (session_id) in an encoded bus payload.  Returns 0
- * with *ID/*LEN set, or -1 when absent or malformed. */
+ * with *ID and *LEN set, or -1 when absent or malformed. */
 static int payload_session_id(const uint8_t *p, size_t len, const char **id, size_t *id_len)
 {
     size_t i = 0;
@@ -374,8 +375,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
-    if (bus_cursor_open(ctx->bus, request->since_seq, request->instance_epoch, &cursor) !=
-        BUS_OK) {
+    if (bus_cursor_open(ctx->bus, request->since_seq, request->instance_epoch, &cursor) != BUS_OK) {
         bus_resync(call, ctx);
         return;
     }

@@ -187,8 +187,9 @@ uint64_t hub_append_event(struct rpc_context *ctx, struct session *s,
     if (seq == 0)
         return 0;
     project_event(ctx, session_id(s), event);
-    evidence = event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_RECORD ? record_evidence
-                                                                           : event_evidence(event);
+    evidence = event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_RECORD
+                   ? record_evidence
+                   : event_evidence(event);
     if (evidence != ARBITER_NONE)
         hub_observe(ctx, s, ARBITER_RANK_STREAM, evidence, ARBITER_LIVE_UNCHANGED);
     return seq;

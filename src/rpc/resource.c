@@ -75,7 +75,7 @@ static void spawn_terminal(struct grpc_call *call, const Compass__V1__SpawnResou
     }
     /* A terminal is registered by the Runner hosting its container. */
     if (rv != STORE_OK || !(subject->is_admin || (subject->kind == STORE_SUBJECT_RUNNER &&
-                                                   strcmp(subject->id, container.runner_id) == 0))) {
+                                                  strcmp(subject->id, container.runner_id) == 0))) {
         rpc_finish_named(call, GRPC_STATUS_PERMISSION_DENIED, "NOT_PRODUCER",
                          "only the runner hosting the container registers its terminals");
         return;
@@ -157,8 +157,8 @@ static void spawn_agent_session(struct grpc_call *call,
     }
     if (request->native_id[0]) {
         /* (provider, native_id) is unique: a resumed agent reuses its session. */
-        rv = store_session_find_native(ctx->store, request->provider, request->native_id,
-                                       &existing);
+        rv =
+            store_session_find_native(ctx->store, request->provider, request->native_id, &existing);
         if (rv == STORE_FAULT) {
             finish_store_fault(call);
             return;
@@ -250,8 +250,8 @@ static int resolve_target(struct grpc_call *call, uint64_t resource_id, const ch
 
 /* Authorizes SUBJECT to produce into ID and checks it is an open agent
  * session.  Returns 0 with *RESOURCE set, or -1 after finishing the call. */
-static int producer_target(struct grpc_call *call, const struct store_subject *subject,
-                           uint64_t id, struct store_resource *resource)
+static int producer_target(struct grpc_call *call, const struct store_subject *subject, uint64_t id,
+                           struct store_resource *resource)
 {
     struct rpc_context *ctx = grpc_call_door_data(call);
     int rv = gate_may_produce(ctx->store, subject, id, resource);
@@ -329,10 +329,9 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
         return;
     }
     if (rv != JSONL_OK) {
-        rpc_finish_named(call,
-                         rv == JSONL_NOMEM ? GRPC_STATUS_RESOURCE_EXHAUSTED
-                                           : GRPC_STATUS_INVALID_ARGUMENT,
-                         rv == JSONL_NOMEM ? "OVERFLOW" : "RECORD_INVALID", error);
+        rpc_finish_named(
+            call, rv == JSONL_NOMEM ? GRPC_STATUS_RESOURCE_EXHAUSTED : GRPC_STATUS_INVALID_ARGUMENT,
+            rv == JSONL_NOMEM ? "OVERFLOW" : "RECORD_INVALID", error);
         return;
     }
     s = hub_session(ctx, resource.session_id);
@@ -430,8 +429,8 @@ static const struct grpc_method resource_methods[] = {
     {"/compass.v1.ResourceService/SpawnResource", GRPC_METHOD_UNARY,
      &compass__v1__spawn_resource_request__descriptor, NULL, spawn_on_message, NULL, NULL, NULL},
     {"/compass.v1.ResourceService/AppendResourceOutput", GRPC_METHOD_UNARY,
-     &compass__v1__append_resource_output_request__descriptor, NULL, append_on_message, NULL,
-     NULL, NULL},
+     &compass__v1__append_resource_output_request__descriptor, NULL, append_on_message, NULL, NULL,
+     NULL},
     {"/compass.v1.ResourceService/CloseResource", GRPC_METHOD_UNARY,
      &compass__v1__close_resource_request__descriptor, NULL, close_on_message, NULL, NULL, NULL},
     {"/compass.v1.ResourceService/ReportAgentState", GRPC_METHOD_UNARY,

@@ -197,9 +197,8 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
          ((!frame->session->typed_event &&
            frame->session->state ==
                COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED) ||
-          (frame->session->typed_event &&
-           frame->session->typed_event->event_case ==
-               COMPASS__V1__SESSION_EVENT__EVENT__NOT_SET)))) {
+          (frame->session->typed_event && frame->session->typed_event->event_case ==
+                                              COMPASS__V1__SESSION_EVENT__EVENT__NOT_SET)))) {
         ctx->counters.relay_unknown_frames++;
         log_warn("runner %s: runner_seq %llu for session %.128s has an unset or unrecognized "
                  "variant; counted, not relayed",
@@ -275,7 +274,8 @@ static void upload_on_message(struct grpc_call *call, const ProtobufCMessage *me
     const Compass__V1__UploadSessionBlobRequest *request =
         (const Compass__V1__UploadSessionBlobRequest *)message;
     struct rpc_context *ctx = grpc_call_door_data(call);
-    Compass__V1__UploadSessionBlobResponse response = COMPASS__V1__UPLOAD_SESSION_BLOB_RESPONSE__INIT;
+    Compass__V1__UploadSessionBlobResponse response =
+        COMPASS__V1__UPLOAD_SESSION_BLOB_RESPONSE__INIT;
     struct store_subject subject;
     char ref[BLOB_REF_SIZE];
     int rv;
@@ -355,7 +355,7 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "rank must be PROCESS or SCREEN");
         return;
     }
-    if (request->state < 0 || request->state >= ARBITER_STATE_COUNT) {
+    if (request->state < 0 || (int)request->state >= (int)ARBITER_STATE_COUNT) {
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "unknown state");
         return;
     }
@@ -372,8 +372,8 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
 }
 
 static const struct grpc_method runner_methods[] = {
-    {"/compass.v1.RunnerService/Enroll", GRPC_METHOD_UNARY, &compass__v1__enroll_request__descriptor,
-     NULL, enroll_on_message, NULL, NULL, NULL},
+    {"/compass.v1.RunnerService/Enroll", GRPC_METHOD_UNARY,
+     &compass__v1__enroll_request__descriptor, NULL, enroll_on_message, NULL, NULL, NULL},
     {"/compass.v1.RunnerService/PublishEvents", GRPC_METHOD_CLIENT_STREAMING,
      &compass__v1__publish_events_request__descriptor, publish_on_start, publish_on_message,
      publish_on_half_close, NULL, publish_on_close},

@@ -51,8 +51,8 @@ static int write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-int blob_put(const char *dir, const char *session_id, const char *content_type,
-             const uint8_t *data, size_t len, size_t max_len, char ref[BLOB_REF_SIZE])
+int blob_put(const char *dir, const char *session_id, const char *content_type, const uint8_t *data,
+             size_t len, size_t max_len, char ref[BLOB_REF_SIZE])
 {
     char session_hash[65], content_hash[65];
     char session_dir[4096], path[4200], temp[4300];
@@ -123,8 +123,8 @@ int blob_get(const char *dir, const char *session_id, const char *ref, char **co
         return errno == ENOENT ? BLOB_NOT_FOUND : BLOB_FAULT;
     if (fstat(fileno(file), &st) != 0 || st.st_size < 4 || fread(header, 1, 4, file) != 4)
         goto fault;
-    type_len = (size_t)header[0] << 24 | (size_t)header[1] << 16 | (size_t)header[2] << 8 |
-               header[3];
+    type_len =
+        (size_t)header[0] << 24 | (size_t)header[1] << 16 | (size_t)header[2] << 8 | header[3];
     if (type_len > MAX_CONTENT_TYPE || (size_t)st.st_size < 4 + type_len)
         goto fault;
     data_len = (size_t)st.st_size - 4 - type_len;

@@ -21,8 +21,8 @@ enum blob_rc {
 
 /* Stores DATA for SESSION_ID.  REF receives "sha256:<hex>".  Storing the
  * same bytes twice is one file. */
-int blob_put(const char *dir, const char *session_id, const char *content_type,
-             const uint8_t *data, size_t len, size_t max_len, char ref[BLOB_REF_SIZE]);
+int blob_put(const char *dir, const char *session_id, const char *content_type, const uint8_t *data,
+             size_t len, size_t max_len, char ref[BLOB_REF_SIZE]);
 
 /* Reads REF of SESSION_ID.  On BLOB_OK, *CONTENT_TYPE and *DATA are heap
  * copies the caller frees. */
