@@ -253,7 +253,7 @@ enum jsonl_result jsonl_parse_batch(const void *bytes, size_t len, struct jsonl_
         lines++;
     if (p[len - 1] != '\n')
         lines++;
-    cap = lines;
+    cap = lines ? lines : 1;
     out->records = calloc(cap, sizeof(*out->records));
     if (out->records == NULL)
         return JSONL_NOMEM;

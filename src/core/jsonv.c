@@ -165,7 +165,7 @@ size_t jsonv_decode(const uint8_t *raw, size_t len, uint8_t *out)
 {
     const uint8_t *p = raw, *end = raw + len;
     uint8_t *o = out;
-    unsigned u, u2;
+    unsigned u = 0, u2 = 0xdc00; /* always set: RAW was validated */
 
     while (p < end) {
         if (*p != '\\') {
