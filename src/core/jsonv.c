@@ -282,11 +282,16 @@ int jsonv_key_is(const struct jsonv_key *k, const char *word)
     return jsonv_key_equal(k, &w) == 1;
 }
 
-static int jsonv_hash_cmp(const void *a, const void *b)
+/* Orders unescaped keys by hash, then length, then bytes. */
+static int jsonv_key_cmp(const void *a, const void *b)
 {
-    uint32_t x = ((const struct jsonv_key *)a)->hash, y = ((const struct jsonv_key *)b)->hash;
+    const struct jsonv_key *x = a, *y = b;
 
-    return x < y ? -1 : x > y;
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return memcmp(x->raw, y->raw, x->len);
 }
 
 /* Pushes a key of the object whose keys start at BASE, checking for a
@@ -340,26 +345,49 @@ int jsonv_push_key(struct jsonv_parser *jp, size_t base, const uint8_t *raw, siz
     return 0;
 }
 
-/* Duplicate check for a big object's keys [BASE, nkeys) when it closes. */
+/* Duplicate check for a big object's keys [BASE, nkeys) when it closes: the
+ * escaped keys are decoded once into an arena, then all keys are sorted by
+ * (hash, length, bytes) and neighbours compared, so even keys built to share
+ * one hash cost O(n log n).  The entries are rewritten (they are popped right
+ * after).  Returns 0 or -1 (error set). */
 static int jsonv_check_big_object(struct jsonv_parser *jp, size_t base)
 {
-    size_t i, j, n = jp->nkeys - base;
+    size_t i, n = jp->nkeys - base, arena_len = 0;
     struct jsonv_key *k = jp->keys + base;
+    uint8_t *arena = NULL, *o;
+    int rv = 0;
 
     if (n <= JSONV_LINEAR_KEYS)
         return 0;
-    qsort(k, n, sizeof(*k), jsonv_hash_cmp);
     for (i = 0; i < n; i++) {
-        for (j = i + 1; j < n && k[j].hash == k[i].hash; j++) {
-            int eq = jsonv_key_equal(&k[i], &k[j]);
-            if (eq != 0) {
-                if (eq < 0)
-                    jp->nomem = 1;
-                return jsonv_fail(jp, eq < 0 ? "out of memory" : "duplicate key");
+        if (k[i].esc)
+            arena_len += k[i].len;
+    }
+    if (arena_len > 0) {
+        arena = malloc(arena_len);
+        if (arena == NULL) {
+            jp->nomem = 1;
+            return jsonv_fail(jp, "out of memory");
+        }
+        for (i = 0, o = arena; i < n; i++) {
+            if (k[i].esc) {
+                size_t d = jsonv_decode(k[i].raw, k[i].len, o);
+                k[i].raw = o;
+                k[i].len = (uint32_t)d;
+                k[i].esc = 0;
+                o += d;
             }
         }
     }
-    return 0;
+    qsort(k, n, sizeof(*k), jsonv_key_cmp);
+    for (i = 1; i < n; i++) {
+        if (jsonv_key_cmp(&k[i - 1], &k[i]) == 0) {
+            rv = jsonv_fail(jp, "duplicate key");
+            break;
+        }
+    }
+    free(arena);
+    return rv;
 }
 
 static int jsonv_number(struct jsonv_parser *jp)

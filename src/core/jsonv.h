@@ -15,7 +15,7 @@
 #define JSONV_WORD_SIZE 32
 #define JSONV_MAX_DEPTH 256
 /* Objects up to this many keys check duplicates on insert; bigger ones sort
- * their keys by hash when they close, so a 3000-key object stays O(n log n). */
+ * their keys when they close, so a 3000-key object stays O(n log n). */
 #define JSONV_LINEAR_KEYS 32
 
 struct jsonv_key {
