@@ -249,3 +249,14 @@ uint64_t ring_tail_cursor(const struct ring *r, uint64_t n)
         return r->next_seq - 1 - r->count;
     return newest - n;
 }
+
+enum ring_status ring_cursor_check(const struct ring *r, uint64_t after_seq)
+{
+    uint64_t newest = r->next_seq - 1;
+
+    if (after_seq > newest)
+        return RING_AHEAD;
+    if (after_seq == newest || after_seq + 1 >= r->next_seq - r->count)
+        return RING_OK;
+    return RING_EVICTED;
+}
