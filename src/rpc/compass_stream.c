@@ -172,10 +172,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->ctx = ctx;
     sub->watcher.wake = pane_wake;
     if (request->since_seq > 0) {
-        uint64_t oldest = ring_oldest_seq(ring);
-        if (request->since_seq > ring_newest_seq(ring) ||
-            (oldest > 0 && request->since_seq + 1 < oldest) ||
-            (oldest == 0 && request->since_seq != ring_newest_seq(ring))) {
+        if (ring_cursor_check(ring, request->since_seq) != RING_OK) {
             free(sub);
             grpc_call_finish(call, GRPC_STATUS_OUT_OF_RANGE,
                              "since_seq is not in the session's retained log");
