@@ -113,6 +113,20 @@ int sq_savepoint(struct sqlite_store *st);
 int sq_release_savepoint(struct sqlite_store *st);
 void sq_rollback_savepoint(struct sqlite_store *st);
 
+/* The resource read (sqlite.c), shared with the session writes. */
+int sq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out);
+
+/* Session and resource writes, runner sequence numbers (sqlite_sessions.c). */
+int sq_session_create(void *impl, const struct store_session_spec *spec, char out_id[STORE_ID_MAX]);
+int sq_session_close(void *impl, const char *session_id);
+int sq_terminal_create(void *impl, const char *container_name, uint64_t *out_id);
+int sq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
+                            const char *native_id, const char *owner_account_id, uint64_t *out_id,
+                            char out_session_id[STORE_ID_MAX]);
+int sq_resource_close(void *impl, uint64_t resource_id);
+int sq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out);
+int sq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq);
+
 /* Admin operations (sqlite_admin.c), installed into the ops table. */
 int sq_account_put(void *impl, const struct store_account *a, int *changed);
 int sq_account_get(void *impl, const char *id, struct store_account *out);

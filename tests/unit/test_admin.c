@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "store/auth.h"
+#include "store/gate.h"
 #include "store/import.h"
 #include "store_fixture.h"
 
@@ -416,6 +417,31 @@ START_TEST(cli_refuses_a_missing_database_except_for_init_and_import)
 }
 END_TEST
 
+START_TEST(cli_changes_reach_a_running_store_on_its_next_call)
+{
+    struct store_subject bob = {STORE_SUBJECT_ACCOUNT, "bob", 0};
+    char out[4096], errs[4096], header[64];
+
+    NEED_CLI();
+    fixture_world(&fx);
+    /* Warm the cache, then change things from another process. */
+    ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
+    ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_BOUND);
+    ck_assert_int_eq(cli("members remove bob chan-a", out, sizeof(out), errs, sizeof(errs)), 0);
+    ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(cli("containers add ctr-1 --agent agent-1 --runner runner-2", out, sizeof(out),
+                         errs, sizeof(errs)),
+                     0);
+    ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_NOT_BOUND);
+    snprintf(header, sizeof(header), "Bearer t-carol");
+    ck_assert_int_eq(auth_authenticate(fx.s, AUTH_DOOR_PUBLIC, header, strlen(header), &bob),
+                     AUTH_OK);
+    ck_assert_int_eq(cli("token revoke --account carol", out, sizeof(out), errs, sizeof(errs)), 0);
+    ck_assert_int_eq(auth_authenticate(fx.s, AUTH_DOOR_PUBLIC, header, strlen(header), &bob),
+                     AUTH_UNAUTHENTICATED);
+}
+END_TEST
+
 static Suite *admin_suite(void)
 {
     Suite *s = suite_create("admin");
@@ -441,6 +467,7 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, cli_lists_print_json);
     tcase_add_test(tc, cli_add_remove_and_exit_statuses);
     tcase_add_test(tc, cli_refuses_a_missing_database_except_for_init_and_import);
+    tcase_add_test(tc, cli_changes_reach_a_running_store_on_its_next_call);
     suite_add_tcase(s, tc);
     return s;
 }
