@@ -400,6 +400,8 @@ int cli_admin_main(int argc, char **argv)
         fprintf(stderr, "agenthub admin: %s\n", err);
         return ADMIN_STORE;
     }
+    /* A person at a terminal can wait for a running server's write. */
+    sqlite_store_set_busy_timeout(s, 5000);
     if (strcmp(cmd, "init") == 0) {
         rv = o.npos == 0 ? ADMIN_OK : ADMIN_USAGE;
         if (rv != ADMIN_OK)

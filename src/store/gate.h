@@ -59,6 +59,12 @@ const struct gate_refusal *gate_produce_refusal(int result);
 int gate_may_view(struct store *s, const struct store_subject *subject, const char *session_id,
                   struct store_session *out);
 
+/* The same decision for a session already read (from session_list, say,
+ * to answer "every session the caller may see"): only the membership is
+ * read.  ALLOWED / NOT_FOUND / FAULT. */
+int gate_may_view_loaded(struct store *s, const struct store_subject *subject,
+                         const struct store_session *sess);
+
 /* May SUBJECT control session SESSION_ID (SkipBatchWindow, Stop, Send)?
  * Only its owner or an admin; membership is not enough.
  * ALLOWED / NOT_FOUND / FAULT. */

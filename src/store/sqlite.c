@@ -91,7 +91,7 @@ void sq_note_write(struct sqlite_store *st)
     sq_cache_clear(st->cache);
 }
 
-int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int deleting, int *changed)
+int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int flags, int *changed)
 {
     int rc = sqlite3_step(stmt);
     int out;
@@ -100,11 +100,15 @@ int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int deleting, int
         int n = sqlite3_changes(st->db);
         if (changed)
             *changed = n > 0;
-        if (n > 0)
+        /* This connection's own commits do not move its data_version, so
+         * the cache must be told here.  The Runner's sequence number is
+         * written per relayed batch; dropping the gate cache for it would
+         * make every decision after it walk SQLite again. */
+        if (n > 0 && !(flags & SQ_WRITE_NO_GATE))
             sq_note_write(st);
         out = STORE_OK;
     } else {
-        out = sq_write_rc(st, sqlite3_extended_errcode(st->db), deleting);
+        out = sq_write_rc(st, sqlite3_extended_errcode(st->db), flags & SQ_WRITE_DELETE);
     }
     sq_release(stmt);
     return out;
@@ -550,6 +554,14 @@ static const struct store_ops sqlite_ops = {
     .commit = sq_commit,
     .rollback = sq_rollback,
 };
+
+int sqlite_store_set_busy_timeout(struct store *s, int ms)
+{
+    struct sqlite_store *st = s->impl;
+
+    sqlite3_busy_timeout(st->db, ms);
+    return STORE_OK;
+}
 
 int sqlite_store_cache_enable(struct store *s, int on)
 {

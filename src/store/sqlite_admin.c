@@ -192,7 +192,7 @@ int sq_member_remove(void *impl, const char *account_id, const char *channel_id,
         return STORE_FAULT;
     sq_bind(stmt, 1, account_id);
     sq_bind(stmt, 2, channel_id);
-    rv = sq_exec_write(st, stmt, 1, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_DELETE, &n);
     if (changed)
         *changed = n;
     return rv == STORE_OK && n == 0 ? STORE_NOT_FOUND : rv;
@@ -339,7 +339,7 @@ int sq_remove(void *impl, enum store_entity kind, const char *id)
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, id);
-    rv = sq_exec_write(st, stmt, 1, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_DELETE, &n);
     return rv == STORE_OK && n == 0 ? STORE_NOT_FOUND : rv;
 }
 
@@ -366,7 +366,7 @@ int sq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN], enum store_subj
     else
         sq_bind(stmt, 3, subject_id);
     sqlite3_bind_int64(stmt, 4, clock_unix_ms());
-    rv = sq_exec_write(st, stmt, 0, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_NO_GATE, &n);
     if (changed)
         *changed = n;
     if (rv != STORE_OK || n > 0)
@@ -400,7 +400,7 @@ int sq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed
     if (!stmt)
         return STORE_FAULT;
     sqlite3_bind_blob(stmt, 1, hash, STORE_HASH_LEN, SQLITE_STATIC);
-    rv = sq_exec_write(st, stmt, 0, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_NO_GATE, &n);
     if (changed)
         *changed = n;
     if (rv != STORE_OK || n > 0)
@@ -432,7 +432,7 @@ int sq_token_revoke_subject(void *impl, enum store_subject_kind kind, const char
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, subject_id);
-    return sq_exec_write(st, stmt, 0, changed);
+    return sq_exec_write(st, stmt, SQ_WRITE_NO_GATE, changed);
 }
 
 static int token_row(sqlite3_stmt *stmt, void *cb, void *arg)

@@ -101,9 +101,15 @@ void sq_text(sqlite3_stmt *stmt, int col, char *buf, size_t len);
 /* Binds text, an empty string as itself. */
 int sq_bind(sqlite3_stmt *stmt, int idx, const char *text);
 
+/* sq_exec_write flags. */
+#define SQ_WRITE_DELETE 1 /* a foreign key violation means "still referenced" */
+#define SQ_WRITE_NO_GATE                                                                           \
+    2 /* touches nothing the gate cache holds (runner_seq, tokens,                                 \
+         terminals), so the cache survives it */
+
 /* Runs one write statement to completion.  Returns STORE_OK or a mapped
  * error; *CHANGED (may be NULL) gets 1 when a row changed. */
-int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int deleting, int *changed);
+int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int flags, int *changed);
 
 /* Records that this handle wrote, so cached reads are dropped. */
 void sq_note_write(struct sqlite_store *st);

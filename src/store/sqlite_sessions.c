@@ -123,7 +123,7 @@ static int insert_resource(struct sqlite_store *st, enum store_resource_kind kin
     sqlite3_bind_int(stmt, 1, (int)kind);
     sq_bind(stmt, 2, container_name);
     sqlite3_bind_int64(stmt, 3, (sqlite3_int64)parent_id);
-    rv = sq_exec_write(st, stmt, 0, NULL);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_NO_GATE, NULL);
     if (rv == STORE_OK)
         *out_id = (uint64_t)sqlite3_last_insert_rowid(st->db);
     return rv;
@@ -241,7 +241,7 @@ int sq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq)
         return STORE_FAULT;
     sq_bind(stmt, 1, runner_id);
     sqlite3_bind_int64(stmt, 2, (sqlite3_int64)seq);
-    rv = sq_exec_write(st, stmt, 0, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_NO_GATE, &n);
     if (rv == STORE_OK && n == 0)
         return STORE_NOT_FOUND;
     return rv;

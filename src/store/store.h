@@ -250,6 +250,11 @@ struct store {
  * (never SQL text) in ERR, for example a database from a newer agenthub. */
 int sqlite_store_open(const char *path, struct store **out, char *err, size_t errlen);
 
+/* Sets how long a statement waits for another connection's lock before
+ * failing (default 200 ms: the server answers UNAVAILABLE and the client
+ * retries).  `agenthub admin` waits longer.  Returns STORE_OK. */
+int sqlite_store_set_busy_timeout(struct store *s, int ms);
+
 /* Turns the SQLite store's gate read cache on (the default) or off; for
  * benchmarks and tests.  Returns STORE_OK. */
 int sqlite_store_cache_enable(struct store *s, int on);

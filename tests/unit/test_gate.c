@@ -133,6 +133,31 @@ START_TEST(agent_without_home_channel_is_visible_to_admins_only)
 }
 END_TEST
 
+static int view_filter(const struct store_session *sess, void *arg)
+{
+    struct fixture *f = &fx;
+    struct store_subject bob = account("bob", 0);
+
+    if (gate_may_view_loaded(f->s, &bob, sess) == GATE_ALLOWED)
+        (*(int *)arg)++;
+    return 0;
+}
+
+START_TEST(listing_filters_to_the_sessions_the_caller_may_view)
+{
+    struct store_subject bob = account("bob", 0), runner1 = runner("runner-1");
+    struct store_session sess;
+    int n = 0;
+
+    ck_assert_int_eq(fx.s->ops->session_list(fx.s->impl, NULL, view_filter, &n), STORE_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(store_session_get(fx.s, "sess-1", &sess), STORE_OK);
+    ck_assert_int_eq(gate_may_view_loaded(fx.s, &bob, &sess), GATE_ALLOWED);
+    ck_assert_int_eq(gate_may_view_loaded(fx.s, &runner1, &sess), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_view_loaded(fx.s, &bob, NULL), GATE_NOT_FOUND);
+}
+END_TEST
+
 /* --- control --- */
 
 START_TEST(owner_may_control)
@@ -269,6 +294,19 @@ START_TEST(removed_session_is_seen_on_the_next_call)
 }
 END_TEST
 
+START_TEST(runner_seq_writes_keep_answers_correct)
+{
+    struct store_subject bob = account("bob", 0);
+
+    ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
+    ck_assert_int_eq(fx.s->ops->runner_seq_set(fx.s->impl, "runner-1", 7), STORE_OK);
+    ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
+    ck_assert_int_eq(fx.s->ops->member_remove(fx.s->impl, "bob", "chan-a", NULL), STORE_OK);
+    ck_assert_int_eq(fx.s->ops->runner_seq_set(fx.s->impl, "runner-1", 8), STORE_OK);
+    ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_NOT_FOUND);
+}
+END_TEST
+
 START_TEST(own_writes_are_seen_on_the_next_call)
 {
     struct store_subject bob = account("bob", 0);
@@ -380,6 +418,7 @@ static Suite *gate_suite(void)
     tcase_add_test(tc, runner_missing_and_empty_callers_may_not_view);
     tcase_add_test(tc, empty_session_id_is_not_found);
     tcase_add_test(tc, agent_without_home_channel_is_visible_to_admins_only);
+    tcase_add_test(tc, listing_filters_to_the_sessions_the_caller_may_view);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("control");
@@ -403,6 +442,7 @@ static Suite *gate_suite(void)
     tcase_add_test(tc, moved_container_is_seen_on_the_next_binding_check);
     tcase_add_test(tc, removed_session_is_seen_on_the_next_call);
     tcase_add_test(tc, own_writes_are_seen_on_the_next_call);
+    tcase_add_test(tc, runner_seq_writes_keep_answers_correct);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("faults");
