@@ -350,7 +350,11 @@ int cli_admin_main(int argc, char **argv)
             fputs(admin_usage, stdout);
             return ADMIN_OK;
         }
-        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--db") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "agenthub admin: --db needs a path\n");
+                return ADMIN_USAGE;
+            }
             db = argv[++i];
             continue;
         }

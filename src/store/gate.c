@@ -139,6 +139,32 @@ int gate_may_control(struct store *s, const struct store_subject *subject, const
     return GATE_ALLOWED;
 }
 
+int gate_may_start(struct store *s, const struct store_subject *subject, const char *container_name,
+                   struct store_container *out)
+{
+    struct store_container c;
+    struct store_account agent;
+    int rc;
+
+    if (!is_account(subject) || !container_name || !store_id_valid(container_name))
+        return GATE_NOT_FOUND;
+    rc = s->ops->container_get(s->impl, container_name, &c);
+    if (rc == STORE_OK && !subject->is_admin) {
+        rc = s->ops->account_get(s->impl, c.agent_account_id, &agent);
+        if (rc == STORE_OK)
+            rc = agent.home_channel_id[0] == '\0'
+                     ? STORE_NOT_FOUND
+                     : s->ops->member_check(s->impl, subject->id, agent.home_channel_id);
+    }
+    if (rc == STORE_NOT_FOUND)
+        return GATE_NOT_FOUND;
+    if (rc != STORE_OK)
+        return GATE_FAULT;
+    if (out)
+        *out = c;
+    return GATE_ALLOWED;
+}
+
 int gate_session_bound(struct store *s, const char *runner_id, const char *session_id)
 {
     char host[STORE_ID_MAX];

@@ -42,9 +42,15 @@ void sq_release(sqlite3_stmt *stmt)
     sqlite3_clear_bindings(stmt);
 }
 
-int sq_failpoint(const char *name)
+int sq_read_guard(struct sqlite_store *st, const char *name)
 {
-    return failpoint_active("store.read") || (name && failpoint_active(name));
+    if (failpoint_active("store.read") || (name && failpoint_active(name)))
+        return 1;
+    if (!sq_cache_header_ok(st)) {
+        sq_read_fault(st, SQLITE_NOTADB);
+        return 1;
+    }
+    return 0;
 }
 
 int sq_read_fault(struct sqlite_store *st, int rc)
@@ -149,7 +155,7 @@ static int sq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN],
     sqlite3_stmt *stmt;
     int rc, ret;
 
-    if (sq_failpoint("store.token"))
+    if (sq_read_guard(st, "store.token"))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_TOKEN_RESOLVE);
     if (!stmt)
@@ -239,7 +245,7 @@ static int sq_session_get(void *impl, const char *session_id, struct store_sessi
     struct sqlite_store *st = impl;
     int rc;
 
-    if (sq_failpoint("store.session"))
+    if (sq_read_guard(st, "store.session"))
         return STORE_FAULT;
     rc = sq_cache_check(st);
     if (rc != STORE_OK)
@@ -262,7 +268,7 @@ static int sq_session_find_native(void *impl, const char *provider, const char *
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint("store.session"))
+    if (sq_read_guard(st, "store.session"))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_SESSION_FIND_NATIVE);
     if (!stmt)
@@ -278,7 +284,7 @@ static int sq_session_runner(void *impl, const char *session_id, char runner_id[
     struct store_session s;
     int rc;
 
-    if (sq_failpoint("store.binding"))
+    if (sq_read_guard(st, "store.binding"))
         return STORE_FAULT;
     rc = sq_cache_check(st);
     if (rc != STORE_OK)
@@ -304,7 +310,7 @@ static int sq_session_list(void *impl, const struct store_session_filter *filter
     sqlite3_stmt *stmt;
     int rc;
 
-    if (sq_failpoint("store.session"))
+    if (sq_read_guard(st, "store.session"))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_SESSION_LIST);
     if (!stmt)
@@ -382,7 +388,7 @@ static int sq_member_check(void *impl, const char *account_id, const char *chann
     struct sqlite_store *st = impl;
     int rc;
 
-    if (sq_failpoint("store.membership"))
+    if (sq_read_guard(st, "store.membership"))
         return STORE_FAULT;
     rc = sq_cache_check(st);
     if (rc != STORE_OK)
@@ -407,7 +413,7 @@ int sq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out
     sqlite3_stmt *stmt;
     int rc, ret;
 
-    if (sq_failpoint("store.session"))
+    if (sq_read_guard(st, "store.session"))
         return STORE_FAULT;
     if (resource_id == 0 || resource_id > INT64_MAX)
         return STORE_NOT_FOUND;

@@ -77,7 +77,7 @@ int sq_account_get(void *impl, const char *id, struct store_account *out)
     sqlite3_stmt *stmt;
     int rv;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_ACCOUNT_GET);
     if (!stmt)
@@ -103,7 +103,7 @@ int sq_account_list(void *impl, store_account_cb cb, void *arg)
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_ACCOUNT_LIST);
     if (!stmt)
@@ -137,7 +137,7 @@ static int list_ids(struct sqlite_store *st, enum sq_id id, store_id_cb cb, void
 {
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, id);
     if (!stmt)
@@ -211,7 +211,7 @@ int sq_member_list(void *impl, const char *channel_id, store_member_cb cb, void 
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_MEMBER_LIST);
     if (!stmt)
@@ -261,7 +261,7 @@ int sq_container_get(void *impl, const char *name, struct store_container *out)
     sqlite3_stmt *stmt;
     int rv;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_CONTAINER_GET);
     if (!stmt)
@@ -287,7 +287,7 @@ int sq_container_list(void *impl, const char *runner_id, store_container_cb cb, 
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_CONTAINER_LIST);
     if (!stmt)
@@ -311,7 +311,7 @@ int sq_exists(void *impl, enum store_entity kind, const char *id)
 
     if ((unsigned)kind > STORE_ENTITY_SESSION)
         return STORE_INVALID;
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, ids[kind]);
     if (!stmt)
@@ -460,7 +460,7 @@ int sq_token_list(void *impl, store_token_cb cb, void *arg)
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_TOKEN_LIST);
     if (!stmt)

@@ -92,8 +92,10 @@ int sq_write_rc(struct sqlite_store *st, int rc, int deleting);
 /* Logs a failed read and returns STORE_FAULT. */
 int sq_read_fault(struct sqlite_store *st, int rc);
 
-/* Returns 1 when failpoint NAME or "store.read" is set. */
-int sq_failpoint(const char *name);
+/* Called first by every read.  Returns 1 (the read must answer
+ * STORE_FAULT) when failpoint NAME (may be NULL) or "store.read" is set, or
+ * when the database file no longer starts like a SQLite database; else 0. */
+int sq_read_guard(struct sqlite_store *st, const char *name);
 
 /* Copies text column COL of STMT into BUF ("" for NULL), truncating. */
 void sq_text(sqlite3_stmt *stmt, int col, char *buf, size_t len);

@@ -197,6 +197,23 @@ START_TEST(runner_may_not_control)
 }
 END_TEST
 
+START_TEST(start_is_for_home_channel_members_and_admins)
+{
+    struct store_subject bob = account("bob", 0), carol = account("carol", 0);
+    struct store_subject admin = account("admin", 1), r = runner("runner-1");
+    struct store_container c;
+
+    ck_assert_int_eq(gate_may_start(fx.s, &bob, "ctr-1", &c), GATE_ALLOWED);
+    ck_assert_str_eq(c.runner_id, "runner-1");
+    ck_assert_int_eq(gate_may_start(fx.s, &carol, "ctr-1", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_start(fx.s, &carol, "no-such", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_start(fx.s, &admin, "ctr-1", NULL), GATE_ALLOWED);
+    ck_assert_int_eq(gate_may_start(fx.s, &admin, "no-such", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_start(fx.s, &r, "ctr-1", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_start(fx.s, &bob, "", NULL), GATE_NOT_FOUND);
+}
+END_TEST
+
 /* --- binding --- */
 
 START_TEST(session_is_bound_to_the_runner_of_its_container)
@@ -342,6 +359,7 @@ START_TEST(garbage_database_is_a_fault_not_a_refusal)
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_FAULT);
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-2", "sess-1"), GATE_FAULT);
     ck_assert_int_eq(gate_may_produce(fx.s, &agent, 1, NULL), GATE_FAULT);
+    ck_assert_int_eq(gate_may_start(fx.s, &bob, "ctr-1", NULL), GATE_FAULT);
     ck_assert_int_eq(gate_refusal(GATE_FAULT)->status, GATE_STATUS_UNAVAILABLE);
 }
 END_TEST
@@ -427,6 +445,7 @@ static Suite *gate_suite(void)
     tcase_add_test(tc, member_who_is_not_owner_may_not_control);
     tcase_add_test(tc, admin_may_control_any_session);
     tcase_add_test(tc, runner_may_not_control);
+    tcase_add_test(tc, start_is_for_home_channel_members_and_admins);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("binding_and_produce");

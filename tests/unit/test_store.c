@@ -517,6 +517,24 @@ START_TEST(every_read_of_a_garbage_database_is_a_fault)
 }
 END_TEST
 
+START_TEST(garbage_main_file_alone_faults_reads_served_from_memory)
+{
+    uint8_t h[STORE_HASH_LEN];
+    struct store_subject subj;
+    struct store_account a;
+    struct store_resource r;
+
+    hash_of("t-alice", h);
+    /* Warm SQLite's page cache: these pages would be served from memory. */
+    ck_assert_int_eq(store_token_resolve(fx.s, h, &subj), STORE_OK);
+    ck_assert_int_eq(ops()->account_get(fx.s->impl, "alice", &a), STORE_OK);
+    fixture_scribble(fx.db);
+    ck_assert_int_eq(store_token_resolve(fx.s, h, &subj), STORE_FAULT);
+    ck_assert_int_eq(ops()->account_get(fx.s->impl, "alice", &a), STORE_FAULT);
+    ck_assert_int_eq(store_resource_get(fx.s, 1, &r), STORE_FAULT);
+}
+END_TEST
+
 #ifdef AGENTHUB_FAILPOINTS
 START_TEST(named_failpoints_fault_their_reads)
 {
@@ -598,6 +616,7 @@ static Suite *store_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, write_under_another_writers_lock_is_a_fault_after_the_busy_timeout);
     tcase_add_test(tc, every_read_of_a_garbage_database_is_a_fault);
+    tcase_add_test(tc, garbage_main_file_alone_faults_reads_served_from_memory);
 #ifdef AGENTHUB_FAILPOINTS
     tcase_add_test(tc, named_failpoints_fault_their_reads);
 #endif
