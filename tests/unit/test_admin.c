@@ -15,18 +15,18 @@
 #include "store/import.h"
 #include "store_fixture.h"
 
-static struct fixture fx;
+static struct store_fixture fx;
 static char err[512];
 
 static void setup(void)
 {
-    fixture_open(&fx);
+    store_fixture_open(&fx);
     err[0] = '\0';
 }
 
 static void teardown(void)
 {
-    fixture_close(&fx);
+    store_fixture_close(&fx);
 }
 
 /* Imports document TEXT; returns the store result, message in err. */
@@ -62,7 +62,7 @@ START_TEST(import_builds_the_world)
     struct store_account a;
     int changes = 0;
 
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, &changes), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, &changes), STORE_OK);
     ck_assert_int_gt(changes, 20);
     ck_assert_int_eq(fx.s->ops->account_get(fx.s->impl, "agent-1", &a), STORE_OK);
     ck_assert_int_eq(a.kind, STORE_ACCOUNT_AGENT);
@@ -77,8 +77,8 @@ START_TEST(second_import_of_the_same_file_changes_nothing)
 {
     int changes = -1;
 
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, &changes), STORE_OK);
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, &changes), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, &changes), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, &changes), STORE_OK);
     ck_assert_int_eq(changes, 0);
 }
 END_TEST
@@ -87,7 +87,7 @@ START_TEST(import_updates_what_the_file_says_and_keeps_the_rest)
 {
     int changes = 0;
 
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, NULL), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, NULL), STORE_OK);
     ck_assert_int_eq(import_text("{\"accounts\": [{\"id\": \"bob\", \"admin\": true}],"
                                  " \"channels\": [{\"id\": \"chan-a\", \"members\": [\"alice\"]}]}",
                                  &changes),
@@ -105,10 +105,10 @@ START_TEST(reimport_does_not_revive_a_revoked_token)
     uint8_t h[STORE_HASH_LEN];
     struct store_subject subj;
 
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, NULL), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, NULL), STORE_OK);
     ck_assert_int_eq(auth_hash_token("t-alice", 7, h), 0);
     ck_assert_int_eq(fx.s->ops->token_revoke(fx.s->impl, h, NULL), STORE_OK);
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, NULL), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, NULL), STORE_OK);
     ck_assert_int_eq(store_token_resolve(fx.s, h, &subj), STORE_NOT_FOUND);
 }
 END_TEST
@@ -132,7 +132,7 @@ START_TEST(every_reference_error_names_its_json_path)
             "channels[0].members[0]: no account \"ghost\"");
     refused("{\"sessions\": [{\"id\": \"s\", \"container\": \"nope\"}]}",
             "sessions[0].container: no container \"nope\"");
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, NULL), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, NULL), STORE_OK);
     refused("{\"sessions\": [{\"id\": \"s\", \"container\": \"ctr-1\", \"owner\": \"ghost\"}]}",
             "sessions[0].owner: no account \"ghost\"");
     refused("{\"runners\": [{\"id\": \"r\", \"tokens\": [\"t-alice\"]}]}",
@@ -173,7 +173,7 @@ START_TEST(half_bad_file_leaves_the_database_untouched)
     uint8_t h[STORE_HASH_LEN];
     struct store_subject subj;
 
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, NULL), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, NULL), STORE_OK);
     refused(half_bad, "sessions[0].owner: no account \"nobody\"");
     ck_assert(!exists(STORE_ENTITY_ACCOUNT, "new-agent"));
     ck_assert(!exists(STORE_ENTITY_RUNNER, "runner-9"));
@@ -188,19 +188,19 @@ START_TEST(plain_text_tokens_never_reach_the_database_file)
 {
     char wal[400];
 
-    ck_assert_int_eq(import_text(FIXTURE_WORLD_JSON, NULL), STORE_OK);
+    ck_assert_int_eq(import_text(STORE_FIXTURE_WORLD_JSON, NULL), STORE_OK);
     snprintf(wal, sizeof(wal), "%s-wal", fx.db);
-    ck_assert(fixture_file_contains(wal, "alice")); /* the search works */
-    ck_assert(!fixture_file_contains(wal, "t-alice"));
-    ck_assert(!fixture_file_contains(wal, "t-runner-1"));
-    ck_assert(!fixture_file_contains(fx.db, "t-alice"));
+    ck_assert(store_fixture_file_contains(wal, "alice")); /* the search works */
+    ck_assert(!store_fixture_file_contains(wal, "t-alice"));
+    ck_assert(!store_fixture_file_contains(wal, "t-runner-1"));
+    ck_assert(!store_fixture_file_contains(fx.db, "t-alice"));
     store_close(fx.s); /* the last close checkpoints the WAL into the file */
     fx.s = NULL;
-    ck_assert(fixture_file_contains(fx.db, "alice"));
-    ck_assert(!fixture_file_contains(fx.db, "t-alice"));
-    ck_assert(!fixture_file_contains(fx.db, "t-admin"));
-    ck_assert(!fixture_file_contains(fx.db, "t-runner-1"));
-    ck_assert(!fixture_file_contains(fx.db, "t-agent-1"));
+    ck_assert(store_fixture_file_contains(fx.db, "alice"));
+    ck_assert(!store_fixture_file_contains(fx.db, "t-alice"));
+    ck_assert(!store_fixture_file_contains(fx.db, "t-admin"));
+    ck_assert(!store_fixture_file_contains(fx.db, "t-runner-1"));
+    ck_assert(!store_fixture_file_contains(fx.db, "t-agent-1"));
 }
 END_TEST
 
@@ -305,7 +305,7 @@ START_TEST(cli_import_is_idempotent_and_refuses_bad_files_with_status_2)
     char out[4096], errs[4096], path[400], args[600];
 
     NEED_CLI();
-    write_file("world.json", FIXTURE_WORLD_JSON, path, sizeof(path));
+    write_file("world.json", STORE_FIXTURE_WORLD_JSON, path, sizeof(path));
     snprintf(args, sizeof(args), "import '%s'", path);
     ck_assert_int_eq(cli(args, out, sizeof(out), errs, sizeof(errs)), 0);
     ck_assert_int_eq(cli(args, out, sizeof(out), errs, sizeof(errs)), 0);
@@ -327,7 +327,7 @@ START_TEST(cli_issued_token_authenticates_until_revoked)
     struct store_subject subj;
 
     NEED_CLI();
-    fixture_world(&fx);
+    store_fixture_world(&fx);
     ck_assert_int_eq(cli("token issue --account bob", out, sizeof(out), errs, sizeof(errs)), 0);
     out[strcspn(out, "\n")] = '\0';
     ck_assert_int_eq(strlen(out), AUTH_TOKEN_TEXT_LEN);
@@ -353,7 +353,7 @@ START_TEST(cli_lists_print_json)
     json_t *arr;
 
     NEED_CLI();
-    fixture_world(&fx);
+    store_fixture_world(&fx);
     ck_assert_int_eq(cli("sessions list --json", out, sizeof(out), errs, sizeof(errs)), 0);
     arr = json_loads(out, 0, &jerr);
     ck_assert_msg(arr != NULL, "not JSON: %s", out);
@@ -423,7 +423,7 @@ START_TEST(cli_changes_reach_a_running_store_on_its_next_call)
     char out[4096], errs[4096], header[64];
 
     NEED_CLI();
-    fixture_world(&fx);
+    store_fixture_world(&fx);
     /* Warm the cache, then change things from another process. */
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_BOUND);

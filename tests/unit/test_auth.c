@@ -8,17 +8,17 @@
 #include "store/auth.h"
 #include "store_fixture.h"
 
-static struct fixture fx;
+static struct store_fixture fx;
 
 static void setup(void)
 {
-    fixture_open(&fx);
-    fixture_world(&fx);
+    store_fixture_open(&fx);
+    store_fixture_world(&fx);
 }
 
 static void teardown(void)
 {
-    fixture_close(&fx);
+    store_fixture_close(&fx);
 }
 
 static int authn(enum auth_door door, const char *header, struct store_subject *out)
@@ -120,7 +120,7 @@ END_TEST
 
 START_TEST(token_revoked_by_another_process_is_dead_on_the_next_call)
 {
-    struct store *admin = fixture_second_handle(&fx);
+    struct store *admin = store_fixture_second_handle(&fx);
     uint8_t h[STORE_HASH_LEN];
 
     ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, "Bearer t-bob", NULL), AUTH_OK);
@@ -133,7 +133,7 @@ END_TEST
 
 START_TEST(admin_flag_follows_the_account_on_the_next_call)
 {
-    struct store *admin = fixture_second_handle(&fx);
+    struct store *admin = store_fixture_second_handle(&fx);
     struct store_account a = {"alice", STORE_ACCOUNT_HUMAN, 1, ""};
     struct store_subject subj;
 
@@ -175,11 +175,11 @@ START_TEST(store_fault_is_a_fault_not_unauthenticated)
     char path[400];
 
     ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, "Bearer t-alice", NULL), AUTH_OK);
-    fixture_scribble(fx.db);
+    store_fixture_scribble(fx.db);
     snprintf(path, sizeof(path), "%s-wal", fx.db);
-    fixture_scribble(path);
+    store_fixture_scribble(path);
     snprintf(path, sizeof(path), "%s-shm", fx.db);
-    fixture_scribble(path);
+    store_fixture_scribble(path);
     ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, "Bearer t-alice", NULL), AUTH_FAULT);
     ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, "Bearer t-unknown", NULL), AUTH_FAULT);
     /* A malformed header never reaches the store. */

@@ -8,17 +8,17 @@
 #include "store/gate.h"
 #include "store_fixture.h"
 
-static struct fixture fx;
+static struct store_fixture fx;
 
 static void setup(void)
 {
-    fixture_open(&fx);
-    fixture_world(&fx);
+    store_fixture_open(&fx);
+    store_fixture_world(&fx);
 }
 
 static void teardown(void)
 {
-    fixture_close(&fx);
+    store_fixture_close(&fx);
 }
 
 static struct store_subject account(const char *id, int is_admin)
@@ -135,7 +135,7 @@ END_TEST
 
 static int view_filter(const struct store_session *sess, void *arg)
 {
-    struct fixture *f = &fx;
+    struct store_fixture *f = &fx;
     struct store_subject bob = account("bob", 0);
 
     if (gate_may_view_loaded(f->s, &bob, sess) == GATE_ALLOWED)
@@ -274,7 +274,7 @@ END_TEST
 START_TEST(removed_membership_is_seen_on_the_next_call)
 {
     struct store_subject bob = account("bob", 0);
-    struct store *admin = fixture_second_handle(&fx);
+    struct store *admin = store_fixture_second_handle(&fx);
 
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
@@ -288,7 +288,7 @@ END_TEST
 
 START_TEST(moved_container_is_seen_on_the_next_binding_check)
 {
-    struct store *admin = fixture_second_handle(&fx);
+    struct store *admin = store_fixture_second_handle(&fx);
     struct store_container c = {"ctr-1", "agent-1", "runner-2"};
 
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_BOUND);
@@ -302,7 +302,7 @@ END_TEST
 START_TEST(removed_session_is_seen_on_the_next_call)
 {
     struct store_subject admin_subject = account("admin", 1);
-    struct store *admin = fixture_second_handle(&fx);
+    struct store *admin = store_fixture_second_handle(&fx);
 
     ck_assert_int_eq(gate_may_view(fx.s, &admin_subject, "sess-2", NULL), GATE_ALLOWED);
     ck_assert_int_eq(admin->ops->remove(admin->impl, STORE_ENTITY_SESSION, "sess-2"), STORE_OK);
@@ -346,11 +346,11 @@ START_TEST(garbage_database_is_a_fault_not_a_refusal)
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-2", NULL), GATE_NOT_FOUND);
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_BOUND);
-    fixture_scribble(fx.db);
+    store_fixture_scribble(fx.db);
     snprintf(path, sizeof(path), "%s-wal", fx.db);
-    fixture_scribble(path);
+    store_fixture_scribble(path);
     snprintf(path, sizeof(path), "%s-shm", fx.db);
-    fixture_scribble(path);
+    store_fixture_scribble(path);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_FAULT);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-2", NULL), GATE_FAULT);
     ck_assert_int_eq(gate_may_view(fx.s, &admin, "sess-1", NULL), GATE_FAULT);
@@ -371,10 +371,10 @@ START_TEST(garbage_main_file_alone_is_a_fault)
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     /* Move everything out of the WAL so the main file is what is read. */
     {
-        struct store *h = fixture_second_handle(&fx);
+        struct store *h = store_fixture_second_handle(&fx);
         store_close(h);
     }
-    fixture_scribble(fx.db);
+    store_fixture_scribble(fx.db);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_FAULT);
 }
 END_TEST

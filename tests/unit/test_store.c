@@ -11,17 +11,17 @@
 #include "store/auth.h"
 #include "store_fixture.h"
 
-static struct fixture fx;
+static struct store_fixture fx;
 
 static void setup(void)
 {
-    fixture_open(&fx);
-    fixture_world(&fx);
+    store_fixture_open(&fx);
+    store_fixture_world(&fx);
 }
 
 static void teardown(void)
 {
-    fixture_close(&fx);
+    store_fixture_close(&fx);
 }
 
 static void hash_of(const char *token, uint8_t out[STORE_HASH_LEN])
@@ -72,7 +72,7 @@ END_TEST
 
 START_TEST(reopening_keeps_data_and_reapplies_nothing)
 {
-    struct store *again = fixture_second_handle(&fx);
+    struct store *again = store_fixture_second_handle(&fx);
     struct store_account a;
 
     ck_assert_int_eq(again->ops->account_get(again->impl, "alice", &a), STORE_OK);
@@ -377,7 +377,7 @@ START_TEST(runner_seq_persists_all_64_bits)
     ck_assert_uint_eq(seq, 0);
     ck_assert_int_eq(ops()->runner_seq_set(fx.s->impl, "runner-1", UINT64_MAX - 1), STORE_OK);
     {
-        struct store *other = fixture_second_handle(&fx);
+        struct store *other = store_fixture_second_handle(&fx);
         ck_assert_int_eq(other->ops->runner_seq_get(other->impl, "runner-1", &seq), STORE_OK);
         store_close(other);
     }
@@ -478,7 +478,7 @@ END_TEST
 START_TEST(write_under_another_writers_lock_is_a_fault_after_the_busy_timeout)
 {
     struct store_account a = {"late", STORE_ACCOUNT_HUMAN, 0, ""};
-    struct store *other = fixture_second_handle(&fx);
+    struct store *other = store_fixture_second_handle(&fx);
     struct store_session s;
     int64_t t0;
 
@@ -502,11 +502,11 @@ START_TEST(every_read_of_a_garbage_database_is_a_fault)
     char path[400];
     int n = 0;
 
-    fixture_scribble(fx.db);
+    store_fixture_scribble(fx.db);
     snprintf(path, sizeof(path), "%s-wal", fx.db);
-    fixture_scribble(path);
+    store_fixture_scribble(path);
     snprintf(path, sizeof(path), "%s-shm", fx.db);
-    fixture_scribble(path);
+    store_fixture_scribble(path);
     hash_of("t-alice", h);
     ck_assert_int_eq(store_token_resolve(fx.s, h, &subj), STORE_FAULT);
     ck_assert_int_eq(store_session_get(fx.s, "sess-1", &s), STORE_FAULT);
@@ -528,7 +528,7 @@ START_TEST(garbage_main_file_alone_faults_reads_served_from_memory)
     /* Warm SQLite's page cache: these pages would be served from memory. */
     ck_assert_int_eq(store_token_resolve(fx.s, h, &subj), STORE_OK);
     ck_assert_int_eq(ops()->account_get(fx.s->impl, "alice", &a), STORE_OK);
-    fixture_scribble(fx.db);
+    store_fixture_scribble(fx.db);
     ck_assert_int_eq(store_token_resolve(fx.s, h, &subj), STORE_FAULT);
     ck_assert_int_eq(ops()->account_get(fx.s->impl, "alice", &a), STORE_FAULT);
     ck_assert_int_eq(store_resource_get(fx.s, 1, &r), STORE_FAULT);
