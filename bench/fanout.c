@@ -135,8 +135,8 @@ static void publisher_on_done(void *arg, const struct grpc_client_result *result
 
     bench->publisher = NULL;
     if (result->status != 0 && !bench->finished)
-        fprintf(stderr, "fanout: PublishEvents ended: %s: %s\n",
-                grpc_status_name(result->status), result->message);
+        fprintf(stderr, "fanout: PublishEvents ended: %s: %s\n", grpc_status_name(result->status),
+                result->message);
 }
 
 static void noop_message(void *arg, const uint8_t *data, size_t len)
@@ -180,8 +180,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     if (bench->opt.rate > 0) {
         uint64_t elapsed_us = (clock_monotonic_ns() - bench->first_publish_ns) / 1000;
-        uint64_t due = bench->first_publish_ns ? elapsed_us * (uint64_t)bench->opt.rate / 1000000 + 1
-                                               : 1;
+        uint64_t due =
+            bench->first_publish_ns ? elapsed_us * (uint64_t)bench->opt.rate / 1000000 + 1 : 1;
         while (bench->published < bench->opt.frames && (uint64_t)bench->published < due)
             publish_one(bench);
     } else {
@@ -236,8 +236,8 @@ static long long proc_cpu_ticks(int pid)
     fclose(f);
     buf[n] = '\0';
     p = strrchr(buf, ')');
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-                     &stime) != 2)
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
         return -1;
     return (long long)(utime + stime);
 }
@@ -261,11 +261,16 @@ static double percentile_us(const struct bench *bench, double p)
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     static const struct option options[] = {
-        {"public", required_argument, NULL, 'p'},  {"runner", required_argument, NULL, 'r'},
-        {"token", required_argument, NULL, 't'},   {"runner-token", required_argument, NULL, 'T'},
-        {"session", required_argument, NULL, 's'}, {"size", required_argument, NULL, 'z'},
-        {"rate", required_argument, NULL, 'R'},    {"idle", no_argument, NULL, 'i'},
-        {"server-pid", required_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'},
+        {"public", required_argument, NULL, 'p'},
+        {"runner", required_argument, NULL, 'r'},
+        {"token", required_argument, NULL, 't'},
+        {"runner-token", required_argument, NULL, 'T'},
+        {"session", required_argument, NULL, 's'},
+        {"size", required_argument, NULL, 'z'},
+        {"rate", required_argument, NULL, 'R'},
+        {"idle", no_argument, NULL, 'i'},
+        {"server-pid", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -275,17 +280,39 @@ static int parse_options(int argc, char **argv, struct options *opt)
     opt->size = 200;
     while ((c = getopt_long(argc, argv, "k:n:h", options, NULL)) != -1) {
         switch (c) {
-        case 'p': opt->public_addr = optarg; break;
-        case 'r': opt->runner_addr = optarg; break;
-        case 't': opt->token = optarg; break;
-        case 'T': opt->runner_token = optarg; break;
-        case 's': opt->session = optarg; break;
-        case 'z': opt->size = atoi(optarg); break;
-        case 'R': opt->rate = atoi(optarg); break;
-        case 'i': opt->idle = 1; break;
-        case 'P': opt->server_pid = atoi(optarg); break;
-        case 'k': opt->subscribers = atoi(optarg); break;
-        case 'n': opt->frames = atoi(optarg); break;
+        case 'p':
+            opt->public_addr = optarg;
+            break;
+        case 'r':
+            opt->runner_addr = optarg;
+            break;
+        case 't':
+            opt->token = optarg;
+            break;
+        case 'T':
+            opt->runner_token = optarg;
+            break;
+        case 's':
+            opt->session = optarg;
+            break;
+        case 'z':
+            opt->size = atoi(optarg);
+            break;
+        case 'R':
+            opt->rate = atoi(optarg);
+            break;
+        case 'i':
+            opt->idle = 1;
+            break;
+        case 'P':
+            opt->server_pid = atoi(optarg);
+            break;
+        case 'k':
+            opt->subscribers = atoi(optarg);
+            break;
+        case 'n':
+            opt->frames = atoi(optarg);
+            break;
         default:
             fputs("usage: fanout --public ADDR --runner ADDR --token T --runner-token RT "
                   "--session S [-k K] [-n N] [--size B] [--rate R] [--idle] [--server-pid PID]\n",
@@ -324,13 +351,15 @@ int main(int argc, char **argv)
     if (rv != 0)
         return rv > 0 ? 0 : 2;
     bench.base = event_base_new();
-    bench.client_count = (bench.opt.subscribers + STREAMS_PER_CONNECTION - 1) / STREAMS_PER_CONNECTION;
+    bench.client_count =
+        (bench.opt.subscribers + STREAMS_PER_CONNECTION - 1) / STREAMS_PER_CONNECTION;
     bench.clients = calloc((size_t)bench.client_count, sizeof(*bench.clients));
     bench.subscribers = calloc((size_t)bench.opt.subscribers, sizeof(*bench.subscribers));
     bench.text = calloc(1, (size_t)bench.opt.size + 1);
     memset(bench.text, 'x', (size_t)bench.opt.size);
     for (int i = 0; i < bench.client_count; i++) {
-        bench.clients[i] = grpc_client_new(bench.base, bench.opt.public_addr, NULL, err, sizeof(err));
+        bench.clients[i] =
+            grpc_client_new(bench.base, bench.opt.public_addr, NULL, err, sizeof(err));
         if (!bench.clients[i]) {
             fprintf(stderr, "fanout: %s\n", err);
             return 1;
@@ -373,8 +402,9 @@ int main(int argc, char **argv)
     }
     bench.runner_seq = ((Compass__V1__EnrollResponse *)enrolled)->last_runner_seq;
     protobuf_c_message_free_unpacked(enrolled, NULL);
-    bench.publisher = grpc_client_call_start(bench.runner, "/compass.v1.RunnerService/PublishEvents",
-                                             bench.opt.runner_token, 0, &publisher_handler, &bench);
+    bench.publisher =
+        grpc_client_call_start(bench.runner, "/compass.v1.RunnerService/PublishEvents",
+                               bench.opt.runner_token, 0, &publisher_handler, &bench);
     bench.tick = evtimer_new(bench.base, on_tick, &bench);
     if (bench.opt.server_pid)
         cpu_before = proc_cpu_ticks(bench.opt.server_pid);
@@ -398,9 +428,9 @@ int main(int argc, char **argv)
     if (bench.opt.server_pid) {
         cpu_after = proc_cpu_ticks(bench.opt.server_pid);
         if (cpu_before >= 0 && cpu_after >= 0 && bench.deliveries)
-            printf("  server CPU per delivery: %.2f us\n",
-                   (double)(cpu_after - cpu_before) * 1e6 / (double)sysconf(_SC_CLK_TCK) /
-                       (double)bench.deliveries);
+            printf("  server CPU per delivery: %.2f us\n", (double)(cpu_after - cpu_before) * 1e6 /
+                                                               (double)sysconf(_SC_CLK_TCK) /
+                                                               (double)bench.deliveries);
         printf("  server RSS: %ld KiB\n", proc_rss_kb(bench.opt.server_pid));
     }
 out:

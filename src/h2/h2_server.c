@@ -326,8 +326,8 @@ static void conn_free(struct h2_conn *conn)
     struct h2_server *server = conn->server;
 
     /* nghttp2_session_del does not report open streams: tell the handler. */
-    while (conn->streams) {
-        struct h2_stream *stream = conn->streams;
+    for (struct h2_stream *stream = conn->streams, *next; stream; stream = next) {
+        next = stream->next;
         nghttp2_session_set_stream_user_data(conn->session, stream->stream_id, NULL);
         stream_unlink_and_free(conn, stream, NGHTTP2_CANCEL);
     }
@@ -692,7 +692,7 @@ static int split_host_port(const char *host_port, char *host, size_t host_size, 
     host[host_len] = '\0';
     if (strlen(colon + 1) == 0 || strlen(colon + 1) >= port_size)
         return -1;
-    strcpy(port, colon + 1);
+    memcpy(port, colon + 1, strlen(colon + 1) + 1);
     return 0;
 }
 
@@ -744,6 +744,7 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
         snprintf(err, err_size, "%s: cannot listen: %s", host_port, strerror(errno));
         goto fail;
     }
+    memset(&bound, 0, sizeof(bound));
     getsockname(evconnlistener_get_fd(listener->evlistener), (struct sockaddr *)&bound, &bound_len);
     if (bound.ss_family == AF_INET6) {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&bound;

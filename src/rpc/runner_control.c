@@ -83,8 +83,10 @@ void runner_registry_free(struct runner_registry *runners)
 {
     if (!runners)
         return;
-    while (runners->pending)
-        pending_complete(runners, runners->pending, 0, "server stopping");
+    for (struct pending_command *c = runners->pending, *next; c; c = next) {
+        next = c->next;
+        pending_complete(runners, c, 0, "server stopping");
+    }
     while (runners->links) {
         struct runner_link *link = runners->links;
         runners->links = link->next;
