@@ -126,10 +126,13 @@ class RawH2:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = cls(sock)
         if preface:
-            conn.send(PREFACE)
-            conn.send_frame(SettingsFrame(0, settings=settings or {}))
-            # A large connection window so the server is never stalled by us.
-            conn.send_frame(WindowUpdateFrame(0, window_increment=(1 << 30)))
+            try:
+                conn.send(PREFACE)
+                conn.send_frame(SettingsFrame(0, settings=settings or {}))
+                # A large connection window so the server is never stalled by us.
+                conn.send_frame(WindowUpdateFrame(0, window_increment=(1 << 30)))
+            except OSError:
+                conn.eof = True  # the server closed at once (e.g. over its connection cap)
         return conn
 
     # --- Sending --------------------------------------------------------------
@@ -153,6 +156,8 @@ class RawH2:
         return self.encoder.encode(headers)
 
     def headers_frame(self, stream_id, headers, end_stream=False):
+        """A serialized HEADERS frame (the stream is tracked from now on)."""
+        self.streams.setdefault(stream_id, Stream(stream_id))
         flags = ["END_HEADERS"] + (["END_STREAM"] if end_stream else [])
         frame = HeadersFrame(stream_id, data=self.encode_headers(headers), flags=flags)
         return frame.serialize()
@@ -202,11 +207,11 @@ class RawH2:
             if "ACK" not in frame.flags:
                 self.settings_frames += 1
                 self.server_settings.update(frame.settings)
-                self.send_frame(SettingsFrame(0, flags=["ACK"]))
+                self._reply(SettingsFrame(0, flags=["ACK"]))
             return
         if isinstance(frame, PingFrame):
             if "ACK" not in frame.flags:
-                self.send_frame(PingFrame(0, opaque_data=frame.opaque_data, flags=["ACK"]))
+                self._reply(PingFrame(0, opaque_data=frame.opaque_data, flags=["ACK"]))
             return
         if isinstance(frame, GoAwayFrame):
             self.goaway = (frame.last_stream_id, frame.error_code, bytes(frame.additional_data))
@@ -235,15 +240,19 @@ class RawH2:
             if "END_STREAM" in frame.flags:
                 stream.ended = True
             if self.auto_window_update and raw_length > 0:
-                try:
-                    if not stream.closed:
-                        self.send_frame(WindowUpdateFrame(frame.stream_id,
-                                                          window_increment=raw_length))
-                except OSError:
-                    pass
+                if not stream.closed:
+                    self._reply(WindowUpdateFrame(frame.stream_id, window_increment=raw_length))
         elif isinstance(frame, RstStreamFrame):
             stream.reset_code = frame.error_code
             stream.events.append(("rst", frame.error_code))
+
+    def _reply(self, frame):
+        """Protocol replies (ACKs, window updates): a closed socket is not
+        an error here; pump reports the end."""
+        try:
+            self.sock.sendall(frame.serialize())
+        except OSError:
+            pass
 
     def _parse(self):
         while len(self._buf) >= 9:
@@ -301,10 +310,19 @@ class RawH2:
         """Reads until the server closes the connection; True when it did."""
         return self.wait(lambda: self.eof, timeout)
 
-    def send_bulk(self, data, chunk=65536):
+    def send_bulk(self, data, chunk=65536, read=True):
         """Sends DATA while draining what the server answers, so neither
-        side blocks.  Returns the bytes sent before the server closed."""
+        side blocks (or, with read=False, never reading: a client that
+        only writes).  Returns the bytes sent before the server closed."""
         view = memoryview(data)
+        if not read:
+            sent = 0
+            try:
+                while sent < len(view):
+                    sent += self.sock.send(view[sent:sent + chunk])
+            except (BrokenPipeError, ConnectionResetError, socket.timeout):
+                pass
+            return sent
         sent = 0
         self.sock.setblocking(False)
         try:

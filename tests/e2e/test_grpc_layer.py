@@ -349,3 +349,128 @@ def test_one_millisecond_deadline_on_a_stream(server, pb):
     server.wait_metric(calls_key(SERVER_STREAM, "DEADLINE_EXCEEDED"), lambda v: v >= 1)
     server.wait_metric("agenthub_streams_open", lambda v: v == 0)
     server.wait_metric("agenthub_grpc_calls_open", lambda v: v == 0)
+
+
+# --- Streaming ---------------------------------------------------------------
+
+def test_server_streaming_past_the_send_bound(server, pb):
+    """50 x 100 kB is well over the per-call send bound (1 MiB), so the
+    handler has to be pulled through on_writable."""
+    echo = Echo(server.channel(options=UNLIMITED), pb)
+    responses = list(echo.server_stream(echo.req(response_count=50, response_size=100000),
+                                        timeout=30))
+    assert [r.index for r in responses] == list(range(50))
+    assert all(len(r.payload) == 100000 for r in responses)
+
+
+def test_client_streaming(server, pb):
+    echo = Echo(server.channel(), pb)
+    sizes = [0, 1, 1000, 70000, 5]
+    reply = echo.client_stream(iter([echo.req(payload=b"z" * n) for n in sizes]), timeout=10)
+    assert reply.total_bytes == sum(sizes)
+    assert reply.index == len(sizes)
+    assert echo.client_stream(iter([]), timeout=10).index == 0
+
+
+def test_bidi_streaming_echoes_each_message_in_order(server, pb):
+    echo = Echo(server.channel(), pb)
+    requests = queue.Queue()
+    responses = echo.bidi(iter(requests.get, None), timeout=10)
+    total = 0
+    for i in range(20):
+        payload = b"m%d" % i
+        total += len(payload)
+        requests.put(echo.req(payload=payload))
+        reply = next(responses)  # answered before the next message is sent
+        assert (reply.payload, reply.index, reply.total_bytes) == (payload, i, total)
+    requests.put(None)
+    assert list(responses) == []
+    assert responses.code() == grpc.StatusCode.OK
+
+
+def test_bidi_handler_can_end_the_call_with_a_status(server, pb):
+    echo = Echo(server.channel(), pb)
+    requests = [echo.req(payload=b"a"), echo.req(status_code=7, status_message="no")]
+    responses = echo.bidi(iter(requests), timeout=10)
+    assert next(responses).payload == b"a"
+    with pytest.raises(grpc.RpcError) as info:
+        next(responses)
+    assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert info.value.details() == "no"
+
+
+def test_1000_calls_cancelled_mid_stream_free_everything(server, pb):
+    channel = server.channel()
+    echo = Echo(channel, pb)
+    request = echo.req(response_count=1, response_size=10, hold_open=True)
+    for _ in range(10):
+        calls = [echo.server_stream(request, timeout=30) for _ in range(100)]
+        for call in calls:
+            assert next(call).index == 0  # the call is open, mid-stream
+        for call in calls:
+            call.cancel()
+    server.wait_metric(calls_key(SERVER_STREAM, "CANCELLED"), lambda v: v == 1000)
+    server.wait_metric("agenthub_streams_open", lambda v: v == 0)
+    server.wait_metric("agenthub_grpc_calls_open", lambda v: v == 0)
+    # Still answering, on the same channel and on a fresh one.
+    assert Health(channel, pb).status() == Health.SERVING
+    assert Health(server.channel(), pb).status() == Health.SERVING
+
+
+def test_100_concurrent_streams_on_one_connection(server, pb):
+    channel = server.channel()
+    echo = Echo(channel, pb)
+    queues = [queue.Queue() for _ in range(100)]
+    calls = [echo.bidi(iter(q.get, None), timeout=60) for q in queues]
+    for i, q in enumerate(queues):
+        q.put(echo.req(payload=b"%d" % i))
+    for i, call in enumerate(calls):
+        assert next(call).payload == b"%d" % i
+    metrics = server.metrics()
+    assert metrics["agenthub_streams_open"] == 100
+    assert metrics["agenthub_grpc_calls_open"] == 100
+    assert metrics["agenthub_connections_open"] == 1
+    for q in queues:
+        q.put(None)
+    for call in calls:
+        assert list(call) == []
+        assert call.code() == grpc.StatusCode.OK
+    assert server.metrics()[calls_key(BIDI, "OK")] == 100
+
+
+def test_streams_beyond_max_concurrent_streams_are_refused(start_server, pb):
+    server = start_server("--max-concurrent-streams", "5")
+
+    def open_five():
+        raw = server.raw()
+        assert raw.wait(lambda: raw.settings_frames >= 1)
+        assert raw.server_settings[0x3] == 5  # SETTINGS_MAX_CONCURRENT_STREAMS
+        raw.pump(0.1)  # our SETTINGS ACK reaches the server first
+        sids = [raw.request(SERVER_STREAM, body=hold_open_body(pb)) for _ in range(5)]
+        for sid in sids:
+            assert raw.wait(lambda: len(raw.streams[sid].messages()) == 1)
+        return raw, sids
+
+    # A sixth stream is refused: a stream error, or (nghttp2, once the
+    # client acknowledged the limit) a connection error that spares the
+    # streams already open up to last_stream_id.
+    raw, sids = open_five()
+    extra = raw.request(SERVER_STREAM, body=hold_open_body(pb))
+    raw.wait(lambda: raw.streams[extra].closed or raw.goaway is not None)
+    stream = raw.streams[extra]
+    assert stream.http_status is None, stream.events
+    if raw.goaway is None:
+        assert stream.reset_code in (rawh2.REFUSED_STREAM, rawh2.PROTOCOL_ERROR), stream.events
+    else:
+        last_stream_id, code, _ = raw.goaway
+        assert code == rawh2.PROTOCOL_ERROR
+        assert last_stream_id < extra
+    raw.close()
+
+    # Within the limit, closing one stream makes room for the next.
+    raw, sids = open_five()
+    raw.send_rst(sids[0])
+    server.wait_metric("agenthub_streams_open", lambda v: v == 4)
+    again = raw.request(CHECK, body=grpc_frame(b""))
+    assert raw.wait_closed(again).grpc_status == 0
+    assert raw.goaway is None
