@@ -6,7 +6,7 @@ python3-grpcio, and with a small raw HTTP/2 client (tests/e2e/rawh2.py) for
 frame-level checks.
 
 Fixtures:
-  pb            the generated python modules (namespace with echo, health...)
+  pb            generated python modules: pb.health, pb.echo, pb.load("compass.v1.services_pb2")
   start_server  a factory: start_server("--flag", "value") -> Server
   server        one default Server
   tls_dir       TLS material made by deploy/make-tls.sh (session-scoped)
@@ -44,11 +44,11 @@ def build_dir():
 # --- Generated protobuf modules ---------------------------------------------
 
 # Protos under proto/grpc/ would generate a python package named "grpc" that
-# shadows grpcio, so they are copied under std/ first.
+# shadows grpcio, so they are copied under std/ first.  (Reflection is left
+# to test_reflection.py, which loads its own copy: the default descriptor
+# pool refuses a second file defining the same symbols.)
 _STD_PROTOS = {
     "grpc/health/v1/health.proto": "std/health.proto",
-    "grpc/reflection/v1/reflection.proto": "std/reflection_v1.proto",
-    "grpc/reflection/v1alpha/reflection.proto": "std/reflection_v1alpha.proto",
 }
 _PLAIN_PROTOS = [
     "agenthub/testing/v1/echo.proto",
@@ -74,8 +74,8 @@ def pb(tmp_path_factory):
     ns = types.SimpleNamespace()
     ns.health = importlib.import_module("std.health_pb2")
     ns.echo = importlib.import_module("agenthub.testing.v1.echo_pb2")
-    ns.reflection_v1 = importlib.import_module("std.reflection_v1_pb2")
-    ns.reflection_v1alpha = importlib.import_module("std.reflection_v1alpha_pb2")
+    # Others on demand, e.g. pb.load("compass.v1.services_pb2").
+    ns.load = importlib.import_module
     return ns
 
 

@@ -363,6 +363,41 @@ def test_server_streaming_past_the_send_bound(server, pb):
     assert all(len(r.payload) == 100000 for r in responses)
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_server_stream_to_a_client_that_does_not_read_stays_bounded(server, pb):
+    """400 x 100 kB (40 MB) to a client whose stream window stays at 64 KiB:
+    the handler is held at the send bound instead of queueing it all, and
+    resumes as the client reads."""
+    raw = server.raw()
+    raw.auto_window_update = False
+    raw.send_frame(rawh2.SettingsFrame(0, settings={rawh2.SettingsFrame.INITIAL_WINDOW_SIZE: 65535}))
+    before = rss_kib(server.pid)
+    body = grpc_frame(pb.echo.EchoRequest(response_count=400, response_size=100000)
+                      .SerializeToString())
+    sid = raw.request(SERVER_STREAM, body=body)
+    raw.wait(lambda: len(raw.streams[sid].data) >= 65535, timeout=5)
+    time.sleep(0.3)
+    raw.pump(0.1)
+    assert len(raw.streams[sid].data) == 65535  # exactly the window, no more
+    grown = rss_kib(server.pid) - before
+    assert grown < 20 * 1024, "agenthubd grew by %d KiB for one stalled stream" % grown
+    # Now read: everything arrives, in order.
+    raw.auto_window_update = True
+    raw.send_frame(rawh2.WindowUpdateFrame(sid, window_increment=65535))
+    stream = raw.wait_closed(sid, timeout=60)
+    assert stream.grpc_status == 0, stream.trailers
+    replies = [pb.echo.EchoResponse.FromString(b) for _, b in stream.messages()]
+    assert [r.index for r in replies] == list(range(400))
+    assert all(len(r.payload) == 100000 for r in replies)
+
+
 def test_client_streaming(server, pb):
     echo = Echo(server.channel(), pb)
     sizes = [0, 1, 1000, 70000, 5]
