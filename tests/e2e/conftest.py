@@ -28,17 +28,10 @@ import urllib.request
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import rawh2  # noqa: E402  (needs the path above)
-
-
-def build_dir():
-    build = os.environ.get("AGENTHUB_BUILD", "build-asan")
-    if not os.path.isabs(build):
-        build = os.path.join(REPO, build)
-    return build
+from helpers import REPO, build_dir  # noqa: E402
 
 
 # --- Generated protobuf modules ---------------------------------------------
@@ -92,11 +85,6 @@ def tls_dir(tmp_path_factory):
         assert os.path.exists(path), "make-tls.sh did not write " + name
         setattr(files, name.replace(".", "_"), path)
     return files
-
-
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 # --- The server -------------------------------------------------------------

@@ -1,6 +1,23 @@
 """Client-side helpers shared by the e2e suites: grpcio callables for the
 services the server exposes, and the paths the raw HTTP/2 tests use."""
+import os
+
 import grpc
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def build_dir():
+    """$AGENTHUB_BUILD (relative to the repository root), default build-asan."""
+    build = os.environ.get("AGENTHUB_BUILD", "build-asan")
+    if not os.path.isabs(build):
+        build = os.path.join(REPO, build)
+    return build
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 CHECK = "/grpc.health.v1.Health/Check"
 WATCH = "/grpc.health.v1.Health/Watch"

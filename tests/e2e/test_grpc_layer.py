@@ -2,7 +2,6 @@
 where the wire form matters, with raw HTTP/2 frames (rawh2)."""
 import base64
 import queue
-import threading
 import time
 import urllib.parse
 
@@ -377,7 +376,8 @@ def test_server_stream_to_a_client_that_does_not_read_stays_bounded(server, pb):
     resumes as the client reads."""
     raw = server.raw()
     raw.auto_window_update = False
-    raw.send_frame(rawh2.SettingsFrame(0, settings={rawh2.SettingsFrame.INITIAL_WINDOW_SIZE: 65535}))
+    window = {rawh2.SettingsFrame.INITIAL_WINDOW_SIZE: 65535}
+    raw.send_frame(rawh2.SettingsFrame(0, settings=window))
     before = rss_kib(server.pid)
     body = grpc_frame(pb.echo.EchoRequest(response_count=400, response_size=100000)
                       .SerializeToString())

@@ -12,8 +12,7 @@ import grpc
 import pytest
 
 import rawh2
-from conftest import build_dir, read_bytes
-from helpers import CHECK, SERVER_STREAM, UNARY, Echo, Health, rpc_error
+from helpers import CHECK, SERVER_STREAM, UNARY, Echo, Health, build_dir, read_bytes, rpc_error
 from hyperframe.frame import (ContinuationFrame, HeadersFrame, PingFrame, RstStreamFrame,
                               WindowUpdateFrame)
 from rawh2 import grpc_frame
