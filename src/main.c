@@ -8,9 +8,13 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "core/bus.h"
+#include "core/session.h"
 #include "grpc/grpc.h"
 #include "h2/h2.h"
 #include "rpc/rpc.h"
+#include "rpc/runner_control.h"
+#include "store/store.h"
 #include "server/metrics_http.h"
 
 #define AGENTHUB_VERSION  "0.1.0"
@@ -28,6 +32,7 @@ struct config {
     size_t agent_log_bytes;
     size_t bus_bytes;
     size_t subscriber_buffer_bytes;
+    size_t max_blob_bytes;
 };
 
 struct server {
@@ -36,6 +41,8 @@ struct server {
     struct h2_server *h2;
     struct grpc_server *grpc;
     struct rpc_context rpc;
+    struct session_registry sessions;
+    struct bus bus;
     struct metrics_http *metrics;
     struct event *sigterm;
     struct event *sigint;
@@ -57,6 +64,7 @@ static void usage(FILE *out)
           "  --agent-log-bytes N           per-session ring bound (default 4194304)\n"
           "  --bus-bytes N                 event bus bound (default 16777216)\n"
           "  --subscriber-buffer-bytes N   per-subscriber outbound bound (default 1048576)\n"
+          "  --max-blob-bytes N            largest session blob (default 4194304)\n"
           "  --tls-cert FILE --tls-key FILE   serve TLS 1.2+ with ALPN h2\n"
           "  --tls-client-ca FILE          require client certificates signed by FILE\n"
           "  --max-concurrent-streams N    SETTINGS_MAX_CONCURRENT_STREAMS (default 100)\n"
@@ -94,6 +102,7 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_AGENT_LOG_BYTES,
         OPT_BUS_BYTES,
         OPT_SUBSCRIBER_BUFFER_BYTES,
+        OPT_MAX_BLOB_BYTES,
         OPT_TLS_CERT,
         OPT_TLS_KEY,
         OPT_TLS_CLIENT_CA,
@@ -114,6 +123,7 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"agent-log-bytes", required_argument, NULL, OPT_AGENT_LOG_BYTES},
         {"bus-bytes", required_argument, NULL, OPT_BUS_BYTES},
         {"subscriber-buffer-bytes", required_argument, NULL, OPT_SUBSCRIBER_BUFFER_BYTES},
+        {"max-blob-bytes", required_argument, NULL, OPT_MAX_BLOB_BYTES},
         {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
         {"tls-key", required_argument, NULL, OPT_TLS_KEY},
         {"tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA},
@@ -138,6 +148,7 @@ static int parse_args(int argc, char **argv, struct config *config)
     config->agent_log_bytes = 4 * 1024 * 1024;
     config->bus_bytes = 16 * 1024 * 1024;
     config->subscriber_buffer_bytes = 1024 * 1024;
+    config->max_blob_bytes = 4 * 1024 * 1024;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
@@ -167,6 +178,10 @@ static int parse_args(int argc, char **argv, struct config *config)
         case OPT_SUBSCRIBER_BUFFER_BYTES:
             if (parse_size("--subscriber-buffer-bytes", optarg, &config->subscriber_buffer_bytes) !=
                 0)
+                return -1;
+            break;
+        case OPT_MAX_BLOB_BYTES:
+            if (parse_size("--max-blob-bytes", optarg, &config->max_blob_bytes) != 0)
                 return -1;
             break;
         case OPT_TLS_CERT:
@@ -255,6 +270,7 @@ static void write_metrics(void *arg, FILE *out)
             (unsigned long long)stats->streams_total, (unsigned long long)stats->bytes_in,
             (unsigned long long)stats->bytes_out);
     grpc_server_write_metrics(server->grpc, out);
+    rpc_write_metrics(&server->rpc, out);
 }
 
 static int metrics_healthy(void *arg)
@@ -301,9 +317,13 @@ static void on_signal(evutil_socket_t signal_number, short what, void *arg)
     event_add(server->shutdown_deadline, &grace);
 }
 
-static int register_door(struct server *server, struct grpc_door *door)
+static int register_door(struct server *server, struct grpc_door *door, int runner_door)
 {
-    if (health_register(&server->rpc, door) != 0 || reflection_register(&server->rpc, door) != 0)
+    if (health_register(&server->rpc, door) != 0 || reflection_register(&server->rpc, door) != 0 ||
+        resource_register(&server->rpc, door) != 0)
+        return -1;
+    if (runner_door ? runner_service_register(&server->rpc, door) != 0
+                    : compass_register(&server->rpc, door) != 0)
         return -1;
 #ifdef AGENTHUB_FAILPOINTS
     if (echo_register(&server->rpc, door) != 0)
@@ -318,7 +338,12 @@ static void server_free(struct server *server)
     /* Connections first: their streams' close callbacks reach the handlers. */
     h2_server_free(server->h2);
     grpc_server_free(server->grpc);
+    runner_registry_free(server->rpc.runners);
+    session_registry_free(&server->sessions);
+    bus_free(&server->bus);
+    store_close(server->rpc.store);
     health_free(server->rpc.health);
+    reflection_free(&server->rpc);
     if (server->sigterm)
         event_free(server->sigterm);
     if (server->sigint)
@@ -345,8 +370,25 @@ int main(int argc, char **argv)
         return rv > 0 ? 0 : 2;
     signal(SIGPIPE, SIG_IGN);
 
+    if (sqlite_store_open(server.config.db_path, &server.rpc.store, err, sizeof(err)) != STORE_OK) {
+        log_error("cannot open the store %s: %s", server.config.db_path, err);
+        return 1;
+    }
+    session_registry_init(&server.sessions, server.config.agent_log_bytes);
+    bus_init(&server.bus, server.config.bus_bytes, 0);
+    server.rpc.sessions = &server.sessions;
+    server.rpc.bus = &server.bus;
+    server.rpc.config.has_runner_seam = server.config.runner_listen != NULL;
+    server.rpc.config.blob_dir = server.config.blob_dir;
+    server.rpc.config.max_blob_bytes = server.config.max_blob_bytes;
+    server.rpc.config.subscriber_buffer_bytes = server.config.subscriber_buffer_bytes;
+    server.rpc.config.command_timeout_ms = 10000;
+
     server.base = event_base_new();
     if (!server.base)
+        goto fail;
+    server.rpc.runners = runner_registry_new(server.base);
+    if (!server.rpc.runners)
         goto fail;
     server.h2 = h2_server_new(server.base, &server.config.h2);
     server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;
@@ -356,11 +398,11 @@ int main(int argc, char **argv)
         goto fail;
 
     public_door = grpc_door_new(server.grpc, "public", &server.rpc);
-    if (!public_door || register_door(&server, public_door) != 0)
+    if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
     if (server.config.runner_listen) {
         runner_door = grpc_door_new(server.grpc, "runner", &server.rpc);
-        if (!runner_door || register_door(&server, runner_door) != 0)
+        if (!runner_door || register_door(&server, runner_door, 1) != 0)
             goto fail;
     }
 

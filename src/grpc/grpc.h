@@ -111,6 +111,10 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message);
 int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
                            const uint8_t *body, size_t body_len);
 
+/* Sends the response headers now (a stream with nothing to say yet still
+ * tells the client it was accepted).  Returns 0 or -1. */
+int grpc_call_start_response(struct grpc_call *call);
+
 /* Adds response metadata: initial (before the first message) or trailing.
  * A -bin name gets its value base64-encoded.  Returns 0 or -1. */
 int grpc_call_add_initial_metadata(struct grpc_call *call, const char *name, const uint8_t *value,

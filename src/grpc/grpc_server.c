@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/byte_queue.h"
 #include "h2/h2.h"
 
 #define HTTP2_NO_ERROR 0x0
@@ -38,14 +39,6 @@ struct grpc_server {
     struct grpc_call *calls;
     size_t call_count;
     int shutting_down;
-};
-
-/* A growable byte queue: bytes live in [start, end). */
-struct byte_queue {
-    uint8_t *data;
-    size_t start;
-    size_t end;
-    size_t cap;
 };
 
 /* Header name/value pairs kept as offsets into one arena. */
@@ -90,6 +83,7 @@ struct grpc_call {
     struct header_list initial_metadata;
     struct header_list trailing_metadata;
     struct byte_queue out;
+    size_t out_partial; /* bytes of the message at the queue's head still to go */
     struct event *deadline;
     void *user;
 };
@@ -138,30 +132,6 @@ static void header_list_free(struct header_list *list)
 {
     free(list->arena);
     memset(list, 0, sizeof(*list));
-}
-
-static uint8_t *byte_queue_reserve(struct byte_queue *queue, size_t len)
-{
-    if (queue->start == queue->end)
-        queue->start = queue->end = 0;
-    if (queue->end + len > queue->cap && queue->start > 0) {
-        memmove(queue->data, queue->data + queue->start, queue->end - queue->start);
-        queue->end -= queue->start;
-        queue->start = 0;
-    }
-    if (queue->end + len > queue->cap) {
-        size_t cap = queue->cap ? queue->cap : 1024;
-        while (cap < queue->end + len)
-            cap *= 2;
-        uint8_t *data = realloc(queue->data, cap);
-        if (!data)
-            return NULL;
-        queue->data = data;
-        queue->cap = cap;
-    }
-    uint8_t *at = queue->data + queue->end;
-    queue->end += len;
-    return at;
 }
 
 /* --- Server, doors and method tables ------------------------------------ */
@@ -435,6 +405,15 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
     return 0;
 }
 
+int grpc_call_start_response(struct grpc_call *call)
+{
+    if (call->finished || !call->stream)
+        return -1;
+    if (call->headers_sent)
+        return 0;
+    return call_send_headers(call, 0);
+}
+
 static int add_metadata(struct header_list *list, const char *name, const uint8_t *value,
                         size_t len)
 {
@@ -495,7 +474,7 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
 /* The layer itself ends the call: queued output is dropped. */
 static void call_fail(struct grpc_call *call, int status, const char *message)
 {
-    call->out.start = call->out.end = 0;
+    call->out.end = call->out.start + call->out_partial;
     grpc_call_finish(call, status, message);
 }
 
@@ -511,7 +490,7 @@ int grpc_call_cancelled(const struct grpc_call *call)
 
 size_t grpc_call_pending_bytes(const struct grpc_call *call)
 {
-    return call->out.end - call->out.start;
+    return byte_queue_length(&call->out);
 }
 
 int grpc_call_over_bound(const struct grpc_call *call)
@@ -806,14 +785,31 @@ static void call_stream_end(void *data)
         call->entry->method->on_half_close(call);
 }
 
+/* Drops LEN sent bytes from the queue, keeping track of where the message
+ * at its head ends so a layer-made finish never cuts a message in half. */
+static void call_consume(struct grpc_call *call, size_t len)
+{
+    while (len > 0) {
+        if (call->out_partial == 0) {
+            const uint8_t *h = call->out.data + call->out.start;
+            call->out_partial = GRPC_FRAME_HEADER_LEN + ((size_t)h[1] << 24 | (size_t)h[2] << 16 |
+                                                         (size_t)h[3] << 8 | h[4]);
+        }
+        size_t take = len < call->out_partial ? len : call->out_partial;
+        byte_queue_consume(&call->out, take);
+        call->out_partial -= take;
+        len -= take;
+    }
+}
+
 static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *flags)
 {
     struct grpc_call *call = data;
-    size_t available = call->out.end - call->out.start;
+    size_t available = byte_queue_length(&call->out);
 
     if (available == 0 && !call->finished && call->started && call->entry->method->on_writable) {
         call->entry->method->on_writable(call);
-        available = call->out.end - call->out.start;
+        available = byte_queue_length(&call->out);
     }
     if (available == 0 && !call->finished) {
         call->deferred = 1;
@@ -822,8 +818,8 @@ static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *
     if (len > available)
         len = available;
     memcpy(buf, call->out.data + call->out.start, len);
-    call->out.start += len;
-    if (call->out.start == call->out.end && call->finished && !call->trailers_sent) {
+    call_consume(call, len);
+    if (byte_queue_length(&call->out) == 0 && call->finished && !call->trailers_sent) {
         *flags |= H2_READ_EOF;
         call_send_trailers(call);
     }
@@ -856,7 +852,7 @@ static void call_stream_close(void *data, uint32_t error_code)
     grpc_reader_free(&call->reader);
     free(call->unary_request);
     free(call->status_message);
-    free(call->out.data);
+    byte_queue_free(&call->out);
     header_list_free(&call->request_headers);
     header_list_free(&call->initial_metadata);
     header_list_free(&call->trailing_metadata);

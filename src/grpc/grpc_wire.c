@@ -135,24 +135,24 @@ size_t grpc_message_encode(const char *msg, size_t len, char *out, size_t out_si
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t need = 0;
+    size_t written = 0; /* stops growing at the first escape that does not fit */
 
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)msg[i];
-        int plain = c >= 0x20 && c <= 0x7e && c != '%';
-        if (plain) {
-            if (need + 1 < out_size)
-                out[need] = (char)c;
-            need += 1;
-        } else {
-            if (need + 3 < out_size) {
-                out[need] = '%';
-                out[need + 1] = hex[c >> 4];
-                out[need + 2] = hex[c & 15];
+        size_t width = c >= 0x20 && c <= 0x7e && c != '%' ? 1 : 3;
+        if (written == need && need + width < out_size) {
+            if (width == 1) {
+                out[written] = (char)c;
+            } else {
+                out[written] = '%';
+                out[written + 1] = hex[c >> 4];
+                out[written + 2] = hex[c & 15];
             }
-            need += 3;
+            written += width;
         }
+        need += width;
     }
-    out[need < out_size ? need : out_size - 1] = '\0';
+    out[written] = '\0';
     return need;
 }
 

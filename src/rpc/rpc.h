@@ -1,31 +1,111 @@
 /* rpc: the handlers.  One file per service; each registers its methods on a
- * door and reads what it needs from the shared rpc_context. */
+ * door and reads what it needs from the shared rpc_context.  Handlers read a
+ * request, ask the store (through the gate) and the session core, and write
+ * a response; they never see nghttp2 or SQL. */
 #ifndef AGENTHUB_RPC_H
 #define AGENTHUB_RPC_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "core/bus.h"
+#include "core/session.h"
 
 struct grpc_server;
 struct grpc_door;
+struct grpc_call;
 struct health_state;
+struct store;
+struct store_subject;
+struct runner_registry;
+
+struct rpc_config {
+    int has_runner_seam;            /* --runner-listen given */
+    const char *blob_dir;           /* NULL: no blob storage */
+    size_t max_blob_bytes;          /* one blob */
+    size_t subscriber_buffer_bytes; /* a subscriber's backlog before it is dropped */
+    uint32_t command_timeout_ms;    /* how long a control command waits for its ack */
+};
+
+/* Counters published on /metrics. */
+struct rpc_counters {
+    uint64_t frames_accepted;
+    uint64_t relay_gaps;
+    uint64_t relay_retries;
+    uint64_t relay_unknown_frames;
+    uint64_t relay_unbound_frames;
+    uint64_t relay_invalid_records;
+    uint64_t transcript_entries;
+    uint64_t subscriber_lag_drops;
+    uint64_t records_appended;
+    uint64_t status_changes;
+    uint64_t subscribers_open;
+    uint64_t bus_subscribers_open;
+};
+struct descriptor_index;
 
 struct rpc_context {
     struct grpc_server *grpc;
     struct health_state *health;
+    struct store *store;
+    struct session_registry *sessions;
+    struct bus *bus;
+    struct runner_registry *runners;
+    struct rpc_config config;
+    struct rpc_counters counters;
+    struct descriptor_index *descriptors; /* reflection's, built by reflection_register */
 };
 
-/* grpc.health.v1.Health on DOOR.  Returns 0 or -1. */
+/* --- Shared handler helpers (rpc_common.c) ------------------------------ */
+
+/* Authenticates CALL's bearer token for the door it came in on.  Returns 0
+ * with *SUBJECT filled; otherwise finishes the call (UNAUTHENTICATED, or
+ * UNAVAILABLE when the store could not answer) and returns -1. */
+int rpc_authenticate(struct grpc_call *call, struct store_subject *subject);
+
+/* 1 when CALL arrived on the Runner door. */
+int rpc_on_runner_door(const struct grpc_call *call);
+
+/* Finishes CALL with the refusal for a non-allowed gate result. */
+void rpc_finish_gate_refusal(struct grpc_call *call, int gate_result);
+
+/* Finishes CALL with "NAME: detail" under STATUS (the producer door's
+ * error names). */
+void rpc_finish_named(struct grpc_call *call, int status, const char *name, const char *detail);
+
+/* Writes a protobuf varint field (wire type 0) into OUT (at least 11 bytes).
+ * Returns the bytes written. */
+size_t rpc_put_varint_field(uint8_t *out, uint32_t field, uint64_t value);
+
+/* Prometheus text for the counters. */
+void rpc_write_metrics(const struct rpc_context *ctx, FILE *out);
+
+/* --- Services ------------------------------------------------------------ */
+
 int health_register(struct rpc_context *ctx, struct grpc_door *door);
-/* Creates the health state (serving).  Returns NULL when memory is short. */
 struct health_state *health_new(void);
 void health_free(struct health_state *health);
 /* Every Check answers NOT_SERVING from now on, and Watch streams hear it. */
 void health_set_draining(struct health_state *health);
 
-/* grpc.reflection.v1 and v1alpha ServerReflection on DOOR.  Returns 0 or -1. */
+/* grpc.reflection.v1 and v1alpha ServerReflection on DOOR; the first call
+ * indexes the embedded descriptor set into ctx->descriptors.  Returns 0, or
+ * -1 when the set does not parse, memory is short or a path is taken. */
 int reflection_register(struct rpc_context *ctx, struct grpc_door *door);
+/* Frees ctx->descriptors (NULL after).  Safe when nothing was built. */
+void reflection_free(struct rpc_context *ctx);
 
 /* agenthub.testing.v1.EchoService (test builds only).  Returns 0 or -1. */
 int echo_register(struct rpc_context *ctx, struct grpc_door *door);
+
+/* compass.v1.CompassService (public door). */
+int compass_register(struct rpc_context *ctx, struct grpc_door *door);
+
+/* compass.v1.RunnerService (Runner door). */
+int runner_service_register(struct rpc_context *ctx, struct grpc_door *door);
+
+/* compass.v1.ResourceService (both doors). */
+int resource_register(struct rpc_context *ctx, struct grpc_door *door);
 
 #endif

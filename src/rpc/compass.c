@@ -1,0 +1,406 @@
+/* CompassService's unary methods (the public door), and its registration.
+ * The streams live in compass_stream.c. */
+#include "rpc/compass.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "compass/v1/services.pb-c.h"
+#include "rpc/hub.h"
+#include "rpc/rpc.h"
+#include "rpc/runner_control.h"
+#include "store/gate.h"
+#include "store/store.h"
+
+#define AGENTHUB_API_VERSION    "compass.v1"
+#define AGENTHUB_SERVER_VERSION "agenthubd 0.1.0"
+#define FEATURE_RESOURCE_KINDS  0x4000u
+
+/* A unary call waiting for a Runner's acknowledgement. */
+struct command_wait {
+    struct grpc_call *call;
+    uint64_t command_id;
+};
+
+static void command_wait_done(void *arg, int ok, const char *error)
+{
+    struct command_wait *wait = arg;
+    char message[300];
+
+    if (ok) {
+        static const Compass__V1__SkipBatchWindowResponse empty =
+            COMPASS__V1__SKIP_BATCH_WINDOW_RESPONSE__INIT;
+        /* Every acknowledged command's response is an empty message. */
+        grpc_call_send(wait->call, &empty.base);
+        grpc_call_finish(wait->call, GRPC_STATUS_OK, NULL);
+    } else {
+        snprintf(message, sizeof(message), "control dispatch failed: %.200s",
+                 error && error[0] ? error : "the runner refused the command");
+        grpc_call_finish(wait->call, GRPC_STATUS_UNAVAILABLE, message);
+    }
+    wait->command_id = 0;
+}
+
+static void command_wait_on_close(struct grpc_call *call)
+{
+    struct command_wait *wait = grpc_call_user(call);
+    struct rpc_context *ctx = grpc_call_door_data(call);
+
+    if (!wait)
+        return;
+    if (wait->command_id)
+        runner_command_abandon(ctx, wait->command_id);
+    free(wait);
+}
+
+/* Sends COMMAND for ROW's session to its Runner and parks CALL until the
+ * Runner answers. */
+static void dispatch_and_wait(struct grpc_call *call, const struct store_session *row,
+                              Compass__V1__SessionsResponse *command)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct command_wait *wait = calloc(1, sizeof(*wait));
+
+    if (!wait) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    wait->call = call;
+    command->session_id = (char *)row->session_id;
+    wait->command_id = runner_command_send(ctx, row->runner_id, command, command_wait_done, wait);
+    if (wait->command_id == 0) {
+        free(wait);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE,
+                         "control dispatch failed: the session's runner is not connected");
+        return;
+    }
+    grpc_call_set_user(call, wait);
+}
+
+static int require_seam(struct grpc_call *call)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+
+    if (!ctx->config.has_runner_seam) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
+        return -1;
+    }
+    return 0;
+}
+
+static void skip_batch_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__SkipBatchWindowRequest *request =
+        (const Compass__V1__SkipBatchWindowRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
+    Compass__V1__StartNowCommand start_now = COMPASS__V1__START_NOW_COMMAND__INIT;
+    struct store_subject subject;
+    struct store_session row;
+    int rv;
+
+    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+        return;
+    if (request->session_id[0] == '\0') {
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "session_id is required");
+        return;
+    }
+    rv = gate_may_control(ctx->store, &subject, request->session_id, &row);
+    if (rv != GATE_ALLOWED) {
+        rpc_finish_gate_refusal(call, rv);
+        return;
+    }
+    command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START_NOW;
+    command.start_now = &start_now;
+    dispatch_and_wait(call, &row, &command);
+}
+
+static void send_message_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__SendAgentMessageRequest *request =
+        (const Compass__V1__SendAgentMessageRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
+    Compass__V1__DeliverCommand deliver = COMPASS__V1__DELIVER_COMMAND__INIT;
+    struct store_subject subject;
+    struct store_session row;
+    int rv;
+
+    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+        return;
+    if (request->session_id[0] == '\0') {
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "session_id is required");
+        return;
+    }
+    rv = gate_may_control(ctx->store, &subject, request->session_id, &row);
+    if (rv != GATE_ALLOWED) {
+        rpc_finish_gate_refusal(call, rv);
+        return;
+    }
+    deliver.text = request->text;
+    command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER;
+    command.deliver = &deliver;
+    dispatch_and_wait(call, &row, &command);
+}
+
+static void start_session_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__StartAgentSessionRequest *request =
+        (const Compass__V1__StartAgentSessionRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    Compass__V1__StartAgentSessionResponse response =
+        COMPASS__V1__START_AGENT_SESSION_RESPONSE__INIT;
+    Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
+    Compass__V1__StartCommand start = COMPASS__V1__START_COMMAND__INIT;
+    struct store_session_spec spec;
+    struct store_container container;
+    struct store_subject subject;
+    char session_id[STORE_ID_MAX];
+    int rv;
+
+    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+        return;
+    if (request->container_name[0] == '\0') {
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "container_name is required");
+        return;
+    }
+    rv = gate_may_start(ctx->store, &subject, request->container_name, &container);
+    if (rv == GATE_FAULT) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    }
+    if (rv != GATE_ALLOWED) {
+        grpc_call_finish(call, GRPC_STATUS_NOT_FOUND, "container not found");
+        return;
+    }
+    memset(&spec, 0, sizeof(spec));
+    snprintf(spec.container_name, sizeof(spec.container_name), "%s", request->container_name);
+    snprintf(spec.owner_account_id, sizeof(spec.owner_account_id), "%s", subject.id);
+    rv = ctx->store->ops->session_create(ctx->store->impl, &spec, session_id);
+    if (rv != STORE_OK) {
+        grpc_call_finish(call, rv == STORE_FAULT ? GRPC_STATUS_UNAVAILABLE : GRPC_STATUS_INTERNAL,
+                         rv == STORE_FAULT ? GATE_FAULT_MESSAGE : "cannot create the session");
+        return;
+    }
+    hub_session(ctx, session_id);
+    /* The Runner learns at once when it is connected; otherwise from its
+     * next report.  The session exists either way. */
+    command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START;
+    command.start = &start;
+    command.session_id = session_id;
+    runner_command_send(ctx, container.runner_id, &command, NULL, NULL);
+    response.session_id = session_id;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__StopAgentSessionRequest *request =
+        (const Compass__V1__StopAgentSessionRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    static const Compass__V1__StopAgentSessionResponse response =
+        COMPASS__V1__STOP_AGENT_SESSION_RESPONSE__INIT;
+    Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
+    Compass__V1__StopCommand stop = COMPASS__V1__STOP_COMMAND__INIT;
+    struct store_subject subject;
+    struct store_session row;
+    struct session *s;
+    int rv;
+
+    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+        return;
+    rv = gate_may_control(ctx->store, &subject, request->session_id, &row);
+    if (rv != GATE_ALLOWED) {
+        rpc_finish_gate_refusal(call, rv);
+        return;
+    }
+    rv = ctx->store->ops->session_close(ctx->store->impl, row.session_id);
+    if (rv == STORE_FAULT) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    }
+    command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP;
+    command.stop = &stop;
+    command.session_id = row.session_id;
+    runner_command_send(ctx, row.runner_id, &command, NULL, NULL);
+    s = session_find(ctx->sessions, row.session_id, strlen(row.session_id));
+    if (s) {
+        hub_announce_state(ctx, s, ARBITER_STOPPED);
+        hub_end_session(ctx, s);
+    }
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+/* Fills STATUS for ROW: the live derived state when the session is in the
+ * registry, STOPPED when closed, else UNSPECIFIED. */
+static void status_from_row(struct rpc_context *ctx, const struct store_session *row,
+                            Compass__V1__AgentSessionStatus *status)
+{
+    struct session *s = session_find(ctx->sessions, row->session_id, strlen(row->session_id));
+
+    status->session_id = (char *)row->session_id;
+    status->agent_account_id = (char *)row->agent_account_id;
+    status->provider = (char *)row->provider;
+    status->native_id = (char *)row->native_id;
+    if (s) {
+        status->state = (Compass__V1__AgentSessionState)arbiter_state(session_arbiter(s));
+        status->last_seq = ring_newest_seq(session_ring(s));
+    } else {
+        status->state = row->closed
+                            ? COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_STOPPED
+                            : COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED;
+    }
+}
+
+struct status_list {
+    struct rpc_context *ctx;
+    const struct store_subject *subject;
+    struct store_session *rows;
+    size_t count;
+    size_t cap;
+    int fault;
+};
+
+static int collect_visible(const struct store_session *row, void *arg)
+{
+    struct status_list *list = arg;
+    int rv = gate_may_view_loaded(list->ctx->store, list->subject, row);
+
+    if (rv == GATE_FAULT) {
+        list->fault = 1;
+        return 1;
+    }
+    if (rv != GATE_ALLOWED)
+        return 0;
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        struct store_session *rows = realloc(list->rows, cap * sizeof(*rows));
+        if (!rows) {
+            list->fault = 1;
+            return 1;
+        }
+        list->rows = rows;
+        list->cap = cap;
+    }
+    list->rows[list->count++] = *row;
+    return 0;
+}
+
+static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__GetAgentStatusRequest *request =
+        (const Compass__V1__GetAgentStatusRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    Compass__V1__GetAgentStatusResponse response = COMPASS__V1__GET_AGENT_STATUS_RESPONSE__INIT;
+    struct status_list list = {ctx, NULL, NULL, 0, 0, 0};
+    struct store_session_filter filter;
+    Compass__V1__AgentSessionStatus *statuses = NULL, **pointers = NULL;
+    struct store_subject subject;
+    int rv;
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    list.subject = &subject;
+    if (request->session_id[0]) {
+        struct store_session row;
+        rv = gate_may_view(ctx->store, &subject, request->session_id, &row);
+        if (rv != GATE_ALLOWED) {
+            rpc_finish_gate_refusal(call, rv);
+            return;
+        }
+        collect_visible(&row, &list);
+    } else {
+        memset(&filter, 0, sizeof(filter));
+        rv = ctx->store->ops->session_list(ctx->store->impl, &filter, collect_visible, &list);
+        if (rv == STORE_FAULT)
+            list.fault = 1;
+    }
+    if (list.fault) {
+        free(list.rows);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    }
+    if (list.count) {
+        statuses = calloc(list.count, sizeof(*statuses));
+        pointers = calloc(list.count, sizeof(*pointers));
+    }
+    if (list.count && (!statuses || !pointers)) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+        for (size_t i = 0; i < list.count; i++) {
+            compass__v1__agent_session_status__init(&statuses[i]);
+            status_from_row(ctx, &list.rows[i], &statuses[i]);
+            pointers[i] = &statuses[i];
+        }
+        response.n_statuses = list.count;
+        response.statuses = pointers;
+        grpc_call_send(call, &response.base);
+        grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+    }
+    free(statuses);
+    free(pointers);
+    free(list.rows);
+}
+
+static void server_info_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    Compass__V1__GetServerInfoResponse response = COMPASS__V1__GET_SERVER_INFO_RESPONSE__INIT;
+    struct store_subject subject;
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    response.version = AGENTHUB_SERVER_VERSION;
+    response.api_version = AGENTHUB_API_VERSION;
+    response.features = FEATURE_RESOURCE_KINDS;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void whoami_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    Compass__V1__WhoAmIResponse response = COMPASS__V1__WHO_AM_IRESPONSE__INIT;
+    struct store_subject subject;
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    response.account_id = subject.id;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static const struct grpc_method compass_unary_methods[] = {
+    {"/compass.v1.CompassService/SkipBatchWindow", GRPC_METHOD_UNARY,
+     &compass__v1__skip_batch_window_request__descriptor, NULL, skip_batch_on_message, NULL, NULL,
+     command_wait_on_close},
+    {"/compass.v1.CompassService/SendAgentMessage", GRPC_METHOD_UNARY,
+     &compass__v1__send_agent_message_request__descriptor, NULL, send_message_on_message, NULL,
+     NULL, command_wait_on_close},
+    {"/compass.v1.CompassService/StartAgentSession", GRPC_METHOD_UNARY,
+     &compass__v1__start_agent_session_request__descriptor, NULL, start_session_on_message, NULL,
+     NULL, NULL},
+    {"/compass.v1.CompassService/StopAgentSession", GRPC_METHOD_UNARY,
+     &compass__v1__stop_agent_session_request__descriptor, NULL, stop_session_on_message, NULL,
+     NULL, NULL},
+    {"/compass.v1.CompassService/GetAgentStatus", GRPC_METHOD_UNARY,
+     &compass__v1__get_agent_status_request__descriptor, NULL, get_status_on_message, NULL, NULL,
+     NULL},
+    {"/compass.v1.CompassService/GetServerInfo", GRPC_METHOD_UNARY,
+     &compass__v1__get_server_info_request__descriptor, NULL, server_info_on_message, NULL, NULL,
+     NULL},
+    {"/compass.v1.CompassService/WhoAmI", GRPC_METHOD_UNARY,
+     &compass__v1__who_am_irequest__descriptor, NULL, whoami_on_message, NULL, NULL, NULL},
+};
+
+int compass_register(struct rpc_context *ctx, struct grpc_door *door)
+{
+    if (grpc_door_register(door, &compass_subscribe_agent_session_method) != 0 ||
+        grpc_door_register(door, &compass_subscribe_events_method) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(compass_unary_methods) / sizeof(compass_unary_methods[0]); i++)
+        if (grpc_door_register(door, &compass_unary_methods[i]) != 0)
+            return -1;
+    return 0;
+}

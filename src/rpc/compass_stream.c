@@ -1,0 +1,414 @@
+/* CompassService's streams: SubscribeAgentSession (a session's pane) and
+ * SubscribeEvents (the bus).
+ *
+ * A subscriber is a cursor, not a queue: the data provider pulls frames at
+ * the cursor when HTTP/2 wants bytes and defers when caught up.  Appends only
+ * wake subscribers; the broadcast path never waits on one.  A subscriber that
+ * falls behind the ring (or past --subscriber-buffer-bytes) ends cleanly with
+ * OK and the last delivered seq in the agenthub-last-seq trailer. */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "compass/v1/services.pb-c.h"
+#include "grpc/grpc.h"
+#include "rpc/compass.h"
+#include "rpc/rpc.h"
+#include "store/gate.h"
+#include "store/store.h"
+
+/* Pull at most this much per data-provider round: enough to fill frames,
+ * small enough that a lag drop loses little already-queued output. */
+#define PULL_CHUNK_BYTES (64 * 1024)
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+struct pane_subscriber {
+    struct session_watcher watcher;
+    struct grpc_call *call;
+    struct rpc_context *ctx;
+    struct session *session; /* NULL once detached */
+    uint64_t cursor;         /* seq of the last frame queued to the call */
+};
+
+static void pane_detach(struct pane_subscriber *sub)
+{
+    if (sub->session) {
+        session_unwatch(sub->session, &sub->watcher);
+        sub->session = NULL;
+        sub->ctx->counters.subscribers_open--;
+    }
+}
+
+/* Ends the stream cleanly, telling the client where to resume. */
+static void pane_finish(struct pane_subscriber *sub, int lagged)
+{
+    char last[24];
+
+    snprintf(last, sizeof(last), "%" PRIu64, sub->cursor);
+    grpc_call_add_trailer(sub->call, "agenthub-last-seq", (const uint8_t *)last, strlen(last));
+    if (lagged)
+        sub->ctx->counters.subscriber_lag_drops++;
+    pane_detach(sub);
+    grpc_call_finish(sub->call, GRPC_STATUS_OK, NULL);
+}
+
+/* Bytes of ring between the cursor and the newest frame, estimated from the
+ * ring's mean entry size (the ring keeps no per-entry prefix sums). */
+static size_t pane_backlog_bytes(const struct pane_subscriber *sub)
+{
+    const struct ring *ring = session_ring(sub->session);
+    uint64_t behind = ring_newest_seq(ring) - sub->cursor;
+    uint32_t count = ring_count(ring);
+
+    if (behind == 0 || count == 0)
+        return 0;
+    return (size_t)(behind * (ring_retained_bytes(ring) / count));
+}
+
+/* 1 when SUB was dropped for lag (and finished). */
+static int pane_check_lag(struct pane_subscriber *sub)
+{
+    const struct ring *ring = session_ring(sub->session);
+    uint64_t oldest = ring_oldest_seq(ring);
+
+    if ((oldest > 0 && sub->cursor + 1 < oldest) ||
+        pane_backlog_bytes(sub) > sub->ctx->config.subscriber_buffer_bytes) {
+        pane_finish(sub, 1);
+        return 1;
+    }
+    return 0;
+}
+
+static void pane_pump(struct pane_subscriber *sub)
+{
+    struct ring_entry entry;
+    uint8_t prefix[24];
+
+    while (sub->session && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
+        enum ring_status status = ring_next(session_ring(sub->session), sub->cursor, &entry);
+        if (status == RING_EVICTED) {
+            pane_finish(sub, 1);
+            return;
+        }
+        if (status == RING_NONE) {
+            if (session_is_ended(sub->session))
+                pane_finish(sub, 0);
+            return;
+        }
+        size_t n = rpc_put_varint_field(prefix, 4, entry.seq);
+        n += rpc_put_varint_field(prefix + n, 5, (uint64_t)entry.at_unix_ms);
+        if (grpc_call_send_encoded(sub->call, prefix, n, entry.data, entry.len) != 0)
+            return;
+        sub->cursor = entry.seq;
+    }
+}
+
+static void pane_wake(struct session_watcher *watcher)
+{
+    struct pane_subscriber *sub = container_of(watcher, struct pane_subscriber, watcher);
+
+    if (pane_check_lag(sub))
+        return;
+    if (session_is_ended(sub->session) && grpc_call_pending_bytes(sub->call) == 0 &&
+        ring_newest_seq(session_ring(sub->session)) == sub->cursor) {
+        pane_finish(sub, 0);
+        return;
+    }
+    grpc_call_want_writable(sub->call);
+}
+
+static void pane_on_writable(struct grpc_call *call)
+{
+    struct pane_subscriber *sub = grpc_call_user(call);
+
+    if (sub)
+        pane_pump(sub);
+}
+
+static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__SubscribeAgentSessionRequest *request =
+        (const Compass__V1__SubscribeAgentSessionRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct store_subject subject;
+    struct store_session row;
+    struct pane_subscriber *sub;
+    struct session *s;
+    struct ring *ring;
+    int rv;
+
+    if (!ctx->config.has_runner_seam) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
+        return;
+    }
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    rv = gate_may_view(ctx->store, &subject, request->session_id, &row);
+    if (rv != GATE_ALLOWED) {
+        rpc_finish_gate_refusal(call, rv);
+        return;
+    }
+    s = session_find(ctx->sessions, request->session_id, strlen(request->session_id));
+    if (!s && row.closed) {
+        grpc_call_finish(call, GRPC_STATUS_OK, NULL); /* the session has ended */
+        return;
+    }
+    if (!s &&
+        session_open(ctx->sessions, request->session_id, strlen(request->session_id), &s) < 0) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    ring = session_ring(s);
+    sub = calloc(1, sizeof(*sub));
+    if (!sub) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    sub->call = call;
+    sub->ctx = ctx;
+    sub->watcher.wake = pane_wake;
+    if (request->since_seq > 0) {
+        if (ring_cursor_check(ring, request->since_seq) != RING_OK) {
+            free(sub);
+            grpc_call_finish(call, GRPC_STATUS_OUT_OF_RANGE,
+                             "since_seq is not in the session's retained log");
+            return;
+        }
+        sub->cursor = request->since_seq;
+    } else {
+        sub->cursor = ring_tail_cursor(ring, request->tail);
+    }
+    grpc_call_set_user(call, sub);
+    sub->session = s;
+    session_watch(s, &sub->watcher);
+    ctx->counters.subscribers_open++;
+    /* Response headers go out now, so the client knows it is subscribed. */
+    grpc_call_add_initial_metadata(call, "agenthub-session", (const uint8_t *)session_id(s),
+                                   strlen(session_id(s)));
+    grpc_call_start_response(call);
+    pane_pump(sub);
+}
+
+static void pane_on_close(struct grpc_call *call)
+{
+    struct pane_subscriber *sub = grpc_call_user(call);
+
+    if (!sub)
+        return;
+    pane_detach(sub);
+    free(sub);
+}
+
+const struct grpc_method compass_subscribe_agent_session_method = {
+    .path = "/compass.v1.CompassService/SubscribeAgentSession",
+    .kind = GRPC_METHOD_SERVER_STREAMING,
+    .request_type = &compass__v1__subscribe_agent_session_request__descriptor,
+    .on_message = pane_on_message,
+    .on_writable = pane_on_writable,
+    .on_close = pane_on_close,
+};
+
+/* --- SubscribeEvents ----------------------------------------------------- */
+
+struct bus_subscriber {
+    struct watcher watcher;
+    struct grpc_call *call;
+    struct rpc_context *ctx;
+    struct store_subject subject;
+    uint64_t cursor;
+    int attached;
+};
+
+static void bus_detach(struct bus_subscriber *sub)
+{
+    if (sub->attached) {
+        bus_unwatch(sub->ctx->bus, &sub->watcher);
+        sub->attached = 0;
+        sub->ctx->counters.bus_subscribers_open--;
+    }
+}
+
+/* Sends resync_required (seq 0) and ends the stream cleanly. */
+static void bus_resync(struct grpc_call *call, struct rpc_context *ctx)
+{
+    Compass__V1__SubscribeEventsResponse response = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
+    Compass__V1__ResyncRequired resync = COMPASS__V1__RESYNC_REQUIRED__INIT;
+
+    response.instance_epoch = bus_epoch(ctx->bus);
+    response.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_RESYNC_REQUIRED;
+    response.resync_required = &resync;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+/* Finds string field 19 (session_id) in an encoded bus payload.  Returns 0
+ * with *ID and *LEN set, or -1 when absent or malformed. */
+static int payload_session_id(const uint8_t *p, size_t len, const char **id, size_t *id_len)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        uint64_t key = 0, value = 0;
+        int shift = 0;
+        do {
+            if (i >= len || shift > 63)
+                return -1;
+            key |= (uint64_t)(p[i] & 0x7f) << shift;
+            shift += 7;
+        } while (p[i++] & 0x80);
+        switch (key & 7) {
+        case 0:
+            while (i < len && (p[i] & 0x80))
+                i++;
+            i++;
+            break;
+        case 1:
+            i += 8;
+            break;
+        case 5:
+            i += 4;
+            break;
+        case 2:
+            shift = 0;
+            do {
+                if (i >= len || shift > 63)
+                    return -1;
+                value |= (uint64_t)(p[i] & 0x7f) << shift;
+                shift += 7;
+            } while (p[i++] & 0x80);
+            if (value > len - i)
+                return -1;
+            if ((key >> 3) == 19) {
+                *id = (const char *)p + i;
+                *id_len = (size_t)value;
+                return 0;
+            }
+            i += (size_t)value;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault. */
+static int bus_visible(struct bus_subscriber *sub, const struct bus_event *event)
+{
+    char sid[STORE_ID_MAX];
+    const char *id;
+    size_t len;
+    int rv;
+
+    if (sub->subject.is_admin)
+        return 1;
+    if (payload_session_id(event->payload, event->len, &id, &len) != 0 || len == 0 ||
+        len >= sizeof(sid))
+        return 0;
+    memcpy(sid, id, len);
+    sid[len] = '\0';
+    rv = gate_may_view(sub->ctx->store, &sub->subject, sid, NULL);
+    return rv == GATE_ALLOWED ? 1 : rv == GATE_FAULT ? -1 : 0;
+}
+
+static void bus_pump(struct bus_subscriber *sub)
+{
+    struct bus_event event;
+    uint8_t prefix[40];
+
+    while (sub->attached && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
+        enum bus_status status = bus_next(sub->ctx->bus, sub->cursor, &event);
+        if (status == BUS_NONE)
+            return;
+        if (status == BUS_RESYNC) {
+            bus_detach(sub);
+            bus_resync(sub->call, sub->ctx);
+            return;
+        }
+        int visible = bus_visible(sub, &event);
+        if (visible < 0) {
+            bus_detach(sub);
+            grpc_call_finish(sub->call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+            return;
+        }
+        sub->cursor = event.seq;
+        if (!visible)
+            continue;
+        size_t n = rpc_put_varint_field(prefix, 1, event.seq);
+        n += rpc_put_varint_field(prefix + n, 2, (uint64_t)event.at_unix_ms);
+        n += rpc_put_varint_field(prefix + n, 3, event.epoch);
+        if (grpc_call_send_encoded(sub->call, prefix, n, event.payload, event.len) != 0)
+            return;
+    }
+}
+
+static void bus_wake(struct watcher *watcher)
+{
+    struct bus_subscriber *sub = container_of(watcher, struct bus_subscriber, watcher);
+
+    grpc_call_want_writable(sub->call);
+}
+
+static void bus_on_writable(struct grpc_call *call)
+{
+    struct bus_subscriber *sub = grpc_call_user(call);
+
+    if (sub)
+        bus_pump(sub);
+}
+
+static void events_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__SubscribeEventsRequest *request =
+        (const Compass__V1__SubscribeEventsRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct bus_subscriber *sub;
+    struct store_subject subject;
+    uint64_t cursor;
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    if (bus_cursor_open(ctx->bus, request->since_seq, request->instance_epoch, &cursor) != BUS_OK) {
+        bus_resync(call, ctx);
+        return;
+    }
+    sub = calloc(1, sizeof(*sub));
+    if (!sub) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    sub->call = call;
+    sub->ctx = ctx;
+    sub->subject = subject;
+    sub->cursor = cursor;
+    sub->watcher.wake = bus_wake;
+    sub->attached = 1;
+    ctx->counters.bus_subscribers_open++;
+    bus_watch(ctx->bus, &sub->watcher);
+    grpc_call_set_user(call, sub);
+    grpc_call_start_response(call);
+    bus_pump(sub);
+}
+
+static void events_on_close(struct grpc_call *call)
+{
+    struct bus_subscriber *sub = grpc_call_user(call);
+
+    if (!sub)
+        return;
+    bus_detach(sub);
+    free(sub);
+}
+
+const struct grpc_method compass_subscribe_events_method = {
+    .path = "/compass.v1.CompassService/SubscribeEvents",
+    .kind = GRPC_METHOD_SERVER_STREAMING,
+    .request_type = &compass__v1__subscribe_events_request__descriptor,
+    .on_message = events_on_message,
+    .on_writable = bus_on_writable,
+    .on_close = events_on_close,
+};

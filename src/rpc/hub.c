@@ -1,0 +1,202 @@
+#include "rpc/hub.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "compass/v1/services.pb-c.h"
+#include "store/store.h"
+
+struct session *hub_session(struct rpc_context *ctx, const char *session_id)
+{
+    struct session *s = NULL;
+
+    session_open(ctx->sessions, session_id, strlen(session_id), &s);
+    return s;
+}
+
+/* Packs MESSAGE into a stack buffer when it fits, else the heap.  Returns
+ * the bytes (free with pack_release) or NULL when memory is short. */
+static uint8_t *pack(const ProtobufCMessage *message, uint8_t *stack, size_t stack_size,
+                     size_t *len)
+{
+    uint8_t *out;
+
+    *len = protobuf_c_message_get_packed_size(message);
+    out = *len <= stack_size ? stack : malloc(*len);
+    if (out)
+        protobuf_c_message_pack(message, out);
+    return out;
+}
+
+static void pack_release(uint8_t *bytes, uint8_t *stack)
+{
+    if (bytes != stack)
+        free(bytes);
+}
+
+static uint64_t ring_append_frame(struct rpc_context *ctx, struct session *s,
+                                  const Compass__V1__AgentSessionFrame *frame)
+{
+    uint8_t stack[1024];
+    size_t len;
+    uint8_t *bytes = pack(&frame->base, stack, sizeof(stack), &len);
+    uint64_t seq;
+
+    if (!bytes)
+        return 0;
+    seq = session_append(s, bytes, len, clock_unix_ms());
+    pack_release(bytes, stack);
+    return seq;
+}
+
+static void bus_publish_message(struct rpc_context *ctx,
+                                const Compass__V1__SubscribeEventsResponse *event)
+{
+    uint8_t stack[1024];
+    size_t len;
+    uint8_t *bytes = pack(&event->base, stack, sizeof(stack), &len);
+
+    if (!bytes)
+        return;
+    bus_publish(ctx->bus, bytes, len, clock_unix_ms());
+    pack_release(bytes, stack);
+}
+
+static void publish_status(struct rpc_context *ctx, struct session *s, int state)
+{
+    Compass__V1__SubscribeEventsResponse event = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
+    Compass__V1__AgentSessionStatus status = COMPASS__V1__AGENT_SESSION_STATUS__INIT;
+    Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
+    struct store_session row;
+
+    frame.session_id = (char *)session_id(s);
+    frame.state = (Compass__V1__AgentSessionState)state;
+    ring_append_frame(ctx, s, &frame);
+
+    status.session_id = (char *)session_id(s);
+    status.state = (Compass__V1__AgentSessionState)state;
+    status.last_seq = ring_newest_seq(session_ring(s));
+    /* The agent account is attribution, not authorization: a store fault
+     * leaves it empty rather than holding the event back. */
+    if (ctx->store && store_session_get(ctx->store, session_id(s), &row) == STORE_OK) {
+        status.agent_account_id = row.agent_account_id;
+        status.provider = row.provider;
+        status.native_id = row.native_id;
+    }
+    event.session_id = (char *)session_id(s);
+    event.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_SESSION_STATUS;
+    event.agent_session_status = &status;
+    bus_publish_message(ctx, &event);
+    ctx->counters.status_changes++;
+}
+
+void hub_observe(struct rpc_context *ctx, struct session *s, enum arbiter_rank rank, int evidence,
+                 int live_child)
+{
+    enum arbiter_state state;
+
+    if (arbiter_observe(session_arbiter(s), rank, evidence, live_child, &state))
+        publish_status(ctx, s, (int)state);
+}
+
+void hub_announce_state(struct rpc_context *ctx, struct session *s, int state)
+{
+    publish_status(ctx, s, state);
+}
+
+/* The bus projection of a typed event (none for notices). */
+static void project_event(struct rpc_context *ctx, const char *sid,
+                          const Compass__V1__SessionEvent *event)
+{
+    Compass__V1__SubscribeEventsResponse out = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
+    Compass__V1__AgentMessageChunk chunk = COMPASS__V1__AGENT_MESSAGE_CHUNK__INIT;
+    Compass__V1__AgentToolCall tool = COMPASS__V1__AGENT_TOOL_CALL__INIT;
+    Compass__V1__AgentPlan plan = COMPASS__V1__AGENT_PLAN__INIT;
+
+    out.session_id = (char *)sid;
+    switch (event->event_case) {
+    case COMPASS__V1__SESSION_EVENT__EVENT_ASSISTANT_TEXT:
+    case COMPASS__V1__SESSION_EVENT__EVENT_THINKING:
+        chunk.session_id = (char *)sid;
+        chunk.is_thought = event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_THINKING;
+        chunk.text = chunk.is_thought ? event->thinking->text : event->assistant_text->text;
+        out.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_MESSAGE_CHUNK;
+        out.agent_message_chunk = &chunk;
+        break;
+    case COMPASS__V1__SESSION_EVENT__EVENT_TOOL_CALL:
+        tool.session_id = (char *)sid;
+        tool.tool_call_id = event->tool_call->tool_call_id;
+        tool.title = event->tool_call->title;
+        tool.status = event->tool_call->status;
+        out.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_TOOL_CALL;
+        out.agent_tool_call = &tool;
+        break;
+    case COMPASS__V1__SESSION_EVENT__EVENT_TOOL_CALL_UPDATE:
+        tool.session_id = (char *)sid;
+        tool.tool_call_id = event->tool_call_update->tool_call_id;
+        tool.status = event->tool_call_update->status;
+        out.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_TOOL_CALL;
+        out.agent_tool_call = &tool;
+        break;
+    case COMPASS__V1__SESSION_EVENT__EVENT_PLAN:
+        plan.session_id = (char *)sid;
+        plan.n_entries = event->plan->n_entries;
+        plan.entries = event->plan->entries;
+        out.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_PLAN;
+        out.agent_plan = &plan;
+        break;
+    case COMPASS__V1__SESSION_EVENT__EVENT_BATCH_PENDING:
+        out.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SESSION_BATCH_PENDING;
+        out.session_batch_pending = event->batch_pending;
+        break;
+    case COMPASS__V1__SESSION_EVENT__EVENT_RECORD:
+        out.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_RECORD;
+        out.agent_record = event->record;
+        break;
+    default:
+        return;
+    }
+    bus_publish_message(ctx, &out);
+}
+
+/* The Stream evidence EVENT carries (a state, RETRACT or NONE). */
+static int event_evidence(const Compass__V1__SessionEvent *event)
+{
+    switch (event->event_case) {
+    case COMPASS__V1__SESSION_EVENT__EVENT_TOOL_CALL:
+        return arbiter_evidence_for_tool_status(event->tool_call->status);
+    case COMPASS__V1__SESSION_EVENT__EVENT_TOOL_CALL_UPDATE:
+        return arbiter_evidence_for_tool_status(event->tool_call_update->status);
+    default:
+        return ARBITER_NONE;
+    }
+}
+
+uint64_t hub_append_event(struct rpc_context *ctx, struct session *s,
+                          const Compass__V1__SessionEvent *event, int record_evidence)
+{
+    Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
+    uint64_t seq;
+    int evidence;
+
+    frame.session_id = (char *)session_id(s);
+    frame.event = (Compass__V1__SessionEvent *)event;
+    seq = ring_append_frame(ctx, s, &frame);
+    if (seq == 0)
+        return 0;
+    project_event(ctx, session_id(s), event);
+    evidence = event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_RECORD
+                   ? record_evidence
+                   : event_evidence(event);
+    if (evidence != ARBITER_NONE)
+        hub_observe(ctx, s, ARBITER_RANK_STREAM, evidence, ARBITER_LIVE_UNCHANGED);
+    return seq;
+}
+
+void hub_end_session(struct rpc_context *ctx, struct session *s)
+{
+    hub_observe(ctx, s, ARBITER_RANK_STREAM, ARBITER_RETRACT, ARBITER_LIVE_UNCHANGED);
+    session_end(s);
+}

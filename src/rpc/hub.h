@@ -1,0 +1,45 @@
+/* hub: where accepted frames become ring entries and bus events.
+ *
+ * Every producer path (relayed compass.v1 frames, JSONL records from hook
+ * shims, Runner evidence) ends here, so the ring (SubscribeAgentSession) and
+ * the bus (SubscribeEvents) always tell the same story.
+ *
+ * Ring entries are AgentSessionFrame encodings WITHOUT seq (4) and
+ * at_unix_ms (5); subscribers write those two fields in front on delivery.
+ * Bus payloads are SubscribeEventsResponse encodings without fields 1..3. */
+#ifndef AGENTHUB_HUB_H
+#define AGENTHUB_HUB_H
+
+#include <stdint.h>
+
+#include "compass/v1/frames.pb-c.h"
+#include "core/arbiter.h"
+#include "core/session.h"
+#include "rpc/rpc.h"
+
+/* The live session SESSION_ID, opened in the registry when it is not yet
+ * there.  Returns NULL when memory is short or the id is unusable. */
+struct session *hub_session(struct rpc_context *ctx, const char *session_id);
+
+/* Appends EVENT to S (stamped now), projects it onto the bus, and feeds the
+ * Stream evidence it carries to the arbiter: a typed tool call's own, or for
+ * a record RECORD_EVIDENCE (the caller parsed it: arbiter_evidence_for_record,
+ * or ARBITER_NONE).  Returns the frame's seq, or 0 when nothing was appended
+ * (memory, or S has ended). */
+uint64_t hub_append_event(struct rpc_context *ctx, struct session *s,
+                          const Compass__V1__SessionEvent *event, int record_evidence);
+
+/* Records EVIDENCE at RANK (see arbiter_observe).  A change of the derived
+ * state appends a state frame and publishes AgentSessionStatus. */
+void hub_observe(struct rpc_context *ctx, struct session *s, enum arbiter_rank rank, int evidence,
+                 int live_child);
+
+/* Publishes STATE for S as a state frame and AgentSessionStatus without
+ * asking the arbiter (transport facts such as DISCONNECTED). */
+void hub_announce_state(struct rpc_context *ctx, struct session *s, int state);
+
+/* Ends S: the Stream evidence is retracted and its subscribers drain and
+ * finish.  S must not be used afterwards. */
+void hub_end_session(struct rpc_context *ctx, struct session *s);
+
+#endif

@@ -1,0 +1,447 @@
+/* ResourceService, the producer door (seed 000): hook shims and Runners
+ * spawn terminals and agent sessions and append AgentEventsJsonlV1 records.
+ * Served on both doors.  Errors carry the ADR's name first in grpc-message. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compass/v1/services.pb-c.h"
+#include "core/jsonl.h"
+#include "grpc/grpc.h"
+#include "rpc/hub.h"
+#include "rpc/rpc.h"
+#include "store/gate.h"
+#include "store/store.h"
+
+#define NATIVE_ID_MAX 128
+
+static int native_id_valid(const char *id)
+{
+    size_t len = strlen(id);
+
+    if (len == 0 || len > NATIVE_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static void finish_store_fault(struct grpc_call *call)
+{
+    grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+}
+
+static void finish_produce_refusal(struct grpc_call *call, int gate_result)
+{
+    const struct gate_refusal *refusal = gate_produce_refusal(gate_result);
+
+    if (!refusal)
+        grpc_call_finish(call, GRPC_STATUS_INTERNAL, "internal error");
+    else
+        grpc_call_finish(call, refusal->status, refusal->message);
+}
+
+static void spawn_reply(struct grpc_call *call, uint64_t resource_id, const char *session_id)
+{
+    Compass__V1__SpawnResourceResponse response = COMPASS__V1__SPAWN_RESOURCE_RESPONSE__INIT;
+
+    response.resource_id = resource_id;
+    response.session_id = (char *)session_id;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void spawn_terminal(struct grpc_call *call, const Compass__V1__SpawnResourceRequest *request,
+                           const struct store_subject *subject)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct store_container container;
+    uint64_t id;
+    int rv;
+
+    if (request->container_name[0] == '\0') {
+        rpc_finish_named(call, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT",
+                         "field 10 (container_name) is required for TERMINAL");
+        return;
+    }
+    rv = ctx->store->ops->container_get(ctx->store->impl, request->container_name, &container);
+    if (rv == STORE_FAULT) {
+        finish_store_fault(call);
+        return;
+    }
+    /* A terminal is registered by the Runner hosting its container. */
+    if (rv != STORE_OK || !(subject->is_admin || (subject->kind == STORE_SUBJECT_RUNNER &&
+                                                  strcmp(subject->id, container.runner_id) == 0))) {
+        rpc_finish_named(call, GRPC_STATUS_PERMISSION_DENIED, "NOT_PRODUCER",
+                         "only the runner hosting the container registers its terminals");
+        return;
+    }
+    rv = ctx->store->ops->terminal_create(ctx->store->impl, request->container_name, &id);
+    if (rv != STORE_OK) {
+        finish_store_fault(call);
+        return;
+    }
+    spawn_reply(call, id, "");
+}
+
+/* Names the first terminal-only field set on an AGENT_SESSION request. */
+static const char *forbidden_field(const Compass__V1__SpawnResourceRequest *request)
+{
+    if (request->command[0])
+        return "field 3 (command) is not allowed for AGENT_SESSION";
+    if (request->cwd[0])
+        return "field 4 (cwd) is not allowed for AGENT_SESSION";
+    if (request->cols)
+        return "field 5 (cols) is not allowed for AGENT_SESSION";
+    if (request->rows)
+        return "field 6 (rows) is not allowed for AGENT_SESSION";
+    if (request->container_name[0])
+        return "field 10 (container_name) is not allowed for AGENT_SESSION";
+    if (request->parent == 0)
+        return "field 12 (parent) is required for AGENT_SESSION";
+    if (request->provider[0] == '\0')
+        return "field 13 (provider) is required for AGENT_SESSION";
+    return NULL;
+}
+
+static void spawn_agent_session(struct grpc_call *call,
+                                const Compass__V1__SpawnResourceRequest *request,
+                                const struct store_subject *subject)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    const char *problem = forbidden_field(request);
+    struct store_resource parent;
+    struct store_session existing;
+    char session_id[STORE_ID_MAX];
+    uint64_t id;
+    struct session *s;
+    int rv;
+
+    if (problem) {
+        rpc_finish_named(call, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT", problem);
+        return;
+    }
+    if (!store_id_valid(request->provider)) {
+        rpc_finish_named(call, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT",
+                         "field 13 (provider) is not a valid identifier");
+        return;
+    }
+    if (request->native_id[0] && !native_id_valid(request->native_id)) {
+        rpc_finish_named(call, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT",
+                         "field 14 (native_id) must be at most 128 bytes of [A-Za-z0-9._:-]");
+        return;
+    }
+    rv = store_resource_get(ctx->store, request->parent, &parent);
+    if (rv == STORE_FAULT) {
+        finish_store_fault(call);
+        return;
+    }
+    if (rv != STORE_OK) {
+        rpc_finish_named(call, GRPC_STATUS_NOT_FOUND, "PARENT_NOT_FOUND",
+                         "no resource with that parent id");
+        return;
+    }
+    if (parent.kind != STORE_RESOURCE_TERMINAL) {
+        rpc_finish_named(call, GRPC_STATUS_FAILED_PRECONDITION, "PARENT_KIND_MISMATCH",
+                         "the parent is not a terminal");
+        return;
+    }
+    rv = gate_may_produce(ctx->store, subject, request->parent, NULL);
+    if (rv != GATE_ALLOWED) {
+        finish_produce_refusal(call, rv);
+        return;
+    }
+    if (request->native_id[0]) {
+        /* (provider, native_id) is unique: a resumed agent reuses its session. */
+        rv =
+            store_session_find_native(ctx->store, request->provider, request->native_id, &existing);
+        if (rv == STORE_FAULT) {
+            finish_store_fault(call);
+            return;
+        }
+        if (rv == STORE_OK) {
+            if (existing.closed) {
+                rpc_finish_named(call, GRPC_STATUS_ALREADY_EXISTS, "ALREADY_EXISTS",
+                                 "that (provider, native_id) names a closed session");
+                return;
+            }
+            spawn_reply(call, existing.resource_id, existing.session_id);
+            return;
+        }
+    }
+    rv = ctx->store->ops->agent_session_create(
+        ctx->store->impl, request->parent, request->provider, request->native_id,
+        subject->kind == STORE_SUBJECT_ACCOUNT ? subject->id : "", &id, session_id);
+    if (rv == STORE_CONFLICT) {
+        rpc_finish_named(call, GRPC_STATUS_ALREADY_EXISTS, "ALREADY_EXISTS",
+                         "that (provider, native_id) is taken");
+        return;
+    }
+    if (rv != STORE_OK) {
+        finish_store_fault(call);
+        return;
+    }
+    s = hub_session(ctx, session_id);
+    if (s && parent.runner_id[0])
+        session_bind(s, parent.runner_id);
+    spawn_reply(call, id, session_id);
+}
+
+static void spawn_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__SpawnResourceRequest *request =
+        (const Compass__V1__SpawnResourceRequest *)message;
+    struct store_subject subject;
+    char detail[64];
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    switch (request->kind) {
+    case COMPASS__V1__RESOURCE_KIND__RESOURCE_KIND_TERMINAL:
+        spawn_terminal(call, request, &subject);
+        return;
+    case COMPASS__V1__RESOURCE_KIND__RESOURCE_KIND_AGENT_SESSION:
+        spawn_agent_session(call, request, &subject);
+        return;
+    default:
+        snprintf(detail, sizeof(detail), "resource kind %d", (int)request->kind);
+        rpc_finish_named(call, GRPC_STATUS_INVALID_ARGUMENT, "UNSUPPORTED_KIND", detail);
+    }
+}
+
+/* Resolves the target of a producer call: resource id, else session id,
+ * else (provider, native_id).  Returns 0 with *ID set, or -1 after
+ * finishing the call. */
+static int resolve_target(struct grpc_call *call, uint64_t resource_id, const char *session_id,
+                          const char *provider, const char *native_id, uint64_t *id)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct store_session row;
+    int rv;
+
+    if (resource_id) {
+        *id = resource_id;
+        return 0;
+    }
+    if (session_id && session_id[0])
+        rv = store_session_get(ctx->store, session_id, &row);
+    else if (provider && provider[0] && native_id && native_id[0])
+        rv = store_session_find_native(ctx->store, provider, native_id, &row);
+    else {
+        rpc_finish_named(call, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT",
+                         "name the target: resource_id, session_id, or provider and native_id");
+        return -1;
+    }
+    if (rv == STORE_FAULT) {
+        finish_store_fault(call);
+        return -1;
+    }
+    if (rv != STORE_OK || row.resource_id == 0) {
+        finish_produce_refusal(call, GATE_NOT_FOUND);
+        return -1;
+    }
+    *id = row.resource_id;
+    return 0;
+}
+
+/* Authorizes SUBJECT to produce into ID and checks it is an open agent
+ * session.  Returns 0 with *RESOURCE set, or -1 after finishing the call. */
+static int producer_target(struct grpc_call *call, const struct store_subject *subject, uint64_t id,
+                           struct store_resource *resource)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    int rv = gate_may_produce(ctx->store, subject, id, resource);
+
+    if (rv != GATE_ALLOWED) {
+        finish_produce_refusal(call, rv);
+        return -1;
+    }
+    if (resource->kind != STORE_RESOURCE_AGENT_SESSION) {
+        rpc_finish_named(call, GRPC_STATUS_FAILED_PRECONDITION, "WRONG_RESOURCE_KIND",
+                         "a terminal does not take appended records");
+        return -1;
+    }
+    if (resource->closed) {
+        rpc_finish_named(call, GRPC_STATUS_FAILED_PRECONDITION, "WRONG_RESOURCE_KIND",
+                         "the agent session is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* Appends the parsed records of BATCH to S.  Returns 0 with the seq range, or
+ * -1 when memory ran out part way (what was appended stays). */
+static int append_records(struct rpc_context *ctx, struct session *s,
+                          const struct jsonl_batch *batch, uint64_t *first, uint64_t *last)
+{
+    for (size_t i = 0; i < batch->count; i++) {
+        Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
+        Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
+        uint64_t seq;
+
+        record.type = (char *)jsonl_type_name(batch->records[i].type);
+        record.data_json = batch->records[i].data_json;
+        event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_RECORD;
+        event.record = &record;
+        seq = hub_append_event(ctx, s, &event, arbiter_evidence_for_record(&batch->records[i]));
+        if (seq == 0)
+            return -1;
+        if (*first == 0)
+            *first = seq;
+        *last = seq;
+        ctx->counters.records_appended++;
+    }
+    return 0;
+}
+
+static void append_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__AppendResourceOutputRequest *request =
+        (const Compass__V1__AppendResourceOutputRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    Compass__V1__AppendResourceOutputResponse response =
+        COMPASS__V1__APPEND_RESOURCE_OUTPUT_RESPONSE__INIT;
+    struct store_subject subject;
+    struct store_resource resource;
+    struct jsonl_batch batch;
+    char error[JSONL_ERR_SIZE];
+    struct session *s;
+    uint64_t id;
+    int rv;
+
+    if (rpc_authenticate(call, &subject) != 0 ||
+        resolve_target(call, request->resource_id, request->session_id, request->provider,
+                       request->native_id, &id) != 0 ||
+        producer_target(call, &subject, id, &resource) != 0)
+        return;
+    if (request->bytes.len > JSONL_MAX_CALL) {
+        rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW",
+                         "a call carries at most 65536 bytes");
+        return;
+    }
+    rv = jsonl_parse_batch(request->bytes.data, request->bytes.len, &batch, error);
+    if (rv == JSONL_OVERFLOW) {
+        rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", error);
+        return;
+    }
+    if (rv != JSONL_OK) {
+        rpc_finish_named(
+            call, rv == JSONL_NOMEM ? GRPC_STATUS_RESOURCE_EXHAUSTED : GRPC_STATUS_INVALID_ARGUMENT,
+            rv == JSONL_NOMEM ? "OVERFLOW" : "RECORD_INVALID", error);
+        return;
+    }
+    s = hub_session(ctx, resource.session_id);
+    if (!s || append_records(ctx, s, &batch, &response.first_seq, &response.last_seq) != 0) {
+        jsonl_batch_free(&batch);
+        rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
+        return;
+    }
+    if (!session_binding(s) && resource.runner_id[0])
+        session_bind(s, resource.runner_id);
+    jsonl_batch_free(&batch);
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void close_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__CloseResourceRequest *request =
+        (const Compass__V1__CloseResourceRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    static const Compass__V1__CloseResourceResponse response =
+        COMPASS__V1__CLOSE_RESOURCE_RESPONSE__INIT;
+    struct store_subject subject;
+    struct store_resource resource;
+    struct session *s;
+    int rv;
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    rv = gate_may_produce(ctx->store, &subject, request->resource_id, &resource);
+    if (rv != GATE_ALLOWED) {
+        finish_produce_refusal(call, rv);
+        return;
+    }
+    if (ctx->store->ops->resource_close(ctx->store->impl, request->resource_id) == STORE_FAULT) {
+        finish_store_fault(call);
+        return;
+    }
+    if (resource.kind == STORE_RESOURCE_AGENT_SESSION) {
+        s = session_find(ctx->sessions, resource.session_id, strlen(resource.session_id));
+        if (s)
+            hub_end_session(ctx, s);
+    }
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void report_state_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__ReportAgentStateRequest *request =
+        (const Compass__V1__ReportAgentStateRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    static const Compass__V1__ReportAgentStateResponse response =
+        COMPASS__V1__REPORT_AGENT_STATE_RESPONSE__INIT;
+    struct store_subject subject;
+    struct store_resource resource;
+    struct session *s;
+    uint64_t id;
+    int state = arbiter_state_from_word(request->state);
+
+    if (rpc_authenticate(call, &subject) != 0 ||
+        resolve_target(call, request->resource_id, request->session_id, NULL, NULL, &id) != 0 ||
+        producer_target(call, &subject, id, &resource) != 0)
+        return;
+    if (state < 0) {
+        rpc_finish_named(call, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT",
+                         "unknown state word");
+        return;
+    }
+    s = hub_session(ctx, resource.session_id);
+    if (!s) {
+        rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
+        return;
+    }
+    if (session_arbiter(s)->live_child) {
+        /* ADR decision 6: with a live child the fallback becomes a record. */
+        Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
+        Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
+        char data[96];
+        snprintf(data, sizeof(data), "{\"state\":\"%s\"}", arbiter_state_name(state));
+        record.type = "state";
+        record.data_json = data;
+        event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_RECORD;
+        event.record = &record;
+        hub_append_event(ctx, s, &event, state);
+        ctx->counters.records_appended++;
+    } else {
+        hub_observe(ctx, s, ARBITER_RANK_HOOK, state, ARBITER_LIVE_UNCHANGED);
+    }
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static const struct grpc_method resource_methods[] = {
+    {"/compass.v1.ResourceService/SpawnResource", GRPC_METHOD_UNARY,
+     &compass__v1__spawn_resource_request__descriptor, NULL, spawn_on_message, NULL, NULL, NULL},
+    {"/compass.v1.ResourceService/AppendResourceOutput", GRPC_METHOD_UNARY,
+     &compass__v1__append_resource_output_request__descriptor, NULL, append_on_message, NULL, NULL,
+     NULL},
+    {"/compass.v1.ResourceService/CloseResource", GRPC_METHOD_UNARY,
+     &compass__v1__close_resource_request__descriptor, NULL, close_on_message, NULL, NULL, NULL},
+    {"/compass.v1.ResourceService/ReportAgentState", GRPC_METHOD_UNARY,
+     &compass__v1__report_agent_state_request__descriptor, NULL, report_state_on_message, NULL,
+     NULL, NULL},
+};
+
+int resource_register(struct rpc_context *ctx, struct grpc_door *door)
+{
+    for (size_t i = 0; i < sizeof(resource_methods) / sizeof(resource_methods[0]); i++)
+        if (grpc_door_register(door, &resource_methods[i]) != 0)
+            return -1;
+    return 0;
+}

@@ -1,0 +1,116 @@
+/* Helpers every handler shares: authentication, refusals, metrics. */
+#include <stdio.h>
+#include <string.h>
+
+#include "grpc/grpc.h"
+#include "rpc/rpc.h"
+#include "store/auth.h"
+#include "store/gate.h"
+
+int rpc_on_runner_door(const struct grpc_call *call)
+{
+    return strcmp(grpc_call_door_name(call), "runner") == 0;
+}
+
+int rpc_authenticate(struct grpc_call *call, struct store_subject *subject)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    const char *header = grpc_call_metadata(call, "authorization");
+    enum auth_door door = rpc_on_runner_door(call) ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
+    int rv;
+
+    /* A door that attaches no caller identity is a wiring bug: fail closed. */
+    if (!ctx->store) {
+        grpc_call_finish(call, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
+        return -1;
+    }
+    rv = auth_authenticate(ctx->store, door, header, header ? strlen(header) : 0, subject);
+    if (rv == AUTH_OK)
+        return 0;
+    if (rv == AUTH_FAULT)
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+    else
+        grpc_call_finish(call, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
+    return -1;
+}
+
+void rpc_finish_gate_refusal(struct grpc_call *call, int gate_result)
+{
+    const struct gate_refusal *refusal = gate_refusal(gate_result);
+
+    if (!refusal) {
+        grpc_call_finish(call, GRPC_STATUS_INTERNAL, "internal error");
+        return;
+    }
+    grpc_call_finish(call, refusal->status, refusal->message);
+}
+
+void rpc_finish_named(struct grpc_call *call, int status, const char *name, const char *detail)
+{
+    char message[512];
+
+    snprintf(message, sizeof(message), "%s: %s", name, detail);
+    grpc_call_finish(call, status, message);
+}
+
+size_t rpc_put_varint_field(uint8_t *out, uint32_t field, uint64_t value)
+{
+    size_t n = 0;
+    uint64_t key = (uint64_t)field << 3; /* wire type 0 */
+
+    do {
+        out[n++] = (uint8_t)(key | (key >= 0x80 ? 0x80 : 0));
+        key >>= 7;
+    } while (key);
+    do {
+        out[n++] = (uint8_t)(value | (value >= 0x80 ? 0x80 : 0));
+        value >>= 7;
+    } while (value);
+    return n;
+}
+
+void rpc_write_metrics(const struct rpc_context *ctx, FILE *out)
+{
+    const struct rpc_counters *c = &ctx->counters;
+
+    fprintf(out,
+            "# TYPE agenthub_frames_accepted_total counter\n"
+            "agenthub_frames_accepted_total %llu\n"
+            "# HELP agenthub_relay_gaps_total runner_seq jumps (frames lost in transit).\n"
+            "# TYPE agenthub_relay_gaps_total counter\n"
+            "agenthub_relay_gaps_total %llu\n"
+            "# HELP agenthub_relay_retries_total repeated or older runner_seq, dropped.\n"
+            "# TYPE agenthub_relay_retries_total counter\n"
+            "agenthub_relay_retries_total %llu\n"
+            "# HELP agenthub_relay_unknown_frames_total frames with an unset or unknown variant.\n"
+            "# TYPE agenthub_relay_unknown_frames_total counter\n"
+            "agenthub_relay_unknown_frames_total %llu\n"
+            "# HELP agenthub_relay_unbound_frames_total frames for a session not bound to the "
+            "sender.\n"
+            "# TYPE agenthub_relay_unbound_frames_total counter\n"
+            "agenthub_relay_unbound_frames_total %llu\n"
+            "# TYPE agenthub_relay_invalid_records_total counter\n"
+            "agenthub_relay_invalid_records_total %llu\n"
+            "# TYPE agenthub_relay_transcript_entries_total counter\n"
+            "agenthub_relay_transcript_entries_total %llu\n"
+            "# TYPE agenthub_subscriber_lag_drops_total counter\n"
+            "agenthub_subscriber_lag_drops_total %llu\n"
+            "# TYPE agenthub_records_appended_total counter\n"
+            "agenthub_records_appended_total %llu\n"
+            "# TYPE agenthub_status_changes_total counter\n"
+            "agenthub_status_changes_total %llu\n"
+            "# TYPE agenthub_session_subscribers gauge\n"
+            "agenthub_session_subscribers %llu\n"
+            "# TYPE agenthub_bus_subscribers gauge\n"
+            "agenthub_bus_subscribers %llu\n"
+            "# TYPE agenthub_sessions_live gauge\n"
+            "agenthub_sessions_live %zu\n",
+            (unsigned long long)c->frames_accepted, (unsigned long long)c->relay_gaps,
+            (unsigned long long)c->relay_retries, (unsigned long long)c->relay_unknown_frames,
+            (unsigned long long)c->relay_unbound_frames,
+            (unsigned long long)c->relay_invalid_records, (unsigned long long)c->transcript_entries,
+            (unsigned long long)c->subscriber_lag_drops, (unsigned long long)c->records_appended,
+            (unsigned long long)c->status_changes, (unsigned long long)c->subscribers_open,
+            (unsigned long long)c->bus_subscribers_open,
+            ctx->sessions ? session_registry_count(ctx->sessions) : (size_t)0);
+}

@@ -1,0 +1,399 @@
+/* RunnerService (the Runner door): Enroll, PublishEvents, the agent relays
+ * (UploadSessionBlob, FetchSessionBlob, ReportEvidence); Sessions lives in
+ * runner_control.c.
+ *
+ * Every relay checks, in this order: the Runner's credential
+ * (UNAUTHENTICATED), blob storage for blob calls (UNIMPLEMENTED), the
+ * session's binding (FAILED_PRECONDITION, one constant for unknown and
+ * foreign), a binding read fault (UNAVAILABLE), then the target (NOT_FOUND).
+ * Nothing is delegated before the binding is verified. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "compass/v1/services.pb-c.h"
+#include "core/jsonl.h"
+#include "grpc/grpc.h"
+#include "rpc/hub.h"
+#include "rpc/rpc.h"
+#include "rpc/runner_control.h"
+#include "store/blob.h"
+#include "store/gate.h"
+#include "store/store.h"
+
+/* Persist the accepted runner_seq at least this often (frames). */
+#define SEQ_PERSIST_EVERY 1024
+/* How long a PublishEvents stream trusts one binding check. */
+#define BINDING_TRUST_MS 1000
+
+/* Authenticates and checks SESSION_ID's binding to the calling Runner.
+ * Returns 0, or -1 after finishing the call with the refusal. */
+static int relay_precheck(struct grpc_call *call, const char *session_id, int needs_blobs,
+                          struct store_subject *subject)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    int rv;
+
+    if (rpc_authenticate(call, subject) != 0)
+        return -1;
+    if (needs_blobs && !ctx->config.blob_dir) {
+        grpc_call_finish(call, GRPC_STATUS_UNIMPLEMENTED, "this server has no blob storage");
+        return -1;
+    }
+    rv = gate_session_bound(ctx->store, subject->id, session_id);
+    if (rv != GATE_BOUND) {
+        rpc_finish_gate_refusal(call, rv);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- Enroll -------------------------------------------------------------- */
+
+static void enroll_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__EnrollRequest *request = (const Compass__V1__EnrollRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    Compass__V1__EnrollResponse response = COMPASS__V1__ENROLL_RESPONSE__INIT;
+    struct store_subject subject;
+    uint64_t *last;
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    if (runner_seq_slot(ctx, subject.id, &last) != 0) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    }
+    log_info("runner %s enrolled (version %.64s, last runner_seq %llu)", subject.id,
+             request->runner_version, (unsigned long long)*last);
+    response.runner_id = subject.id;
+    response.last_runner_seq = *last;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+/* --- PublishEvents ------------------------------------------------------- */
+
+struct publish_stream {
+    char runner_id[STORE_ID_MAX];
+    uint64_t *last_seq;
+    uint64_t unpersisted;
+    char bound_session[STORE_ID_MAX];
+    int64_t bound_at_ms;
+};
+
+static void publish_on_start(struct grpc_call *call)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct store_subject subject;
+    struct publish_stream *stream;
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    stream = calloc(1, sizeof(*stream));
+    if (!stream) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    snprintf(stream->runner_id, sizeof(stream->runner_id), "%s", subject.id);
+    if (runner_seq_slot(ctx, subject.id, &stream->last_seq) != 0) {
+        free(stream);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    }
+    grpc_call_set_user(call, stream);
+}
+
+/* Checks the binding, trusting a recent positive answer for the same
+ * session.  Returns GATE_BOUND, GATE_NOT_BOUND or GATE_FAULT. */
+static int publish_binding(struct rpc_context *ctx, struct publish_stream *stream,
+                           const char *session_id)
+{
+    int64_t now = clock_monotonic_ms();
+    int rv;
+
+    if (stream->bound_session[0] && strcmp(stream->bound_session, session_id) == 0 &&
+        now - stream->bound_at_ms < BINDING_TRUST_MS)
+        return GATE_BOUND;
+    rv = gate_session_bound(ctx->store, stream->runner_id, session_id);
+    if (rv == GATE_BOUND) {
+        snprintf(stream->bound_session, sizeof(stream->bound_session), "%s", session_id);
+        stream->bound_at_ms = now;
+    }
+    return rv;
+}
+
+/* Validates a relayed record against the codec.  Returns its Stream
+ * evidence, or -100 when it is not a valid AgentEventsJsonlV1 record. */
+static int record_evidence(const Compass__V1__AgentRecord *record)
+{
+    char line[JSONL_MAX_LINE + 64];
+    struct jsonl_batch batch;
+    int evidence = ARBITER_NONE;
+    int n;
+
+    if (jsonl_type_from_name(record->type, strlen(record->type)) < 0)
+        return -100;
+    n = snprintf(line, sizeof(line), "{\"type\":\"%s\",\"data\":%s}", record->type,
+                 record->data_json[0] ? record->data_json : "{}");
+    if (n <= 0 || (size_t)n >= sizeof(line) ||
+        jsonl_parse_batch(line, (size_t)n, &batch, NULL) != JSONL_OK)
+        return -100;
+    if (batch.count == 1)
+        evidence = arbiter_evidence_for_record(&batch.records[0]);
+    jsonl_batch_free(&batch);
+    return evidence;
+}
+
+static void publish_accept(struct rpc_context *ctx, struct publish_stream *stream,
+                           struct session *s, const Compass__V1__SessionFrame *frame,
+                           uint64_t runner_seq)
+{
+    const Compass__V1__SessionEvent *event = frame->typed_event;
+    int evidence = ARBITER_NONE;
+
+    if (event && event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_RECORD) {
+        evidence = record_evidence(event->record);
+        if (evidence == -100) {
+            ctx->counters.relay_invalid_records++;
+            log_warn("runner %s: runner_seq %llu carries an invalid record; dropped",
+                     stream->runner_id, (unsigned long long)runner_seq);
+            return;
+        }
+    }
+    if (event)
+        hub_append_event(ctx, s, event, evidence);
+    if (frame->state != COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED)
+        hub_observe(ctx, s, ARBITER_RANK_STREAM, arbiter_evidence_for_frame_state(frame->state),
+                    ARBITER_LIVE_UNCHANGED);
+    ctx->counters.frames_accepted++;
+}
+
+static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__PublishEventsRequest *request =
+        (const Compass__V1__PublishEventsRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct publish_stream *stream = grpc_call_user(call);
+    const Compass__V1__AgentFrame *frame = request->frame;
+    uint64_t last;
+    struct session *s;
+    int rv;
+
+    if (!stream)
+        return;
+    last = *stream->last_seq;
+    if (request->runner_seq <= last) {
+        ctx->counters.relay_retries++;
+        log_debug("runner %s: runner_seq %llu repeats (last accepted %llu); dropped as a retry",
+                  stream->runner_id, (unsigned long long)request->runner_seq,
+                  (unsigned long long)last);
+        return;
+    }
+    if (!frame || frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME__NOT_SET ||
+        (frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME_SESSION &&
+         ((!frame->session->typed_event &&
+           frame->session->state ==
+               COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED) ||
+          (frame->session->typed_event && frame->session->typed_event->event_case ==
+                                              COMPASS__V1__SESSION_EVENT__EVENT__NOT_SET)))) {
+        ctx->counters.relay_unknown_frames++;
+        log_warn("runner %s: runner_seq %llu for session %.128s has an unset or unrecognized "
+                 "variant; counted, not relayed",
+                 stream->runner_id, (unsigned long long)request->runner_seq, request->session_id);
+        goto advance;
+    }
+    rv = publish_binding(ctx, stream, request->session_id);
+    if (rv == GATE_FAULT) {
+        /* Not accepted: the Runner resends from Enroll's last_runner_seq. */
+        runner_seq_persist(ctx, stream->runner_id);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    }
+    if (rv != GATE_BOUND) {
+        ctx->counters.relay_unbound_frames++;
+        log_warn("runner %s: runner_seq %llu is for a session not bound to it; dropped",
+                 stream->runner_id, (unsigned long long)request->runner_seq);
+        goto advance;
+    }
+    if (frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME_TRANSCRIPT_ENTRY) {
+        /* Transcript entries feed blob uploads on the Runner; the pane and
+         * the bus carry session frames only. */
+        ctx->counters.transcript_entries++;
+        goto advance;
+    }
+    s = hub_session(ctx, request->session_id);
+    if (!s) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
+        return;
+    }
+    if (!session_binding(s) || strcmp(session_binding(s), stream->runner_id) != 0)
+        session_bind(s, stream->runner_id);
+    publish_accept(ctx, stream, s, frame->session, request->runner_seq);
+advance:
+    if (request->runner_seq > last + 1) {
+        ctx->counters.relay_gaps++;
+        log_warn("runner %s: runner_seq gap: expected %llu, got %llu (%llu lost in transit)",
+                 stream->runner_id, (unsigned long long)(last + 1),
+                 (unsigned long long)request->runner_seq,
+                 (unsigned long long)(request->runner_seq - last - 1));
+    }
+    *stream->last_seq = request->runner_seq;
+    if (++stream->unpersisted >= SEQ_PERSIST_EVERY) {
+        runner_seq_persist(ctx, stream->runner_id);
+        stream->unpersisted = 0;
+    }
+}
+
+static void publish_on_half_close(struct grpc_call *call)
+{
+    static const Compass__V1__PublishEventsResponse response =
+        COMPASS__V1__PUBLISH_EVENTS_RESPONSE__INIT;
+
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void publish_on_close(struct grpc_call *call)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct publish_stream *stream = grpc_call_user(call);
+
+    if (!stream)
+        return;
+    runner_seq_persist(ctx, stream->runner_id);
+    free(stream);
+}
+
+/* --- Blob relays --------------------------------------------------------- */
+
+static void upload_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__UploadSessionBlobRequest *request =
+        (const Compass__V1__UploadSessionBlobRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    Compass__V1__UploadSessionBlobResponse response =
+        COMPASS__V1__UPLOAD_SESSION_BLOB_RESPONSE__INIT;
+    struct store_subject subject;
+    char ref[BLOB_REF_SIZE];
+    int rv;
+
+    if (relay_precheck(call, request->session_id, 1, &subject) != 0)
+        return;
+    rv = blob_put(ctx->config.blob_dir, request->session_id, request->content_type,
+                  request->data.data, request->data.len, ctx->config.max_blob_bytes, ref);
+    if (rv == BLOB_TOO_LARGE) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "blob larger than the limit");
+        return;
+    }
+    if (rv != BLOB_OK) {
+        log_error("blob storage failed for a session of runner %s", subject.id);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "blob storage failed");
+        return;
+    }
+    response.blob_ref = ref;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void fetch_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__FetchSessionBlobRequest *request =
+        (const Compass__V1__FetchSessionBlobRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    Compass__V1__FetchSessionBlobResponse response = COMPASS__V1__FETCH_SESSION_BLOB_RESPONSE__INIT;
+    struct store_subject subject;
+    char *content_type = NULL;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    int rv;
+
+    if (relay_precheck(call, request->session_id, 1, &subject) != 0)
+        return;
+    rv = blob_get(ctx->config.blob_dir, request->session_id, request->blob_ref, &content_type,
+                  &data, &len);
+    if (rv == BLOB_NOT_FOUND) {
+        grpc_call_finish(call, GRPC_STATUS_NOT_FOUND, "blob not found");
+        return;
+    }
+    if (rv != BLOB_OK) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "blob storage failed");
+        return;
+    }
+    response.content_type = content_type;
+    response.data.data = data;
+    response.data.len = len;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+    free(content_type);
+    free(data);
+}
+
+/* --- ReportEvidence ------------------------------------------------------ */
+
+static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    const Compass__V1__ReportEvidenceRequest *request =
+        (const Compass__V1__ReportEvidenceRequest *)message;
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    static const Compass__V1__ReportEvidenceResponse response =
+        COMPASS__V1__REPORT_EVIDENCE_RESPONSE__INIT;
+    struct store_subject subject;
+    enum arbiter_rank rank;
+    struct session *s;
+    int evidence;
+
+    if (relay_precheck(call, request->session_id, 0, &subject) != 0)
+        return;
+    if (request->rank == COMPASS__V1__EVIDENCE_RANK__EVIDENCE_RANK_PROCESS) {
+        rank = ARBITER_RANK_PROCESS;
+    } else if (request->rank == COMPASS__V1__EVIDENCE_RANK__EVIDENCE_RANK_SCREEN) {
+        rank = ARBITER_RANK_SCREEN;
+    } else {
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "rank must be PROCESS or SCREEN");
+        return;
+    }
+    if (request->state < 0 || (int)request->state >= (int)ARBITER_STATE_COUNT) {
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "unknown state");
+        return;
+    }
+    evidence = request->state == 0 ? ARBITER_RETRACT : (int)request->state;
+    s = hub_session(ctx, request->session_id);
+    if (!s) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
+        return;
+    }
+    session_bind(s, subject.id);
+    hub_observe(ctx, s, rank, evidence, request->live_child ? 1 : 0);
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static const struct grpc_method runner_methods[] = {
+    {"/compass.v1.RunnerService/Enroll", GRPC_METHOD_UNARY,
+     &compass__v1__enroll_request__descriptor, NULL, enroll_on_message, NULL, NULL, NULL},
+    {"/compass.v1.RunnerService/PublishEvents", GRPC_METHOD_CLIENT_STREAMING,
+     &compass__v1__publish_events_request__descriptor, publish_on_start, publish_on_message,
+     publish_on_half_close, NULL, publish_on_close},
+    {"/compass.v1.RunnerService/UploadSessionBlob", GRPC_METHOD_UNARY,
+     &compass__v1__upload_session_blob_request__descriptor, NULL, upload_on_message, NULL, NULL,
+     NULL},
+    {"/compass.v1.RunnerService/FetchSessionBlob", GRPC_METHOD_UNARY,
+     &compass__v1__fetch_session_blob_request__descriptor, NULL, fetch_on_message, NULL, NULL,
+     NULL},
+    {"/compass.v1.RunnerService/ReportEvidence", GRPC_METHOD_UNARY,
+     &compass__v1__report_evidence_request__descriptor, NULL, evidence_on_message, NULL, NULL,
+     NULL},
+};
+
+int runner_service_register(struct rpc_context *ctx, struct grpc_door *door)
+{
+    if (grpc_door_register(door, &runner_sessions_method) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(runner_methods) / sizeof(runner_methods[0]); i++)
+        if (grpc_door_register(door, &runner_methods[i]) != 0)
+            return -1;
+    return 0;
+}

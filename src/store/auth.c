@@ -1,0 +1,93 @@
+/* auth: see auth.h. */
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store/auth.h"
+
+const char AUTH_UNAUTHENTICATED_MESSAGE[] = "missing or invalid credentials";
+
+int auth_parse_bearer(const char *value, size_t len, const char **token, size_t *token_len)
+{
+    static const char scheme[] = "Bearer";
+    const size_t slen = sizeof(scheme) - 1;
+    size_t i;
+
+    if (!value || len <= slen || strncasecmp(value, scheme, slen) != 0 || value[slen] != ' ')
+        return -1;
+    i = slen;
+    while (i < len && value[i] == ' ')
+        i++;
+    if (i == len || len - i > AUTH_TOKEN_MAX)
+        return -1;
+    *token = value + i;
+    *token_len = len - i;
+    /* Visible ASCII only: no spaces, controls or NULs inside the token. */
+    for (; i < len; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if (c <= 0x20 || c >= 0x7f)
+            return -1;
+    }
+    return 0;
+}
+
+int auth_hash_token(const char *token, size_t len, uint8_t out[STORE_HASH_LEN])
+{
+    unsigned int n = 0;
+
+    if (EVP_Digest(token, len, out, &n, EVP_sha256(), NULL) != 1 || n != STORE_HASH_LEN)
+        return -1;
+    return 0;
+}
+
+int auth_authenticate(struct store *s, enum auth_door door, const char *header_value, size_t len,
+                      struct store_subject *out)
+{
+    uint8_t hash[STORE_HASH_LEN];
+    struct store_subject subj;
+    const char *token;
+    size_t token_len;
+    int rc;
+
+    if (!header_value || auth_parse_bearer(header_value, len, &token, &token_len) != 0)
+        return AUTH_UNAUTHENTICATED;
+    if (auth_hash_token(token, token_len, hash) != 0)
+        return AUTH_FAULT;
+    rc = store_token_resolve(s, hash, &subj);
+    if (rc == STORE_NOT_FOUND)
+        return AUTH_UNAUTHENTICATED;
+    if (rc != STORE_OK)
+        return AUTH_FAULT;
+    /* A Runner token is no account credential and vice versa: a door that
+     * admitted the other kind would hand its caller an identity it has no
+     * gate for. */
+    if ((door == AUTH_DOOR_PUBLIC && subj.kind != STORE_SUBJECT_ACCOUNT) ||
+        (door == AUTH_DOOR_RUNNER && subj.kind != STORE_SUBJECT_RUNNER))
+        return AUTH_UNAUTHENTICATED;
+    *out = subj;
+    return AUTH_OK;
+}
+
+int auth_mint_token(char *out, size_t outlen, uint8_t hash[STORE_HASH_LEN])
+{
+    unsigned char raw[32];
+    unsigned char b64[48];
+    int n, i;
+
+    if (outlen < AUTH_TOKEN_TEXT_LEN + 1)
+        return -1;
+    if (RAND_bytes(raw, sizeof(raw)) != 1)
+        return -1;
+    n = EVP_EncodeBlock(b64, raw, sizeof(raw)); /* 44 chars, one '=' */
+    OPENSSL_cleanse(raw, sizeof(raw));
+    if (n != 44)
+        return -1;
+    for (i = 0; i < AUTH_TOKEN_TEXT_LEN; i++) {
+        char c = (char)b64[i];
+        out[i] = c == '+' ? '-' : c == '/' ? '_' : c;
+    }
+    out[AUTH_TOKEN_TEXT_LEN] = '\0';
+    OPENSSL_cleanse(b64, sizeof(b64));
+    return auth_hash_token(out, AUTH_TOKEN_TEXT_LEN, hash);
+}

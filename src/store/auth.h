@@ -1,0 +1,55 @@
+/* auth: bearer tokens -> subjects.
+ *
+ * A token is stored only as its SHA-256.  A call's `authorization` header
+ * value "Bearer TOKEN" is hashed and resolved through the store; the door it
+ * arrived on must match the subject's kind (accounts on the public door,
+ * Runners on the Runner door).  Every way a credential can be wrong answers
+ * the same AUTH_UNAUTHENTICATED, so the RPC layer cannot leak which. */
+#ifndef AGENTHUB_AUTH_H
+#define AGENTHUB_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+enum auth_result {
+    AUTH_OK = 0,
+    AUTH_UNAUTHENTICATED = 1, /* missing, malformed, unknown, revoked, wrong door */
+    AUTH_FAULT = 2,           /* the store could not answer: UNAVAILABLE */
+};
+
+enum auth_door {
+    AUTH_DOOR_PUBLIC = 0, /* accounts only */
+    AUTH_DOOR_RUNNER = 1, /* Runners only */
+};
+
+/* The grpc-message of every UNAUTHENTICATED answer. */
+extern const char AUTH_UNAUTHENTICATED_MESSAGE[];
+
+/* Length of a minted token's text (32 bytes, base64url without padding). */
+#define AUTH_TOKEN_TEXT_LEN 43
+/* Longest token accepted in a header. */
+#define AUTH_TOKEN_MAX 1024
+
+/* Finds the token in an authorization header value VALUE of LEN bytes:
+ * "Bearer" (any case), one or more spaces, then 1..AUTH_TOKEN_MAX visible
+ * ASCII characters and nothing after.  Returns 0 and sets *TOKEN and *TOKEN_LEN
+ * (pointing into VALUE), or -1 when malformed. */
+int auth_parse_bearer(const char *value, size_t len, const char **token, size_t *token_len);
+
+/* OUT = SHA-256(TOKEN).  Returns 0, or -1 if OpenSSL fails. */
+int auth_hash_token(const char *token, size_t len, uint8_t out[STORE_HASH_LEN]);
+
+/* Resolves an authorization header value (NULL = header absent) arriving on
+ * DOOR.  AUTH_OK fills *OUT; AUTH_FAULT when the store read failed (never
+ * reported as unauthenticated, so a client retries instead of giving up). */
+int auth_authenticate(struct store *s, enum auth_door door, const char *header_value, size_t len,
+                      struct store_subject *out);
+
+/* Writes a fresh token (AUTH_TOKEN_TEXT_LEN chars and a NUL) into OUT, and
+ * its hash into HASH.  Returns 0, or -1 when the random generator fails or
+ * OUTLEN is too small. */
+int auth_mint_token(char *out, size_t outlen, uint8_t hash[STORE_HASH_LEN]);
+
+#endif

@@ -1,0 +1,355 @@
+/* sqlite_cache: see sqlite_cache.h for the invalidation rule.
+ *
+ * Two open-addressing hash tables with string keys and linear probing.
+ * There is no per-entry deletion: any change anywhere drops everything,
+ * which is cheap because ownership changes are rare next to reads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/sqlite_cache.h"
+
+/* A full cache is dropped rather than evicted piecemeal. */
+#define CACHE_SLOTS (1u << 16) /* power of two */
+#define CACHE_MAX   (CACHE_SLOTS / 2)
+
+/* The first copy of the wal-index header at the start of the -shm file
+ * (https://sqlite.org/walformat.html): its iChange counter moves with every
+ * committed transaction, and every commit rewrites it. */
+#define WAL_HDR_LEN 48
+
+struct cache_entry {
+    char *key; /* NULL = empty slot */
+    size_t keylen;
+    uint32_t hash;
+    int present; /* session: exists */
+    void *value; /* struct store_session, or a member_set; NULL when absent */
+};
+
+struct cache_table {
+    struct cache_entry *slots; /* CACHE_SLOTS, allocated on first put */
+    unsigned count;
+};
+
+struct sq_cache {
+    struct cache_table sessions;
+    struct cache_table members; /* account id -> every channel it is in */
+    int64_t data_version;
+    int have_version;
+    int off;
+    unsigned char walhdr[WAL_HDR_LEN]; /* wal-index header at data_version */
+    int have_walhdr;
+    int scope;         /* read_begin nesting depth */
+    int scope_checked; /* the check ran inside the current scope */
+    int scope_probed;  /* the file header was checked inside the scope */
+};
+
+static uint32_t fnv1a(const char *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static void table_clear(struct cache_table *t)
+{
+    unsigned i;
+
+    if (!t->slots || t->count == 0)
+        return;
+    for (i = 0; i < CACHE_SLOTS; i++) {
+        free(t->slots[i].key);
+        free(t->slots[i].value);
+    }
+    memset(t->slots, 0, CACHE_SLOTS * sizeof(*t->slots));
+    t->count = 0;
+}
+
+/* Returns the slot holding KEY, or the empty slot where it would go. */
+static struct cache_entry *table_slot(struct cache_table *t, const char *key, size_t keylen,
+                                      uint32_t hash)
+{
+    unsigned i = hash & (CACHE_SLOTS - 1);
+
+    for (;;) {
+        struct cache_entry *e = &t->slots[i];
+        if (!e->key || (e->hash == hash && e->keylen == keylen && memcmp(e->key, key, keylen) == 0))
+            return e;
+        i = (i + 1) & (CACHE_SLOTS - 1);
+    }
+}
+
+static struct cache_entry *table_find(struct cache_table *t, const char *key, size_t keylen)
+{
+    struct cache_entry *e;
+
+    if (!t->slots || t->count == 0)
+        return NULL;
+    e = table_slot(t, key, keylen, fnv1a(key, keylen));
+    return e->key ? e : NULL;
+}
+
+/* Returns a new or existing entry for KEY, or NULL when out of memory. */
+static struct cache_entry *table_put(struct cache_table *t, const char *key, size_t keylen)
+{
+    struct cache_entry *e;
+    uint32_t hash = fnv1a(key, keylen);
+
+    if (!t->slots) {
+        t->slots = calloc(CACHE_SLOTS, sizeof(*t->slots));
+        if (!t->slots)
+            return NULL;
+    }
+    if (t->count >= CACHE_MAX)
+        table_clear(t);
+    e = table_slot(t, key, keylen, hash);
+    if (e->key)
+        return e;
+    e->key = malloc(keylen);
+    if (!e->key)
+        return NULL;
+    memcpy(e->key, key, keylen);
+    e->keylen = keylen;
+    e->hash = hash;
+    t->count++;
+    return e;
+}
+
+struct sq_cache *sq_cache_new(void)
+{
+    return calloc(1, sizeof(struct sq_cache));
+}
+
+void sq_cache_free(struct sq_cache *c)
+{
+    if (!c)
+        return;
+    table_clear(&c->sessions);
+    table_clear(&c->members);
+    free(c->sessions.slots);
+    free(c->members.slots);
+    free(c);
+}
+
+void sq_cache_set_enabled(struct sq_cache *c, int on)
+{
+    sq_cache_clear(c);
+    c->off = !on;
+}
+
+void sq_cache_scope(struct sq_cache *c, int enter)
+{
+    if (enter) {
+        if (c->scope++ == 0) {
+            c->scope_checked = 0;
+            c->scope_probed = 0;
+        }
+    } else if (c->scope > 0) {
+        c->scope--;
+    }
+}
+
+void sq_cache_clear(struct sq_cache *c)
+{
+    if (!c)
+        return;
+    table_clear(&c->sessions);
+    table_clear(&c->members);
+    c->have_version = 0;
+    c->have_walhdr = 0;
+}
+
+/* Returns 1 when the main database file still starts with SQLite's magic
+ * string.  In WAL mode a reader whose wal-index did not move serves pages
+ * from its page cache and never looks at the file, so a database scribbled
+ * over by something outside SQLite would otherwise keep answering from
+ * memory; one 16-byte pread per read (per decision inside a read scope)
+ * turns that into a fault. */
+static int header_intact(struct sqlite_store *st)
+{
+    static const char magic[16] = "SQLite format 3";
+    sqlite3_file *fp = NULL;
+    char buf[16];
+
+    if (sqlite3_file_control(st->db, "main", SQLITE_FCNTL_FILE_POINTER, &fp) != SQLITE_OK || !fp ||
+        !fp->pMethods)
+        return 0;
+    if (fp->pMethods->xRead(fp, buf, sizeof(buf), 0) != SQLITE_OK)
+        return 0;
+    return memcmp(buf, magic, sizeof(magic)) == 0;
+}
+
+int sq_cache_header_ok(struct sqlite_store *st)
+{
+    struct sq_cache *c = st->cache;
+
+    if (c->scope > 0 && c->scope_probed)
+        return 1;
+    if (!header_intact(st)) {
+        sq_cache_clear(c);
+        return 0;
+    }
+    if (c->scope > 0)
+        c->scope_probed = 1;
+    return 1;
+}
+
+/* Copies the current wal-index header into OUT; returns 0 when the shared
+ * memory is not mapped (then callers fall back to PRAGMA data_version).
+ *
+ * Why: PRAGMA data_version opens a read transaction, which in WAL mode
+ * takes and drops a shared-memory lock (two fcntl calls) each time.  The
+ * header is what SQLite itself compares to notice another connection's
+ * commit, and it is a stable, documented format shared by every SQLite
+ * version that opens the same database.  An unchanged header means no
+ * commit happened since we last read data_version; a changed one (commit,
+ * checkpoint restart, or garbage) sends us back to the PRAGMA. */
+static int wal_header(struct sqlite_store *st, unsigned char out[WAL_HDR_LEN])
+{
+    sqlite3_file *fp = NULL;
+    volatile void *region = NULL;
+
+    if (sqlite3_file_control(st->db, "main", SQLITE_FCNTL_FILE_POINTER, &fp) != SQLITE_OK || !fp ||
+        !fp->pMethods || fp->pMethods->iVersion < 2 || !fp->pMethods->xShmMap)
+        return 0;
+    if (fp->pMethods->xShmMap(fp, 0, 32768, 0, &region) != SQLITE_OK || !region)
+        return 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    memcpy(out, (const void *)region, WAL_HDR_LEN);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return 1;
+}
+
+int sq_cache_check(struct sqlite_store *st)
+{
+    unsigned char hdr[WAL_HDR_LEN];
+    int have_hdr;
+    sqlite3_stmt *stmt = sq_stmt(st, SQ_DATA_VERSION);
+    int64_t v;
+    int rc;
+
+    if (st->cache->scope > 0 && st->cache->scope_checked)
+        return STORE_OK;
+    if (st->cache->off) {
+        if (st->cache->scope > 0)
+            st->cache->scope_checked = 1;
+        return STORE_OK;
+    }
+    have_hdr = wal_header(st, hdr);
+    if (have_hdr && st->cache->have_version && st->cache->have_walhdr &&
+        memcmp(hdr, st->cache->walhdr, WAL_HDR_LEN) == 0) {
+        if (st->cache->scope > 0)
+            st->cache->scope_checked = 1;
+        return STORE_OK;
+    }
+    if (!stmt)
+        return STORE_FAULT;
+    rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW) {
+        sq_release(stmt);
+        sq_cache_clear(st->cache);
+        return sq_read_fault(st, rc);
+    }
+    v = sqlite3_column_int64(stmt, 0);
+    sq_release(stmt);
+    /* Inside an explicit transaction this handle may have uncommitted
+     * writes; those already cleared the cache through sq_note_write. */
+    if (!st->cache->have_version || st->cache->data_version != v) {
+        sq_cache_clear(st->cache);
+        st->cache->data_version = v;
+        st->cache->have_version = 1;
+    }
+    /* The header was copied before data_version was read, so a commit in
+     * between shows up as a changed header next time: never stale. */
+    if (have_hdr)
+        memcpy(st->cache->walhdr, hdr, WAL_HDR_LEN);
+    st->cache->have_walhdr = have_hdr;
+    if (st->cache->scope > 0)
+        st->cache->scope_checked = 1;
+    return STORE_OK;
+}
+
+int sq_cache_session_get(struct sq_cache *c, const char *session_id, struct store_session *out)
+{
+    struct cache_entry *e = table_find(&c->sessions, session_id, strlen(session_id));
+
+    if (!e)
+        return STORE_FAULT;
+    if (!e->present)
+        return STORE_NOT_FOUND;
+    *out = *(const struct store_session *)e->value;
+    return STORE_OK;
+}
+
+void sq_cache_session_put(struct sq_cache *c, const char *session_id, const struct store_session *s)
+{
+    struct cache_entry *e;
+
+    if (c->off || !c->have_version)
+        return;
+    e = table_put(&c->sessions, session_id, strlen(session_id));
+    if (!e)
+        return;
+    if (s && !e->value) {
+        e->value = malloc(sizeof(struct store_session));
+        if (!e->value) {
+            e->present = 0; /* remembered as absent would be wrong: drop all */
+            table_clear(&c->sessions);
+            return;
+        }
+    }
+    if (s)
+        *(struct store_session *)e->value = *s;
+    e->present = s != NULL;
+}
+
+/* An account's channels, NUL-separated, so one SQL read answers every
+ * later membership question about that account. */
+struct member_set {
+    size_t len;
+    char ids[];
+};
+
+int sq_cache_member_get(struct sq_cache *c, const char *account_id, const char *channel_id)
+{
+    struct cache_entry *e = table_find(&c->members, account_id, strlen(account_id));
+    const struct member_set *ms;
+    size_t off, n;
+
+    if (!e || !e->value)
+        return STORE_FAULT;
+    ms = e->value;
+    for (off = 0; off < ms->len; off += n + 1) {
+        n = strlen(ms->ids + off);
+        if (strcmp(ms->ids + off, channel_id) == 0)
+            return STORE_OK;
+    }
+    return STORE_NOT_FOUND;
+}
+
+void sq_cache_member_put(struct sq_cache *c, const char *account_id, const char *channels,
+                         size_t len)
+{
+    struct member_set *ms;
+    struct cache_entry *e;
+
+    if (c->off || !c->have_version)
+        return;
+    ms = malloc(sizeof(*ms) + len + 1);
+    if (!ms)
+        return;
+    ms->len = len;
+    memcpy(ms->ids, channels, len);
+    ms->ids[len] = '\0';
+    e = table_put(&c->members, account_id, strlen(account_id));
+    if (!e) {
+        free(ms);
+        return;
+    }
+    free(e->value);
+    e->value = ms;
+}

@@ -1,0 +1,297 @@
+/* Unit tests for the session registry. */
+#include "core/session.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sub {
+    struct session_watcher w; /* first: wake casts back */
+    uint64_t cursor;
+    int wakes;
+    int ended_seen;
+    struct session *s;
+    int leave_on_end;
+    uint64_t delivered;
+};
+
+static void sub_wake(struct session_watcher *w)
+{
+    struct sub *u = (struct sub *)w;
+    struct ring_entry e;
+
+    u->wakes++;
+    /* Drain in place, as the RPC data provider would. */
+    while (ring_next(session_ring(u->s), u->cursor, &e) == RING_OK) {
+        u->cursor = e.seq;
+        u->delivered++;
+    }
+    if (session_is_ended(u->s)) {
+        u->ended_seen = 1;
+        if (u->leave_on_end)
+            session_unwatch(u->s, &u->w);
+    }
+}
+
+static void sub_init(struct sub *u, struct session *s)
+{
+    memset(u, 0, sizeof(*u));
+    u->w.wake = sub_wake;
+    u->s = s;
+    u->cursor = ring_newest_seq(session_ring(s));
+}
+
+static struct session *open_id(struct session_registry *reg, const char *id)
+{
+    struct session *s;
+
+    ck_assert_int_ge(session_open(reg, id, strlen(id), &s), 0);
+    return s;
+}
+
+START_TEST(open_creates_then_finds_the_same_session)
+{
+    struct session_registry reg;
+    struct session *a, *b;
+
+    session_registry_init(&reg, 0);
+    ck_assert_ptr_null(session_find(&reg, "s1", 2));
+    ck_assert_int_eq(session_open(&reg, "s1", 2, &a), SESSION_CREATED);
+    ck_assert_int_eq(session_open(&reg, "s1", 2, &b), SESSION_EXISTS);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_ptr_eq(session_find(&reg, "s1", 2), a);
+    ck_assert_str_eq(session_id(a), "s1");
+    ck_assert_int_eq(arbiter_state(session_arbiter(a)), ARBITER_STARTING);
+    ck_assert_uint_eq(session_registry_count(&reg), 1);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(bad_ids_are_refused)
+{
+    struct session_registry reg;
+    struct session *s;
+    char big[SESSION_MAX_ID + 2];
+
+    memset(big, 'a', sizeof(big));
+    session_registry_init(&reg, 0);
+    ck_assert_int_eq(session_open(&reg, "", 0, &s), SESSION_BAD_ID);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(session_open(&reg, big, SESSION_MAX_ID + 1, &s), SESSION_BAD_ID);
+    ck_assert_int_eq(session_open(&reg, big, SESSION_MAX_ID, &s), SESSION_CREATED);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(many_sessions_are_all_found_after_growth)
+{
+    struct session_registry reg;
+    char id[32];
+    int i, n = 5000;
+
+    session_registry_init(&reg, 0);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "sess-%d", i);
+        open_id(&reg, id);
+    }
+    ck_assert_uint_eq(session_registry_count(&reg), (size_t)n);
+    for (i = 0; i < n; i++) {
+        struct session *s;
+        snprintf(id, sizeof(id), "sess-%d", i);
+        s = session_find(&reg, id, strlen(id));
+        ck_assert_ptr_nonnull(s);
+        ck_assert_str_eq(session_id(s), id);
+    }
+    ck_assert_ptr_null(session_find(&reg, "sess-x", 6));
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(append_wakes_watchers_which_read_in_place)
+{
+    struct session_registry reg;
+    struct session *s;
+    struct sub a, b;
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "s");
+    session_append(s, "zero", 4, 1);
+    sub_init(&a, s);
+    sub_init(&b, s);
+    session_watch(s, &a.w);
+    session_watch(s, &b.w);
+    ck_assert_uint_eq(session_watcher_count(s), 2);
+    ck_assert_uint_eq(session_append(s, "one", 3, 2), 2);
+    ck_assert_uint_eq(session_append(s, "two", 3, 3), 3);
+    ck_assert_int_eq(a.wakes, 2);
+    ck_assert_uint_eq(a.delivered, 2);
+    ck_assert_uint_eq(b.cursor, 3);
+    session_unwatch(s, &a.w);
+    session_unwatch(s, &b.w);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(end_without_watchers_frees_and_forgets_at_once)
+{
+    struct session_registry reg;
+    struct session *s;
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "gone");
+    session_append(s, "x", 1, 1);
+    session_end(s);
+    ck_assert_ptr_null(session_find(&reg, "gone", 4));
+    ck_assert_uint_eq(session_registry_count(&reg), 0);
+    ck_assert_ptr_null(reg.all);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(ended_session_lives_until_last_watcher_leaves)
+{
+    struct session_registry reg;
+    struct session *s, *again;
+    struct sub a, b;
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "s");
+    sub_init(&a, s);
+    sub_init(&b, s);
+    session_watch(s, &a.w);
+    session_watch(s, &b.w);
+    session_append(s, "last", 4, 1);
+    session_end(s);
+    ck_assert_int_eq(a.ended_seen, 1);
+    ck_assert_uint_eq(a.delivered, 1);
+    ck_assert_ptr_null(session_find(&reg, "s", 1));
+    ck_assert_uint_eq(session_append(s, "late", 4, 2), 0);
+    /* The id can be reopened while the old one drains. */
+    ck_assert_int_eq(session_open(&reg, "s", 1, &again), SESSION_CREATED);
+    ck_assert_ptr_ne(again, s);
+    ck_assert_ptr_eq(session_first(&reg), again);
+    ck_assert_ptr_null(session_next(again));
+    session_unwatch(s, &a.w);
+    ck_assert_ptr_nonnull(reg.all->next); /* still held by b */
+    session_unwatch(s, &b.w);
+    ck_assert_ptr_null(reg.all->next);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(watchers_leaving_inside_end_wake_free_safely)
+{
+    struct session_registry reg;
+    struct session *s;
+    struct sub a, b;
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "s");
+    sub_init(&a, s);
+    sub_init(&b, s);
+    a.leave_on_end = b.leave_on_end = 1;
+    session_watch(s, &a.w);
+    session_watch(s, &b.w);
+    session_end(s); /* both leave during the pass; ASan checks the free */
+    ck_assert_int_eq(a.ended_seen, 1);
+    ck_assert_int_eq(b.ended_seen, 1);
+    ck_assert_ptr_null(reg.all);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(binding_is_copied_and_replaceable)
+{
+    struct session_registry reg;
+    struct session *s;
+    char runner[16] = "runner-1";
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "s");
+    ck_assert_ptr_null(session_binding(s));
+    ck_assert_int_eq(session_bind(s, runner), 0);
+    runner[0] = 'X';
+    ck_assert_str_eq(session_binding(s), "runner-1");
+    ck_assert_int_eq(session_bind(s, "runner-2"), 0);
+    ck_assert_str_eq(session_binding(s), "runner-2");
+    ck_assert_int_eq(session_bind(s, NULL), 0);
+    ck_assert_ptr_null(session_binding(s));
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(ring_bound_applies_per_session)
+{
+    struct session_registry reg;
+    struct session *s;
+    char frame[200];
+    int i;
+
+    memset(frame, 'f', sizeof(frame));
+    session_registry_init(&reg, 4096);
+    s = open_id(&reg, "s");
+    for (i = 0; i < 1000; i++)
+        session_append(s, frame, sizeof(frame), i);
+    ck_assert_uint_le(ring_retained_bytes(session_ring(s)), 4096);
+    ck_assert_uint_eq(ring_newest_seq(session_ring(s)), 1000);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(empty_session_costs_under_1k)
+{
+    struct session_registry reg;
+    struct session *s;
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "0f27f8c6-8133-956e-aaaa-bbbbccccdddd");
+    ck_assert_uint_le(session_memory_bytes(s), 1024);
+    ck_assert_uint_le(sizeof(struct session_watcher) + sizeof(uint64_t), 256);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(iteration_visits_every_live_session_once)
+{
+    struct session_registry reg;
+    struct session *s, *dead;
+    int n = 0;
+
+    session_registry_init(&reg, 0);
+    open_id(&reg, "a");
+    dead = open_id(&reg, "b");
+    open_id(&reg, "c");
+    session_end(dead);
+    for (s = session_first(&reg); s != NULL; s = session_next(s))
+        n++;
+    ck_assert_int_eq(n, 2);
+    session_registry_free(&reg);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("session");
+    TCase *tc = tcase_create("registry");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, open_creates_then_finds_the_same_session);
+    tcase_add_test(tc, bad_ids_are_refused);
+    tcase_add_test(tc, many_sessions_are_all_found_after_growth);
+    tcase_add_test(tc, append_wakes_watchers_which_read_in_place);
+    tcase_add_test(tc, end_without_watchers_frees_and_forgets_at_once);
+    tcase_add_test(tc, ended_session_lives_until_last_watcher_leaves);
+    tcase_add_test(tc, watchers_leaving_inside_end_wake_free_safely);
+    tcase_add_test(tc, binding_is_copied_and_replaceable);
+    tcase_add_test(tc, ring_bound_applies_per_session);
+    tcase_add_test(tc, empty_session_costs_under_1k);
+    tcase_add_test(tc, iteration_visits_every_live_session_once);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
