@@ -39,9 +39,12 @@ def grpc_messages(data):
     i = 0
     while i + 5 <= len(data):
         flag, length = struct.unpack(">BI", data[i:i + 5])
+        assert i + 5 + length <= len(data), (
+            "message %d declares %d bytes but only %d arrived" % (len(out), length,
+                                                                  len(data) - i - 5))
         out.append((flag, bytes(data[i + 5:i + 5 + length])))
         i += 5 + length
-    assert i == len(data), "trailing partial gRPC message in %r" % (data[i:],)
+    assert i == len(data), "a partial message header at the end: %r" % (data[i:],)
     return out
 
 

@@ -260,6 +260,21 @@ def test_percent_sign_in_grpc_message_is_encoded(server, pb):
     assert err.details() == "100% sure %41"
 
 
+@pytest.mark.parametrize("plain", [4093, 4094, 5000])
+def test_long_grpc_message_is_cut_to_a_clean_prefix(server, pb, plain):
+    """However long the status message, grpc-message carries whole escapes
+    only: a prefix of the message, never stale bytes."""
+    raw = server.raw()
+    # A long plain message first, so a reused buffer would hold stale bytes.
+    for message in ["b" * 6000, "a" * plain + "\u263a\u263a\u263a"]:
+        body = pb.echo.EchoRequest(status_code=2, status_message=message).SerializeToString()
+        stream = raw.wait_closed(raw.request(UNARY, body=grpc_frame(body)))
+        assert stream.grpc_status == 2
+        decoded = urllib.parse.unquote_to_bytes(stream.raw_trailer("grpc-message"))
+        assert len(decoded) >= 4000
+        assert message.encode("utf-8").startswith(decoded), decoded[-20:]
+
+
 def test_echoed_initial_and_binary_trailing_metadata(server, pb):
     echo = Echo(server.channel(), pb)
     value = b"\x00\x01\xfe\xff\x80"
@@ -323,6 +338,29 @@ def test_grpc_timeout_every_unit_is_parsed_and_enforced(server, pb):
         assert not stream.closed, (value, stream.events)
         assert len(stream.messages()) == 1
         raw.send_rst(sids[value])
+
+
+def test_deadline_mid_message_never_cuts_a_message_in_half(server, pb):
+    """The deadline fires while a 100 kB response is half sent (the client's
+    stream window is 64 KiB): the rest of that message still goes out
+    before the DEADLINE_EXCEEDED trailers, so the client parses whole
+    messages only."""
+    raw = server.raw()
+    raw.auto_window_update = False
+    body = grpc_frame(pb.echo.EchoRequest(response_count=50, response_size=100000)
+                      .SerializeToString())
+    sid = raw.request(SERVER_STREAM, body=body, extra=[("grpc-timeout", "100m")])
+    raw.wait(lambda: len(raw.streams[sid].data) >= 65535, timeout=5)
+    time.sleep(0.3)  # the deadline passes with the first message half sent
+    raw.pump(0.05)
+    assert len(raw.streams[sid].data) == 65535 and not raw.streams[sid].ended
+    raw.auto_window_update = True
+    raw.send_frame(rawh2.WindowUpdateFrame(sid, window_increment=1 << 20))
+    stream = raw.wait_closed(sid)
+    assert stream.grpc_status == 4, stream.trailers
+    messages = stream.messages()  # raises on a cut message
+    assert len(messages) >= 1
+    assert all(len(pb.echo.EchoResponse.FromString(b).payload) == 100000 for _, b in messages)
 
 
 @pytest.mark.parametrize("value", ["1x", "S", "-1S", "1.5S", "123456789S", "10 S", "abc"])
