@@ -5,6 +5,7 @@
 #
 #   bench/unary.sh              # h2load -n 200000 -c 8 -m 32 -t 1, 3 rounds
 #   N=50000 C=4 M=16 ROUNDS=1 bench/unary.sh
+#   PIN=1 bench/unary.sh        # each server on CPU 0, h2load on CPU 1
 #
 # Both servers are first checked with a real gRPC client (python3-grpcio):
 # h2load counts any HTTP 2xx as a success and never reads grpc-status.
@@ -22,6 +23,7 @@ C=${C:-8}
 M=${M:-32}
 T=${T:-1}
 ROUNDS=${ROUNDS:-3}
+PIN=${PIN:-0} # PIN=1: servers on CPU 0, h2load on CPU 1 (one core each, less noise)
 PY=/usr/bin/python3
 
 die() { echo "unary.sh: $*" >&2; exit 1; }
@@ -74,11 +76,19 @@ free_port() {
     $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-"$repo/build/agenthubd" --db "$work/db" --listen 127.0.0.1:0 \
+server_cpu=""
+load_cpu=""
+if [ "$PIN" = 1 ]; then
+    command -v taskset >/dev/null || die "PIN=1 needs taskset (util-linux)"
+    server_cpu="taskset -c 0"
+    load_cpu="taskset -c 1"
+fi
+
+$server_cpu "$repo/build/agenthubd" --db "$work/db" --listen 127.0.0.1:0 \
     --metrics-listen 127.0.0.1:0 2>"$work/agenthubd.err" &
 agenthubd_pid=$!
 ref_addr=127.0.0.1:$(free_port)
-"$ref" "$ref_addr" 2>"$work/reference.err" &
+$server_cpu "$ref" "$ref_addr" 2>"$work/reference.err" &
 ref_pid=$!
 
 i=0
@@ -109,7 +119,7 @@ printf '\0\0\0\0\0' > "$work/empty.bin"
 
 # run NAME ADDR: prints "req/s p99_ms succeeded" after one h2load run.
 run() {
-    h2load -n "$N" -c "$C" -m "$M" -t "$T" -d "$work/empty.bin" \
+    $load_cpu h2load -n "$N" -c "$C" -m "$M" -t "$T" -d "$work/empty.bin" \
         -H 'content-type: application/grpc' -H 'te: trailers' \
         --log-file="$work/$1.log" "http://$2/grpc.health.v1.Health/Check" >"$work/$1.out" 2>&1 ||
         die "h2load against $1 failed: $(cat "$work/$1.out")"
