@@ -180,6 +180,20 @@ def test_one_request_split_across_many_data_frames_is_reassembled(server, pb):
     assert pb.echo.EchoResponse.FromString(body).payload == payload
 
 
+def test_request_ending_with_a_trailers_block_is_served(server, pb):
+    """HTTP/2 lets a client end its request with a trailing HEADERS frame
+    instead of END_STREAM on DATA."""
+    raw = server.raw()
+    sid = raw.new_stream_id()
+    raw.send_headers(sid, raw.grpc_headers(UNARY))
+    raw.send_data(sid, grpc_frame(pb.echo.EchoRequest(payload=b"t").SerializeToString()))
+    raw.send_headers(sid, [("x-client-trailer", "1")], end_stream=True)
+    stream = raw.wait_closed(sid)
+    assert stream.grpc_status == 0
+    [(_, reply)] = stream.messages()
+    assert pb.echo.EchoResponse.FromString(reply).payload == b"t"
+
+
 def test_unparsable_request_message_is_internal(server, pb):
     echo = Echo(server.channel(), pb)
     # Field 1 (bytes) declares 5 bytes but only 2 follow.

@@ -12,9 +12,10 @@ import grpc
 import pytest
 
 import rawh2
-from helpers import CHECK, SERVER_STREAM, UNARY, Echo, Health, build_dir, read_bytes, rpc_error
-from hyperframe.frame import (ContinuationFrame, HeadersFrame, PingFrame, RstStreamFrame,
-                              WindowUpdateFrame)
+from helpers import (CHECK, CLIENT_STREAM, SERVER_STREAM, UNARY, Echo, Health, build_dir,
+                     read_bytes, rpc_error)
+from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFrame,
+                              RstStreamFrame, WindowUpdateFrame)
 from rawh2 import grpc_frame
 
 
@@ -442,6 +443,33 @@ def test_rapid_reset_burst(server, pb):
     assert raw.goaway[0] < 1 + 2 * 9999  # it did not process the whole burst
     assert time.monotonic() - started < 10
     assert_still_served(server, pb, before)
+    server.wait_metric("agenthub_streams_open", lambda v: v == 0)
+    server.wait_metric("agenthub_grpc_calls_open", lambda v: v == 0)
+
+
+def test_empty_data_frame_flood_costs_nothing_lasting(server, pb):
+    """100,000 zero-length DATA frames on one stream (CVE-2019-9518): nghttp2
+    handles them in linear time without buffering, so the server neither
+    chokes nor needs to cut the connection; the stream still works."""
+    before = server.channel()
+    raw = server.raw()
+    sid = raw.new_stream_id()
+    raw.send_headers(sid, raw.grpc_headers(CLIENT_STREAM))
+    started = time.monotonic()
+    raw.send_bulk(DataFrame(sid, data=b"").serialize() * 100000)
+    assert_still_served(server, pb, before)
+    raw.send_data(sid, grpc_frame(pb.echo.EchoRequest(payload=b"abc").SerializeToString()),
+                  end_stream=True)
+    stream = raw.wait_closed(sid, timeout=10)
+    elapsed = time.monotonic() - started
+    if raw.goaway is None:
+        assert stream.grpc_status == 0, stream.events
+        [(_, reply)] = stream.messages()
+        assert pb.echo.EchoResponse.FromString(reply).total_bytes == 3
+    else:  # a stricter nghttp2 may call it a flood: then only a clean cut is fine
+        assert raw.goaway[1] == rawh2.ENHANCE_YOUR_CALM, raw.goaway
+    assert elapsed < 10
+    raw.close()
     server.wait_metric("agenthub_streams_open", lambda v: v == 0)
     server.wait_metric("agenthub_grpc_calls_open", lambda v: v == 0)
 
