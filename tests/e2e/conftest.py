@@ -3,7 +3,11 @@
 The suites drive a real agenthubd (by default the sanitizer build in
 build-asan/, which also registers the test-only EchoService) with
 python3-grpcio, and with a small raw HTTP/2 client (tests/e2e/rawh2.py) for
-frame-level checks.
+frame-level checks.  AGENTHUB_BUILD must be a FAILPOINTS build (build-asan
+or build-fp): the release build has no EchoService.
+
+  tests/run_e2e.sh build-asan /dev/null       # what `make test` runs
+  AGENTHUB_BUILD=build-fp python3 -m pytest -q tests/e2e -k tls
 
 Fixtures:
   pb            generated python modules: pb.health, pb.echo, pb.load("compass.v1.services_pb2")
