@@ -10,7 +10,9 @@
 # Both servers are first checked with a real gRPC client (python3-grpcio):
 # h2load counts any HTTP 2xx as a success and never reads grpc-status.
 # Afterwards agenthubd's own /metrics must count every request as an OK Check.
-# Prints req/s and p99 (from h2load's per-request log) for each, and the ratios.
+# Prints req/s, p99 (from h2load's per-request log) and the server's CPU time
+# per request (from /proc/PID/stat, which a busy shared machine distorts far
+# less than req/s) for each, and the ratios.
 # The servers take turns for ROUNDS rounds; the summary is the median round,
 # which keeps a noisy shared machine from deciding the result.
 set -eu
@@ -117,8 +119,16 @@ echo "unary.sh: both servers answer grpc.health.v1.Health/Check SERVING (python3
 # --- Load -------------------------------------------------------------------
 printf '\0\0\0\0\0' > "$work/empty.bin"
 
-# run NAME ADDR: prints "req/s p99_ms succeeded" after one h2load run.
+clk_tck=$(getconf CLK_TCK)
+
+# cpu_ticks PID: user + system CPU of the whole process, in clock ticks.
+cpu_ticks() {
+    sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+}
+
+# run NAME ADDR PID: prints "req/s p99_ms server_cpu_us_per_request" for one h2load run.
 run() {
+    cpu0=$(cpu_ticks "$3")
     $load_cpu h2load -n "$N" -c "$C" -m "$M" -t "$T" -d "$work/empty.bin" \
         -H 'content-type: application/grpc' -H 'te: trailers' \
         --log-file="$work/$1.log" "http://$2/grpc.health.v1.Health/Check" >"$work/$1.out" 2>&1 ||
@@ -128,7 +138,9 @@ run() {
     p99=$(awk -F'\t' '{print $3}' "$work/$1.log" | sort -n |
           awk '{v[NR] = $1} END {i = int(NR * 0.99); if (i < NR * 0.99) i++; printf "%.2f", v[i] / 1000}')
     [ "$ok" = "$N" ] || die "h2load against $1: only $ok of $N requests succeeded: $(cat "$work/$1.out")"
-    echo "$rps $p99"
+    cpu1=$(cpu_ticks "$3")
+    cpu_us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$N" 'BEGIN {printf "%.2f", t * 1e6 / hz / n}')
+    echo "$rps $p99 $cpu_us"
 }
 
 echo "unary.sh: h2load -n $N -c $C -m $M -t $T on grpc.health.v1.Health/Check, $ROUNDS round(s)"
@@ -136,9 +148,9 @@ echo "unary.sh: h2load -n $N -c $C -m $M -t $T on grpc.health.v1.Health/Check, $
 : >"$work/agenthubd.rounds"
 r=1
 while [ $r -le "$ROUNDS" ]; do
-    run reference "$ref_addr" >>"$work/reference.rounds"
-    run agenthubd "$ah_addr" >>"$work/agenthubd.rounds"
-    printf 'round %d: reference %s req/s p99 %s ms | agenthubd %s req/s p99 %s ms\n' "$r" \
+    run reference "$ref_addr" "$ref_pid" >>"$work/reference.rounds"
+    run agenthubd "$ah_addr" "$agenthubd_pid" >>"$work/agenthubd.rounds"
+    printf 'round %d: reference %s req/s p99 %s ms %s us/req | agenthubd %s req/s p99 %s ms %s us/req\n' "$r" \
         $(tail -1 "$work/reference.rounds") $(tail -1 "$work/agenthubd.rounds")
     r=$((r + 1))
 done
@@ -152,6 +164,8 @@ ref_rps=$(median "$work/reference.rounds" 1)
 ref_p99=$(median "$work/reference.rounds" 2)
 ah_rps=$(median "$work/agenthubd.rounds" 1)
 ah_p99=$(median "$work/agenthubd.rounds" 2)
+ref_cpu=$(median "$work/reference.rounds" 3)
+ah_cpu=$(median "$work/agenthubd.rounds" 3)
 
 # agenthubd's own count: every h2load request was a Check answered OK.
 ok_calls=$($PY - "$metrics_addr" <<'EOF'
@@ -167,10 +181,12 @@ expected=$((N * ROUNDS + 1))
 echo "unary.sh: agenthubd's /metrics counts all $expected Checks as OK"
 
 echo "median of $ROUNDS round(s):"
-printf '%-12s %12s %10s\n' server 'req/s' 'p99 ms'
-printf '%-12s %12.0f %10s\n' reference "$ref_rps" "$ref_p99"
-printf '%-12s %12.0f %10s\n' agenthubd "$ah_rps" "$ah_p99"
-awk -v a="$ah_rps" -v r="$ref_rps" -v ap="$ah_p99" -v rp="$ref_p99" 'BEGIN {
+printf '%-12s %12s %10s %22s\n' server 'req/s' 'p99 ms' 'server CPU us/request'
+printf '%-12s %12.0f %10s %22s\n' reference "$ref_rps" "$ref_p99" "$ref_cpu"
+printf '%-12s %12.0f %10s %22s\n' agenthubd "$ah_rps" "$ah_p99" "$ah_cpu"
+awk -v a="$ah_rps" -v r="$ref_rps" -v ap="$ah_p99" -v rp="$ref_p99" -v ac="$ah_cpu" -v rc="$ref_cpu" 'BEGIN {
     printf "ratio req/s agenthubd/reference: %.2fx (target >= 4x)\n", a / r
     printf "ratio p99   agenthubd/reference: %.2f (target < 1)\n", (rp > 0 ? ap / rp : 0)
+    if (ac > 0)
+        printf "server CPU per request, reference/agenthubd: %.2fx (load-independent)\n", rc / ac
 }'
