@@ -63,6 +63,7 @@ struct h2_conn {
     size_t stream_count;
     int in_callback;   /* >0 while nghttp2 is calling us: never free then */
     int close_pending; /* close as soon as we are out of callbacks */
+    int closing;       /* writing out a last GOAWAY; closes once it is sent */
     struct h2_conn *prev, *next;
 };
 
@@ -355,6 +356,24 @@ static void conn_close(struct h2_conn *conn)
     conn_free(conn);
 }
 
+/* How long a closing connection may take to write its last frames. */
+#define CLOSE_LINGER_MS 1000
+
+/* Closes once the bytes already in the socket buffer (a GOAWAY, usually)
+ * are written: bufferevent_free would drop them.  Reads stop now. */
+static void conn_close_after_write(struct h2_conn *conn)
+{
+    struct timeval linger = {CLOSE_LINGER_MS / 1000, (CLOSE_LINGER_MS % 1000) * 1000};
+
+    if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {
+        conn_close(conn);
+        return;
+    }
+    conn->closing = 1;
+    bufferevent_disable(conn->bev, EV_READ);
+    event_add(conn->idle_event, &linger); /* on_idle frees it if the peer never reads */
+}
+
 /* Moves frames from nghttp2 into the socket buffer, stopping at the high
  * water mark.  Closes the connection when neither side has more to say.
  * Returns 0, or -1 when the connection was freed. */
@@ -401,6 +420,10 @@ static void on_read(struct bufferevent *bev, void *arg)
     struct evbuffer_iovec vec[8];
     int count;
 
+    if (conn->closing) {
+        evbuffer_drain(in, evbuffer_get_length(in));
+        return;
+    }
     conn->in_callback++;
     while ((count = evbuffer_peek(in, -1, NULL, vec, 8)) > 0) {
         size_t total = 0;
@@ -422,7 +445,7 @@ static void on_read(struct bufferevent *bev, void *arg)
         /* Let nghttp2 say GOAWAY when it has one queued, then close. */
         conn->close_pending = 0;
         if (conn_flush(conn) == 0)
-            conn_close(conn);
+            conn_close_after_write(conn);
         return;
     }
     event_add(conn->idle_event, &conn->server->idle_timeout); /* re-arm on activity */
@@ -434,6 +457,11 @@ static void on_write(struct bufferevent *bev, void *arg)
     struct h2_conn *conn = arg;
 
     /* The socket drained below the low water mark. */
+    if (conn->closing) {
+        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+            conn_close(conn);
+        return;
+    }
     conn_flush(conn);
 }
 
@@ -462,6 +490,10 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
     struct h2_conn *conn = arg;
 
+    if (conn->closing) { /* the peer never read its GOAWAY */
+        conn_close(conn);
+        return;
+    }
     if (conn->stream_count > 0) {
         event_add(conn->idle_event, &conn->server->idle_timeout);
         return;
@@ -470,7 +502,7 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
                           nghttp2_session_get_last_proc_stream_id(conn->session), NGHTTP2_NO_ERROR,
                           (const uint8_t *)"idle", 4);
     if (conn_flush(conn) == 0)
-        conn_close(conn);
+        conn_close_after_write(conn);
 }
 
 static int conn_setup_session(struct h2_conn *conn)
