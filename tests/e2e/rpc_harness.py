@@ -495,7 +495,8 @@ class Runner:
 
     def publish_raw(self, requests, token=None):
         return method(self.channel, "PublishEvents")(iter(requests),
-                                                      metadata=auth(token or self.token),
+                                                      metadata=auth(self.token if token is None
+                                                                    else token),
                                                       timeout=30)
 
     def close(self):
