@@ -701,3 +701,75 @@ def start_hub():
         except AssertionError as err:
             errors.append(str(err))
     assert not errors, "\n".join(errors)
+
+
+class RawStream:
+    """A server-streaming call on its own raw HTTP/2 connection (python3-h2)
+    whose reader can stop reading: no WINDOW_UPDATE, nothing taken off the
+    socket, so the server's flow-control window runs dry."""
+
+    def __init__(self, address, path, body, token=None, timeout=10.0):
+        import h2.config
+        import h2.connection
+        self.h2events = __import__("h2.events").events
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(
+            client_side=True, header_encoding=None))
+        self.conn.initiate_connection()
+        headers = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path.encode()),
+                   (b":authority", address.encode()), (b"content-type", b"application/grpc"),
+                   (b"te", b"trailers")]
+        if token:
+            headers.append((b"authorization", b"Bearer " + token.encode()))
+        self.sid = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(self.sid, headers)
+        self.conn.send_data(self.sid, struct.pack(">BI", 0, len(body)) + body, end_stream=True)
+        self.sock.sendall(self.conn.data_to_send())
+        self.headers = None
+        self.trailers = None
+        self.data = bytearray()
+        self.ended = False
+        self.reset = None
+        self._pump(lambda: self.headers is not None or self.ended, timeout)
+
+    def _pump(self, until, timeout):
+        deadline = time.monotonic() + timeout
+        while not until():
+            if time.monotonic() > deadline:
+                raise AssertionError("raw stream: timed out")
+            self.sock.settimeout(max(0.05, deadline - time.monotonic()))
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                self.ended = True
+                break
+            for ev in self.conn.receive_data(chunk):
+                if isinstance(ev, self.h2events.ResponseReceived):
+                    self.headers = [(bytes(k), bytes(v)) for k, v in ev.headers]
+                elif isinstance(ev, self.h2events.TrailersReceived):
+                    self.trailers = [(bytes(k), bytes(v)) for k, v in ev.headers]
+                elif isinstance(ev, self.h2events.DataReceived):
+                    self.data += ev.data
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, self.h2events.StreamEnded):
+                    self.ended = True
+                elif isinstance(ev, self.h2events.StreamReset):
+                    self.reset = ev.error_code
+                    self.ended = True
+            out = self.conn.data_to_send()
+            if out:
+                self.sock.sendall(out)
+
+    def read_to_end(self, timeout=30.0):
+        """Resumes reading; returns (messages as bytes, trailers dict)."""
+        self._pump(lambda: self.ended, timeout)
+        messages, i = [], 0
+        while i + 5 <= len(self.data):
+            _, n = struct.unpack(">BI", self.data[i:i + 5])
+            messages.append(bytes(self.data[i + 5:i + 5 + n]))
+            i += 5 + n
+        assert i == len(self.data), "partial gRPC message"
+        return messages, {k.decode(): v.decode() for k, v in (self.trailers or [])}
+
+    def close(self):
+        self.sock.close()
