@@ -202,6 +202,21 @@ def test_a_stalled_subscriber_ends_ok_while_another_receives_all_10_mib(hub):
     assert took < 60
 
 
+def test_one_frame_larger_than_the_subscriber_bound_reaches_caught_up_subscribers(hub):
+    r = hub.runner("runner-1")
+    r.publish("sess-1", text("small"))
+    panes = [subscribe(hub, "sess-1", token=t) for t in ("t-alice", "t-bob")]
+    big = "b" * (3 * 1024 * 1024)  # over the 1 MiB default bound, under the 4 MiB ring
+    r.publish("sess-1", text(big))
+    r.publish("sess-1", text("after"))
+    for p in panes:
+        got = p.wait_count(2, timeout=20)
+        assert [len(t) for t in texts(got)] == [len(big), 5]
+        assert not p.done.is_set()
+        p.cancel()
+    assert hub.metric("agenthub_subscriber_lag_drops_total") == 0
+
+
 # --- leaks ----------------------------------------------------------------------
 
 def test_ten_thousand_subscribe_cancel_cycles_leak_nothing(start_hub):
