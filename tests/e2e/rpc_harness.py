@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import struct
@@ -302,6 +303,11 @@ class Hub:
                                  (STOP_TIMEOUT, self.stderr()[-6000:]))
         self._reader.join(5)
         assert rc == 0, "agenthubd exit %d:\n%s" % (rc, self.stderr()[-12000:])
+        # No token, SQL text or stack address in any log line.
+        log = self.stderr()
+        leak = re.search(r"(?<![\w-])t-(admin|alice|bob|carol|agent-\d|runner-\d|wrong)\b|"
+                         r"\b(SELECT|INSERT INTO|DELETE FROM)\b|0x[0-9a-f]{8,}", log)
+        assert not leak, "the log leaks %r:\n%s" % (leak.group(0), log[-4000:])
         return rc
 
 
