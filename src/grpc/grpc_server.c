@@ -815,8 +815,10 @@ static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *
     }
     if (len > available)
         len = available;
-    memcpy(buf, call->out.data + call->out.start, len);
-    call_consume(call, len);
+    if (len > 0) { /* a finished call with nothing queued may have no buffer */
+        memcpy(buf, call->out.data + call->out.start, len);
+        call_consume(call, len);
+    }
     if (byte_queue_length(&call->out) == 0 && call->finished && !call->trailers_sent) {
         *flags |= H2_READ_EOF;
         call_send_trailers(call);

@@ -227,8 +227,10 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
     runner_command_send(ctx, row.runner_id, &command, NULL, NULL);
     s = session_find(ctx->sessions, row.session_id, strlen(row.session_id));
     if (s) {
+        /* STOPPED is the last word: ending without retracting the Stream
+         * evidence, so no fallback state is published after it. */
         hub_announce_state(ctx, s, ARBITER_STOPPED);
-        hub_end_session(ctx, s);
+        session_end(s);
     }
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);

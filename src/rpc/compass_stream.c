@@ -69,14 +69,17 @@ static size_t pane_backlog_bytes(const struct pane_subscriber *sub)
     return (size_t)(behind * (ring_retained_bytes(ring) / count));
 }
 
-/* 1 when SUB was dropped for lag (and finished). */
+/* 1 when SUB was dropped for lag (and finished).  A subscriber only the
+ * newest frame behind is caught up, however large that frame: otherwise one
+ * frame over --subscriber-buffer-bytes would end every live subscriber. */
 static int pane_check_lag(struct pane_subscriber *sub)
 {
     const struct ring *ring = session_ring(sub->session);
     uint64_t oldest = ring_oldest_seq(ring);
 
     if ((oldest > 0 && sub->cursor + 1 < oldest) ||
-        pane_backlog_bytes(sub) > sub->ctx->config.subscriber_buffer_bytes) {
+        (ring_newest_seq(ring) - sub->cursor > 1 &&
+         pane_backlog_bytes(sub) > sub->ctx->config.subscriber_buffer_bytes)) {
         pane_finish(sub, 1);
         return 1;
     }

@@ -272,7 +272,7 @@ static void sessions_report(struct rpc_context *ctx, struct runner_link *link,
         if (!s)
             continue;
         session_bind(s, link->id);
-        hub_announce_state(ctx, s, (int)arbiter_state(session_arbiter(s)));
+        hub_announce_derived(ctx, s);
     }
 }
 
