@@ -5,6 +5,11 @@
 per frame, like `agenthub log`: time, seq, type and a one-line summary.
 
   tail_session.py --addr HOST:PORT --token TOKEN [--seconds N] SESSION
+  tail_session.py --addr HOST:PORT --token TOKEN --no-follow \
+                  [--send-after S] --send TEXT [--send TEXT]... SESSION
+
+--send calls SendAgentMessage for each TEXT (after --send-after seconds);
+--no-follow only sends.
 
 Generates the compass.v1 messages with protoc into a temp dir.  Exits 0 when
 the stream ends cleanly or after --seconds; 1 on an error status.
@@ -80,17 +85,43 @@ def main():
     parser.add_argument("--addr", required=True)
     parser.add_argument("--token", required=True)
     parser.add_argument("--seconds", type=float, default=0)
+    parser.add_argument("--send", action="append", default=[])
+    parser.add_argument("--send-after", type=float, default=0)
+    parser.add_argument("--no-follow", action="store_true")
     parser.add_argument("session")
     args = parser.parse_args()
 
     import grpc
     frames, services = load_messages()
     channel = grpc.insecure_channel(args.addr)
+    metadata = [("authorization", "Bearer " + args.token)]
+    if args.send:
+        send = channel.unary_unary("/compass.v1.CompassService/SendAgentMessage",
+                                   request_serializer=services.SendAgentMessageRequest.SerializeToString,
+                                   response_deserializer=services.SendAgentMessageResponse.FromString)
+
+        def send_all():
+            time.sleep(args.send_after)
+            for text in args.send:
+                try:
+                    send(services.SendAgentMessageRequest(session_id=args.session, text=text),
+                         metadata=metadata, timeout=10)
+                except grpc.RpcError as e:
+                    print("tail_session: SendAgentMessage: %s %s" % (e.code().name, e.details()),
+                          file=sys.stderr)
+                    return 1
+            return 0
+
+        if args.no_follow:
+            return send_all()
+        threading.Thread(target=send_all, daemon=True).start()
+    if args.no_follow:
+        return 0
     call = channel.unary_stream("/compass.v1.CompassService/SubscribeAgentSession",
                                 request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
                                 response_deserializer=frames.AgentSessionFrame.FromString)
     stream = call(services.SubscribeAgentSessionRequest(session_id=args.session),
-                  metadata=[("authorization", "Bearer " + args.token)])
+                  metadata=metadata)
     if args.seconds > 0:
         timer = threading.Timer(args.seconds, stream.cancel)
         timer.daemon = True
