@@ -40,6 +40,7 @@ struct conn {
     struct grpc_client_call *enroll, *sessions, *publish;
     uint64_t last_runner_seq;
     int enroll_ok;
+    int failing; /* the last attempt failed before it was ready */
     int64_t backoff_ms;
     struct event *retry;    /* reconnect timer */
     struct event *teardown; /* zero-delay: free the client outside callbacks */
@@ -108,7 +109,13 @@ static void conn_lost(struct conn *conn, const char *why)
     if (conn->state == CONN_LOST || conn->state == CONN_IDLE)
         return;
     if (conn->state != CONN_STOPPED) {
-        log_warn("connection to %s lost: %s", conn->r->cfg.addr, why);
+        /* Warn when an established connection drops and on the first failed
+         * attempt after it; the retries after that are debug noise. */
+        if (conn->state == CONN_READY || !conn->failing)
+            log_warn("connection to %s lost: %s", conn->r->cfg.addr, why);
+        else
+            log_debug("connection to %s failed: %s", conn->r->cfg.addr, why);
+        conn->failing = conn->state != CONN_READY;
         conn->state = CONN_LOST;
     }
     relay_detach(conn->r);
@@ -200,7 +207,10 @@ static void conn_open_streams(struct conn *conn)
         conn_lost(conn, "cannot open the Sessions and PublishEvents streams");
         return;
     }
+    if (conn->failing)
+        log_info("connected again to %s", r->cfg.addr);
     conn->state = CONN_READY;
+    conn->failing = 0;
     conn->backoff_ms = CONN_BACKOFF_MIN_MS;
     if (relay_attach(r, conn->publish, conn->last_runner_seq) != 0) {
         conn_lost(conn, "cannot queue frames on PublishEvents");

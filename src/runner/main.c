@@ -67,8 +67,12 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     struct runner *r = arg;
 
     if (r->stopping) {
-        log_warn("second signal: exiting now");
-        event_base_loopbreak(r->base);
+        /* A group-wide SIGTERM (timeout(1), a supervisor) may arrive twice:
+         * only a second SIGINT (Ctrl-C again) skips the orderly stop. */
+        if (sig == SIGINT) {
+            log_warn("second interrupt: exiting now");
+            event_base_loopbreak(r->base);
+        }
         return;
     }
     log_info("signal %d: stopping the agents", (int)sig);

@@ -185,6 +185,11 @@ class Tail:
             if predicate(frame):
                 return seen
 
+    def drain(self):
+        """Forgets the frames received so far."""
+        while not self.frames.empty():
+            self.frames.get_nowait()
+
     def close(self):
         self.call.cancel()
 
@@ -385,3 +390,46 @@ def test_make_demo_shows_the_scripted_agent(tmp_path):
                    "Waiting for permission", "batch_pending    count=2", "Got 2 message(s)",
                    "stopped the runner and the server cleanly"]:
         assert needle in out.stdout, needle + " missing:\n" + out.stdout
+
+
+def test_a_restarted_runner_continues_from_enrolls_last_runner_seq(world, pb):
+    server, tmp = world
+    frames, _ = pb
+    tail = Tail(server, pb)
+    try:
+        for round_ in range(2):
+            time.sleep(0.3)
+            tail.drain()
+            runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "100")
+            try:
+                tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+                send(server, pb, "round %d" % round_)
+                tail.wait_for(is_reply(1), what="the reply")
+            finally:
+                runner.stop()
+        m = server.metrics()
+        assert m["agenthub_relay_retries_total"] == 0, m
+        assert m["agenthub_relay_gaps_total"] == 0, m
+        assert "last runner_seq the server accepted: 0" not in runner.log()
+    finally:
+        tail.close()
+
+
+# AgentFrame{session{typed_event{assistant_text{text: "hi"}}}}, then
+# AgentFrame{session{state: READY}}, each varint-delimited.
+PB_AGENT = ("%s -c 'import sys,time; o=sys.stdout.buffer; "
+            "o.write(bytes([10,0x1a,8,0x12,6,0x1a,4,0x0a,2,0x68,0x69])); "
+            "o.write(bytes([4,0x1a,2,8,2])); o.flush(); time.sleep(30)'" % PY)
+
+
+def test_pb_agents_write_varint_delimited_agent_frames(world, pb):
+    server, tmp = world
+    frames, _ = pb
+    tail = Tail(server, pb)
+    runner = Runner(server, tmp, PB_AGENT, "--agent-format", "pb")
+    try:
+        seen = tail.wait_for(lambda f: kind(f) == "assistant_text", what="the pb frame")
+        assert seen[-1].event.assistant_text.text == "hi"
+    finally:
+        tail.close()
+        runner.stop()
