@@ -569,6 +569,10 @@ int host_command(struct runner *r, const Compass__V1__SessionsResponse *command,
             snprintf(err, err_size, "out of memory");
             return 0;
         }
+        if (s->alive && s->stop_requested) {
+            snprintf(err, err_size, "session %.128s is still stopping", s->id);
+            return 0;
+        }
         return s->alive || session_spawn(s, err, err_size) == 0;
     case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP:
         if (s)
