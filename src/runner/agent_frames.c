@@ -196,7 +196,7 @@ static int event_from_json(json_t *root, Compass__V1__SessionEvent *event, struc
             goto malformed;
         compass__v1__agent_record__init(&p->record);
         p->record.type = str_member(v, "type");
-        p->record_data = json_dumps(data ? data : json_object(), JSON_COMPACT);
+        p->record_data = data ? json_dumps(data, JSON_COMPACT) : strdup("{}");
         if (!p->record_data)
             goto malformed;
         p->record.data_json = p->record_data;
