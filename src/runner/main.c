@@ -21,7 +21,8 @@ static const char usage_text[] =
     "runs CMD for each session it hosts and relays the agent's frames on\n"
     "PublishEvents, runner-sequenced.\n"
     "\n"
-    "  --addr HOST:PORT       the Runner door (env AGENTHUB_RUNNER_ADDR)\n"
+    "  --addr HOST:PORT       the Runner door (env AGENTHUB_RUNNER_ADDR; alias\n"
+    "                         --runner-addr)\n"
     "  --token TOKEN          the Runner's token (env AGENTHUB_TOKEN)\n"
     "  --tls                  TLS with ALPN h2;  --ca FILE  verify against FILE\n"
     "  --session ID           a session this Runner hosts, started at once\n"
@@ -85,6 +86,7 @@ static void parse_flags(struct runner *r, int argc, char **argv, int *verbose)
 {
     static const struct option options[] = {
         {"addr", required_argument, NULL, 'a'},
+        {"runner-addr", required_argument, NULL, 'a'},
         {"token", required_argument, NULL, 't'},
         {"tls", no_argument, NULL, 'T'},
         {"ca", required_argument, NULL, 'c'},

@@ -193,9 +193,15 @@ static void walk(struct walk *w, json_t *node, int resume)
                 upload_one(w, source);
             return;
         }
-        json_object_foreach(node, key, child) walk(w, child, resume);
+        json_object_foreach(node, key, child)
+        {
+            walk(w, child, resume);
+        }
     } else if (json_is_array(node)) {
-        json_array_foreach(node, i, child) walk(w, child, resume);
+        json_array_foreach(node, i, child)
+        {
+            walk(w, child, resume);
+        }
     }
 }
 

@@ -9,6 +9,7 @@ and Runner is stopped with SIGTERM and must exit 0.
 """
 
 import importlib
+import json
 import os
 import queue
 import shutil
@@ -436,4 +437,41 @@ def test_pb_agents_write_varint_delimited_agent_frames(world, pb):
         assert seen[-1].event.assistant_text.text == "hi"
     finally:
         tail.close()
+        runner.stop()
+
+
+RESUME_AGENT = r'''
+import json, os, sys
+ref = {"type": "image", "source": {"type": "blob", "blob_ref": "deadbeef", "media_type": "image/png"}}
+print(json.dumps({"resume_entry": {"id": "r1", "entry": {"role": "user", "content": [ref]}}}), flush=True)
+with open(sys.argv[1] + "." + os.environ["AGENTHUB_SESSION_ID"], "w") as out:
+    out.write(sys.stdin.readline())
+print(json.dumps({"state": "READY"}), flush=True)
+sys.stdin.read()
+'''
+
+
+def test_resume_keeps_the_reference_on_failed_precondition(world, pb):
+    """sess-2 is runner-2's: FetchSessionBlob answers FAILED_PRECONDITION, and
+    the agent gets its entry back with the original reference."""
+    server, tmp = world
+    script = tmp / "resume_agent.py"
+    script.write_text(RESUME_AGENT)
+    answer = tmp / "answer.json"
+    runner = Runner(server, tmp, "%s %s %s" % (PY, script, answer), "--session", "sess-2")
+    try:
+        deadline = time.monotonic() + 20
+        while "FetchSessionBlob for sess-2: FAILED_PRECONDITION" not in runner.log():
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        for sid in ("sess-1", "sess-2"):  # sess-1's fetch: NOT_FOUND, kept too
+            path = Path(str(answer) + "." + sid)
+            while not path.exists() or not path.read_text().endswith("\n"):
+                assert time.monotonic() < deadline, runner.log()
+                time.sleep(0.1)
+            got = json.loads(path.read_text())["resume_entry"]
+            assert got["id"] == "r1"
+            source = got["entry"]["content"][0]["source"]
+            assert source == {"type": "blob", "blob_ref": "deadbeef", "media_type": "image/png"}
+    finally:
         runner.stop()
