@@ -475,3 +475,41 @@ def test_resume_keeps_the_reference_on_failed_precondition(world, pb):
             assert source == {"type": "blob", "blob_ref": "deadbeef", "media_type": "image/png"}
     finally:
         runner.stop()
+
+
+CHATTY_AGENT = r'''
+import json, sys, time
+n = 0
+while True:
+    n += 1
+    sys.stdout.write(json.dumps({"assistant_text": {"text": "frame %d" % n}}) + "\n")
+    sys.stdout.flush()
+    time.sleep(0.002)
+'''
+
+
+def test_restart_under_load_neither_retries_nor_gaps(world, pb):
+    """Frames stream while the server restarts: the Runner resends what the
+    server did not accept, with the original runner_seq."""
+    server, tmp = world
+    script = tmp / "chatty_agent.py"
+    script.write_text(CHATTY_AGENT)
+    runner = Runner(server, tmp, "%s %s" % (PY, script))
+    try:
+        deadline = time.monotonic() + 20
+        while server.metrics()["agenthub_frames_accepted_total"] < 300:
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        server.stop()
+        time.sleep(0.5)  # frames pile up in the Runner meanwhile
+        server.lines.clear()
+        server.start()
+        deadline = time.monotonic() + 30
+        while server.metrics()["agenthub_frames_accepted_total"] < 300:
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        m = server.metrics()
+        assert m["agenthub_relay_retries_total"] == 0, m
+        assert m["agenthub_relay_gaps_total"] == 0, m
+    finally:
+        runner.stop()
