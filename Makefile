@@ -44,6 +44,9 @@ LIB := $(BUILD)/libagenthub.a
 SERVER_SRC := src/main.c $(sort $(wildcard src/server/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 RUNNER_SRC := $(sort $(wildcard src/runner/*.c))
+# The Runner's modules without its main, for the unit suites (test_runner_*).
+RUNNER_LIB := $(BUILD)/librunner.a
+RUNNER_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/runner/main.c,$(RUNNER_SRC)))
 PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner
 
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -81,9 +84,13 @@ $(BUILD)/agenthub: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC)) $(LIB)
 $(BUILD)/agenthub-runner: $(patsubst %.c,$(BUILD)/obj/%.o,$(RUNNER_SRC)) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(LIB)
+$(RUNNER_LIB): $(RUNNER_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(RUNNER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(LIB) $(CHECK_LIBS) $(LIBS)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(RUNNER_LIB) $(LIB) $(CHECK_LIBS) $(LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -127,6 +134,12 @@ fuzz:
 	    $(filter gen/%.c,$(LIB_SRC)) $(LIBS) || exit 1; \
 	  echo "built build-fuzz/$$n"; \
 	done
+
+# A newcomer's tour: agenthubd, agenthub-runner hosting sess-1 with the
+# scripted agent, and a log follower showing the pane for about 15 s.
+DEMO_SECONDS ?= 15
+demo: $(PROGRAMS)
+	@tests/agents/demo.sh $(BUILD) $(DEMO_SECONDS)
 
 run: $(PROGRAMS)
 	@mkdir -p var
