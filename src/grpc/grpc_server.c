@@ -1,138 +1,18 @@
-/* grpc_server: calls, method tables and doors on top of h2. */
+/* grpc_server: doors and their method tables, and the receive path: the
+ * h2 handler that validates request headers, reassembles and decodes
+ * request messages, enforces grpc-timeout and feeds the data provider. */
 #include "grpc/grpc.h"
 
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/byte_queue.h"
+#include "grpc/grpc_internal.h"
 #include "h2/h2.h"
 
 #define HTTP2_NO_ERROR 0x0
 #define HTTP2_CANCEL   0x8
-
-struct door_method {
-    const struct grpc_method *method;
-    size_t path_len;
-    uint64_t started;
-    uint64_t by_status[GRPC_STATUS_COUNT];
-};
-
-struct grpc_door {
-    struct grpc_server *server;
-    char name[16];
-    void *door_data;
-    struct door_method *methods;
-    size_t method_count;
-    size_t method_cap;
-    uint64_t unknown_method_calls;
-    uint64_t rejected_calls;
-    struct h2_listener *listener;
-    struct grpc_door *next;
-};
-
-struct grpc_server {
-    struct event_base *base;
-    struct h2_server *h2;
-    struct grpc_limits limits;
-    struct grpc_door *doors;
-    struct grpc_call *calls;
-    size_t call_count;
-    int shutting_down;
-};
-
-/* Header name/value pairs kept as offsets into one arena. */
-struct header_list {
-    char *arena;
-    size_t len;
-    size_t cap;
-    size_t count;
-};
-
-struct grpc_call {
-    struct grpc_server *server;
-    struct grpc_door *door;
-    struct h2_stream *stream; /* NULL once HTTP/2 closed it */
-    struct door_method *entry;
-    struct grpc_call *prev, *next;
-
-    struct header_list request_headers;
-    unsigned is_post : 1;
-    unsigned te_trailers : 1;
-    unsigned grpc_content_type : 1;
-    unsigned encoding_unsupported : 1;
-    unsigned timeout_malformed : 1;
-    unsigned has_timeout : 1;
-    unsigned started : 1;     /* passed header validation: handler owns it */
-    unsigned half_closed : 1; /* client sent END_STREAM */
-    unsigned headers_sent : 1;
-    unsigned finished : 1;
-    unsigned trailers_sent : 1;
-    unsigned cancelled : 1;
-    unsigned deferred : 1;
-    unsigned in_handler : 1;
-    uint64_t timeout_ns;
-
-    struct grpc_reader reader;
-    uint8_t *unary_request;
-    size_t unary_request_len;
-    unsigned message_count;
-
-    int status;
-    char *status_message;
-    struct header_list initial_metadata;
-    struct header_list trailing_metadata;
-    struct byte_queue out;
-    size_t out_partial; /* bytes of the message at the queue's head still to go */
-    struct event *deadline;
-    void *user;
-};
-
-/* --- Small containers ---------------------------------------------------- */
-
-static int header_list_add(struct header_list *list, const char *name, size_t name_len,
-                           const char *value, size_t value_len)
-{
-    size_t need = list->len + name_len + value_len + 2;
-
-    if (need > list->cap) {
-        size_t cap = list->cap ? list->cap : 256;
-        while (cap < need)
-            cap *= 2;
-        char *arena = realloc(list->arena, cap);
-        if (!arena)
-            return -1;
-        list->arena = arena;
-        list->cap = cap;
-    }
-    memcpy(list->arena + list->len, name, name_len);
-    list->arena[list->len + name_len] = '\0';
-    list->len += name_len + 1;
-    memcpy(list->arena + list->len, value, value_len);
-    list->arena[list->len + value_len] = '\0';
-    list->len += value_len + 1;
-    list->count++;
-    return 0;
-}
-
-/* Iterates: *offset starts at 0.  Returns 1 with NAME/VALUE set, or 0 at the end. */
-static int header_list_next(const struct header_list *list, size_t *offset, const char **name,
-                            const char **value)
-{
-    if (*offset >= list->len)
-        return 0;
-    *name = list->arena + *offset;
-    *offset += strlen(*name) + 1;
-    *value = list->arena + *offset;
-    *offset += strlen(*value) + 1;
-    return 1;
-}
-
-static void header_list_free(struct header_list *list)
-{
-    free(list->arena);
-    memset(list, 0, sizeof(*list));
-}
 
 /* --- Server, doors and method tables ------------------------------------ */
 
@@ -287,271 +167,13 @@ void grpc_server_write_metrics(const struct grpc_server *server, FILE *out)
             server->call_count);
 }
 
-/* --- Sending ------------------------------------------------------------- */
-
-static void call_count_status(struct grpc_call *call, int status)
-{
-    if (call->entry && status >= 0 && status < GRPC_STATUS_COUNT)
-        call->entry->by_status[status]++;
-}
-
-/* Builds :status, content-type and, for Trailers-Only or trailers, the
- * status fields.  Returns the header count written to HEADERS. */
-static size_t status_headers(struct grpc_call *call, struct h2_header *headers, size_t max,
-                             char *status_buf, char *message_buf, size_t message_size,
-                             const struct header_list *extra)
-{
-    size_t n = 0, offset = 0;
-    const char *name, *value;
-
-    snprintf(status_buf, 12, "%d", call->status);
-    headers[n++] = (struct h2_header){"grpc-status", 11, status_buf, strlen(status_buf)};
-    if (call->status_message && call->status_message[0]) {
-        /* A message too long for the buffer is cut at a whole escape. */
-        grpc_message_encode(call->status_message, strlen(call->status_message), message_buf,
-                            message_size);
-        headers[n++] = (struct h2_header){"grpc-message", 12, message_buf, strlen(message_buf)};
-    }
-    while (n < max && header_list_next(extra, &offset, &name, &value))
-        headers[n++] = (struct h2_header){name, strlen(name), value, strlen(value)};
-    return n;
-}
-
-static void call_send_trailers(struct grpc_call *call)
-{
-    struct h2_header headers[32];
-    char status_buf[12];
-    char message_buf[4096];
-    size_t n = status_headers(call, headers, 32, status_buf, message_buf, sizeof(message_buf),
-                              &call->trailing_metadata);
-
-    call->trailers_sent = 1;
-    call_count_status(call, call->status);
-    if (call->stream)
-        h2_stream_trailers(call->stream, headers, n);
-}
-
-/* Sends the response HEADERS: Trailers-Only when TRAILERS_ONLY. */
-static int call_send_headers(struct grpc_call *call, int trailers_only)
-{
-    struct h2_header headers[40];
-    char status_buf[12];
-    char message_buf[4096];
-    size_t n = 0, offset = 0;
-    const char *name, *value;
-
-    if (!call->stream)
-        return -1;
-    headers[n++] = (struct h2_header){":status", 7, "200", 3};
-    headers[n++] = (struct h2_header){"content-type", 12, "application/grpc", 16};
-    while (n < 16 && header_list_next(&call->initial_metadata, &offset, &name, &value))
-        headers[n++] = (struct h2_header){name, strlen(name), value, strlen(value)};
-    if (trailers_only) {
-        n += status_headers(call, headers + n, 40 - n, status_buf, message_buf, sizeof(message_buf),
-                            &call->trailing_metadata);
-        call->trailers_sent = 1;
-        call_count_status(call, call->status);
-    }
-    call->headers_sent = 1;
-    return h2_stream_respond(call->stream, headers, n, !trailers_only);
-}
-
-int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
-                           const uint8_t *body, size_t body_len)
-{
-    uint8_t *at;
-
-    if (call->finished || !call->stream)
-        return -1;
-    if (prefix_len + body_len > UINT32_MAX)
-        return -1;
-    at = byte_queue_reserve(&call->out, GRPC_FRAME_HEADER_LEN + prefix_len + body_len);
-    if (!at)
-        return -1;
-    grpc_frame_header(at, (uint32_t)(prefix_len + body_len));
-    if (prefix_len)
-        memcpy(at + GRPC_FRAME_HEADER_LEN, prefix, prefix_len);
-    if (body_len)
-        memcpy(at + GRPC_FRAME_HEADER_LEN + prefix_len, body, body_len);
-    if (!call->headers_sent)
-        return call_send_headers(call, 0);
-    if (call->deferred) {
-        call->deferred = 0;
-        h2_stream_resume(call->stream);
-    }
-    return 0;
-}
-
-int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
-{
-    size_t len = protobuf_c_message_get_packed_size(message);
-    uint8_t *at;
-
-    if (call->finished || !call->stream || len > UINT32_MAX)
-        return -1;
-    at = byte_queue_reserve(&call->out, GRPC_FRAME_HEADER_LEN + len);
-    if (!at)
-        return -1;
-    grpc_frame_header(at, (uint32_t)len);
-    protobuf_c_message_pack(message, at + GRPC_FRAME_HEADER_LEN);
-    if (!call->headers_sent)
-        return call_send_headers(call, 0);
-    if (call->deferred) {
-        call->deferred = 0;
-        h2_stream_resume(call->stream);
-    }
-    return 0;
-}
-
-int grpc_call_start_response(struct grpc_call *call)
-{
-    if (call->finished || !call->stream)
-        return -1;
-    if (call->headers_sent)
-        return 0;
-    return call_send_headers(call, 0);
-}
-
-static int add_metadata(struct header_list *list, const char *name, const uint8_t *value,
-                        size_t len)
-{
-    size_t name_len = strlen(name);
-    int rv;
-
-    if (name_len > 4 && strcmp(name + name_len - 4, "-bin") == 0) {
-        size_t cap = (len + 2) / 3 * 4 + 1;
-        char *encoded = malloc(cap);
-        if (!encoded)
-            return -1;
-        size_t n = grpc_base64_encode(value, len, encoded, cap);
-        rv = header_list_add(list, name, name_len, encoded, n);
-        free(encoded);
-        return rv;
-    }
-    return header_list_add(list, name, name_len, (const char *)value, len);
-}
-
-int grpc_call_add_initial_metadata(struct grpc_call *call, const char *name, const uint8_t *value,
-                                   size_t len)
-{
-    if (call->headers_sent)
-        return -1;
-    return add_metadata(&call->initial_metadata, name, value, len);
-}
-
-int grpc_call_add_trailer(struct grpc_call *call, const char *name, const uint8_t *value,
-                          size_t len)
-{
-    if (call->finished)
-        return -1;
-    return add_metadata(&call->trailing_metadata, name, value, len);
-}
-
-void grpc_call_finish(struct grpc_call *call, int status, const char *message)
-{
-    if (call->finished)
-        return;
-    call->finished = 1;
-    call->status = status;
-    call->status_message = message ? strdup(message) : NULL;
-    if (call->deadline)
-        event_del(call->deadline);
-    if (!call->stream)
-        return;
-    if (!call->headers_sent) {
-        call_send_headers(call, 1);
-    } else if (call->deferred) {
-        call->deferred = 0;
-        h2_stream_resume(call->stream);
-    }
-    /* A client still sending after we answered learns to stop. */
-    if (!call->half_closed)
-        h2_stream_reset_after_end(call->stream, HTTP2_NO_ERROR);
-}
-
-/* The layer itself ends the call: queued output is dropped. */
-static void call_fail(struct grpc_call *call, int status, const char *message)
-{
-    call->out.end = call->out.start + call->out_partial;
-    grpc_call_finish(call, status, message);
-}
-
-int grpc_call_finished(const struct grpc_call *call)
-{
-    return call->finished;
-}
-
-int grpc_call_cancelled(const struct grpc_call *call)
-{
-    return call->cancelled;
-}
-
-size_t grpc_call_pending_bytes(const struct grpc_call *call)
-{
-    return byte_queue_length(&call->out);
-}
-
-int grpc_call_over_bound(const struct grpc_call *call)
-{
-    return grpc_call_pending_bytes(call) > call->server->limits.send_bound_bytes;
-}
-
-size_t grpc_call_connection_backlog(const struct grpc_call *call)
-{
-    return call->stream ? h2_stream_connection_backlog(call->stream) : 0;
-}
-
-void grpc_call_want_writable(struct grpc_call *call)
-{
-    if (call->stream && call->deferred && call->headers_sent) {
-        call->deferred = 0;
-        h2_stream_resume(call->stream);
-    }
-}
-
-void grpc_call_set_user(struct grpc_call *call, void *user)
-{
-    call->user = user;
-}
-
-void *grpc_call_user(const struct grpc_call *call)
-{
-    return call->user;
-}
-
-void *grpc_call_door_data(const struct grpc_call *call)
-{
-    return call->door->door_data;
-}
-
-const char *grpc_call_door_name(const struct grpc_call *call)
-{
-    return call->door->name;
-}
-
-const char *grpc_call_path(const struct grpc_call *call)
-{
-    return call->entry ? call->entry->method->path : "";
-}
-
-const char *grpc_call_metadata(const struct grpc_call *call, const char *name)
-{
-    size_t offset = 0;
-    const char *n, *v;
-
-    while (header_list_next(&call->request_headers, &offset, &n, &v))
-        if (strcmp(n, name) == 0)
-            return v;
-    return NULL;
-}
-
 /* --- Receiving ----------------------------------------------------------- */
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct grpc_call *call = arg;
 
-    call_fail(call, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
+    grpc_call_fail(call, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
     if (call->stream)
         h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
 }
@@ -610,8 +232,8 @@ static int call_stream_header(void *data, const uint8_t *name, size_t name_len,
     }
     if (name_len > 0 && name[0] == ':' && !name_is(name, name_len, ":path"))
         return 0;
-    return header_list_add(&call->request_headers, (const char *)name, name_len,
-                           (const char *)value, value_len);
+    return grpc_header_list_add(&call->request_headers, (const char *)name, name_len,
+                                (const char *)value, value_len);
 }
 
 /* Answers with a bare HTTP status (the request is not gRPC at all). */
@@ -655,17 +277,17 @@ static void call_stream_headers_done(void *data)
     if (!call->entry) {
         call->door->unknown_method_calls++;
         snprintf(message, sizeof(message), "unknown method %.200s", path ? path : "(none)");
-        call_fail(call, GRPC_STATUS_UNIMPLEMENTED, message);
+        grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED, message);
         return;
     }
     call->entry->started++;
     if (call->encoding_unsupported) {
         grpc_call_add_trailer(call, "grpc-accept-encoding", (const uint8_t *)"identity", 8);
-        call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "unsupported grpc-encoding");
+        grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "unsupported grpc-encoding");
         return;
     }
     if (call->timeout_malformed) {
-        call_fail(call, GRPC_STATUS_INTERNAL, "malformed grpc-timeout");
+        grpc_call_fail(call, GRPC_STATUS_INTERNAL, "malformed grpc-timeout");
         return;
     }
     if (call->has_timeout) {
@@ -681,7 +303,7 @@ static void call_stream_headers_done(void *data)
             event_add(call->deadline, &tv);
     }
     if (call->server->shutting_down) {
-        call_fail(call, GRPC_STATUS_UNAVAILABLE, "server shutting down");
+        grpc_call_fail(call, GRPC_STATUS_UNAVAILABLE, "server shutting down");
         return;
     }
     call->started = 1;
@@ -700,7 +322,7 @@ static void call_deliver(struct grpc_call *call, const uint8_t *bytes, size_t le
     ProtobufCMessage *request = protobuf_c_message_unpack(method->request_type, NULL, len, bytes);
 
     if (!request) {
-        call_fail(call, GRPC_STATUS_INTERNAL, "cannot parse the request message");
+        grpc_call_fail(call, GRPC_STATUS_INTERNAL, "cannot parse the request message");
         return;
     }
     method->on_message(call, request);
@@ -722,23 +344,23 @@ static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
             char message[128];
             snprintf(message, sizeof(message), "request message larger than the limit (%zu bytes)",
                      call->server->limits.max_recv_bytes);
-            call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+            grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
             return;
         }
         if (rv == GRPC_READER_COMPRESSED) {
-            call_fail(call, GRPC_STATUS_INTERNAL,
-                      "compressed message without a supported grpc-encoding");
+            grpc_call_fail(call, GRPC_STATUS_INTERNAL,
+                           "compressed message without a supported grpc-encoding");
             return;
         }
         if (rv < 0) {
-            call_fail(call, GRPC_STATUS_INTERNAL, "malformed message framing");
+            grpc_call_fail(call, GRPC_STATUS_INTERNAL, "malformed message framing");
             return;
         }
         call->message_count++;
         if (method_is_unary_request(call->entry->method)) {
             if (call->message_count > 1) {
-                call_fail(call, GRPC_STATUS_UNIMPLEMENTED,
-                          "more than one request message for a unary request");
+                grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED,
+                               "more than one request message for a unary request");
                 return;
             }
             size_t message_len;
@@ -765,12 +387,13 @@ static void call_stream_end(void *data)
     if (call->finished || !call->started)
         return;
     if (!grpc_reader_idle(&call->reader)) {
-        call_fail(call, GRPC_STATUS_INTERNAL, "the request ended inside a message");
+        grpc_call_fail(call, GRPC_STATUS_INTERNAL, "the request ended inside a message");
         return;
     }
     if (method_is_unary_request(call->entry->method)) {
         if (call->message_count != 1) {
-            call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "no request message for a unary request");
+            grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED,
+                           "no request message for a unary request");
             return;
         }
         call_deliver(call, call->unary_request ? call->unary_request : (const uint8_t *)"",
@@ -821,7 +444,7 @@ static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *
     }
     if (byte_queue_length(&call->out) == 0 && call->finished && !call->trailers_sent) {
         *flags |= H2_READ_EOF;
-        call_send_trailers(call);
+        grpc_call_send_trailers(call);
     }
     return (ssize_t)len;
 }
@@ -834,7 +457,7 @@ static void call_stream_close(void *data, uint32_t error_code)
     call->stream = NULL;
     if (!call->trailers_sent) {
         call->cancelled = 1;
-        call_count_status(call, GRPC_STATUS_CANCELLED);
+        grpc_call_count_status(call, GRPC_STATUS_CANCELLED);
     }
     if (call->deadline) {
         event_free(call->deadline);
@@ -853,9 +476,9 @@ static void call_stream_close(void *data, uint32_t error_code)
     free(call->unary_request);
     free(call->status_message);
     byte_queue_free(&call->out);
-    header_list_free(&call->request_headers);
-    header_list_free(&call->initial_metadata);
-    header_list_free(&call->trailing_metadata);
+    grpc_header_list_free(&call->request_headers);
+    grpc_header_list_free(&call->initial_metadata);
+    grpc_header_list_free(&call->trailing_metadata);
     free(call);
 }
 

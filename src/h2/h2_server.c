@@ -1,5 +1,6 @@
 /* h2_server: listeners, TLS and one nghttp2 session per connection. */
 #include "h2/h2.h"
+#include "h2/h2_tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -616,53 +617,6 @@ fail_fd:
     free(conn);
 }
 
-/* --- TLS ----------------------------------------------------------------- */
-
-static int on_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-                          const unsigned char *in, unsigned int inlen, void *arg)
-{
-    int rv = nghttp2_select_next_protocol((unsigned char **)out, outlen, in, inlen);
-    if (rv != 1)
-        return SSL_TLSEXT_ERR_ALERT_FATAL; /* no "h2" offered */
-    return SSL_TLSEXT_ERR_OK;
-}
-
-static SSL_CTX *tls_context_new(const struct h2_tls_config *tls, char *err, size_t err_size)
-{
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-
-    if (!ctx) {
-        snprintf(err, err_size, "cannot create a TLS context");
-        return NULL;
-    }
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                                 SSL_OP_CIPHER_SERVER_PREFERENCE);
-    if (SSL_CTX_use_certificate_chain_file(ctx, tls->cert_file) != 1) {
-        snprintf(err, err_size, "cannot load TLS certificate %s", tls->cert_file);
-        goto fail;
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, tls->key_file, SSL_FILETYPE_PEM) != 1 ||
-        SSL_CTX_check_private_key(ctx) != 1) {
-        snprintf(err, err_size, "cannot load TLS key %s (or it does not match the certificate)",
-                 tls->key_file);
-        goto fail;
-    }
-    if (tls->client_ca_file) {
-        if (SSL_CTX_load_verify_locations(ctx, tls->client_ca_file, NULL) != 1) {
-            snprintf(err, err_size, "cannot load client CA %s", tls->client_ca_file);
-            goto fail;
-        }
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-    }
-    SSL_CTX_set_alpn_select_cb(ctx, on_alpn_select, NULL);
-    return ctx;
-fail:
-    ERR_clear_error();
-    SSL_CTX_free(ctx);
-    return NULL;
-}
-
 /* --- Server and listeners ------------------------------------------------ */
 
 struct h2_server *h2_server_new(struct event_base *base, const struct h2_limits *limits)
@@ -764,7 +718,7 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
     listener->handler = *handler;
     listener->listener_data = listener_data;
     if (tls && tls->cert_file) {
-        listener->ssl_ctx = tls_context_new(tls, err, err_size);
+        listener->ssl_ctx = h2_tls_context_new(tls, err, err_size);
         if (!listener->ssl_ctx)
             goto fail;
     }

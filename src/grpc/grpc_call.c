@@ -1,0 +1,315 @@
+/* grpc_call: the call API handlers use (grpc.h) and the send path:
+ * response headers, the per-call send queue, trailers and status. */
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc/grpc_internal.h"
+#include "h2/h2.h"
+
+#define HTTP2_NO_ERROR 0x0
+
+/* --- Small containers ---------------------------------------------------- */
+
+int grpc_header_list_add(struct header_list *list, const char *name, size_t name_len,
+                         const char *value, size_t value_len)
+{
+    size_t need = list->len + name_len + value_len + 2;
+
+    if (need > list->cap) {
+        size_t cap = list->cap ? list->cap : 256;
+        while (cap < need)
+            cap *= 2;
+        char *arena = realloc(list->arena, cap);
+        if (!arena)
+            return -1;
+        list->arena = arena;
+        list->cap = cap;
+    }
+    memcpy(list->arena + list->len, name, name_len);
+    list->arena[list->len + name_len] = '\0';
+    list->len += name_len + 1;
+    memcpy(list->arena + list->len, value, value_len);
+    list->arena[list->len + value_len] = '\0';
+    list->len += value_len + 1;
+    list->count++;
+    return 0;
+}
+
+/* Iterates: *offset starts at 0.  Returns 1 with NAME/VALUE set, or 0 at the end. */
+int grpc_header_list_next(const struct header_list *list, size_t *offset, const char **name,
+                          const char **value)
+{
+    if (*offset >= list->len)
+        return 0;
+    *name = list->arena + *offset;
+    *offset += strlen(*name) + 1;
+    *value = list->arena + *offset;
+    *offset += strlen(*value) + 1;
+    return 1;
+}
+
+void grpc_header_list_free(struct header_list *list)
+{
+    free(list->arena);
+    memset(list, 0, sizeof(*list));
+}
+
+/* --- Sending ------------------------------------------------------------- */
+
+void grpc_call_count_status(struct grpc_call *call, int status)
+{
+    if (call->entry && status >= 0 && status < GRPC_STATUS_COUNT)
+        call->entry->by_status[status]++;
+}
+
+/* Builds :status, content-type and, for Trailers-Only or trailers, the
+ * status fields.  Returns the header count written to HEADERS. */
+static size_t status_headers(struct grpc_call *call, struct h2_header *headers, size_t max,
+                             char *status_buf, char *message_buf, size_t message_size,
+                             const struct header_list *extra)
+{
+    size_t n = 0, offset = 0;
+    const char *name, *value;
+
+    snprintf(status_buf, 12, "%d", call->status);
+    headers[n++] = (struct h2_header){"grpc-status", 11, status_buf, strlen(status_buf)};
+    if (call->status_message && call->status_message[0]) {
+        /* A message too long for the buffer is cut at a whole escape. */
+        grpc_message_encode(call->status_message, strlen(call->status_message), message_buf,
+                            message_size);
+        headers[n++] = (struct h2_header){"grpc-message", 12, message_buf, strlen(message_buf)};
+    }
+    while (n < max && grpc_header_list_next(extra, &offset, &name, &value))
+        headers[n++] = (struct h2_header){name, strlen(name), value, strlen(value)};
+    return n;
+}
+
+void grpc_call_send_trailers(struct grpc_call *call)
+{
+    struct h2_header headers[32];
+    char status_buf[12];
+    char message_buf[4096];
+    size_t n = status_headers(call, headers, 32, status_buf, message_buf, sizeof(message_buf),
+                              &call->trailing_metadata);
+
+    call->trailers_sent = 1;
+    grpc_call_count_status(call, call->status);
+    if (call->stream)
+        h2_stream_trailers(call->stream, headers, n);
+}
+
+/* Sends the response HEADERS: Trailers-Only when TRAILERS_ONLY. */
+static int call_send_headers(struct grpc_call *call, int trailers_only)
+{
+    struct h2_header headers[40];
+    char status_buf[12];
+    char message_buf[4096];
+    size_t n = 0, offset = 0;
+    const char *name, *value;
+
+    if (!call->stream)
+        return -1;
+    headers[n++] = (struct h2_header){":status", 7, "200", 3};
+    headers[n++] = (struct h2_header){"content-type", 12, "application/grpc", 16};
+    while (n < 16 && grpc_header_list_next(&call->initial_metadata, &offset, &name, &value))
+        headers[n++] = (struct h2_header){name, strlen(name), value, strlen(value)};
+    if (trailers_only) {
+        n += status_headers(call, headers + n, 40 - n, status_buf, message_buf, sizeof(message_buf),
+                            &call->trailing_metadata);
+        call->trailers_sent = 1;
+        grpc_call_count_status(call, call->status);
+    }
+    call->headers_sent = 1;
+    return h2_stream_respond(call->stream, headers, n, !trailers_only);
+}
+
+int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
+                           const uint8_t *body, size_t body_len)
+{
+    uint8_t *at;
+
+    if (call->finished || !call->stream)
+        return -1;
+    if (prefix_len + body_len > UINT32_MAX)
+        return -1;
+    at = byte_queue_reserve(&call->out, GRPC_FRAME_HEADER_LEN + prefix_len + body_len);
+    if (!at)
+        return -1;
+    grpc_frame_header(at, (uint32_t)(prefix_len + body_len));
+    if (prefix_len)
+        memcpy(at + GRPC_FRAME_HEADER_LEN, prefix, prefix_len);
+    if (body_len)
+        memcpy(at + GRPC_FRAME_HEADER_LEN + prefix_len, body, body_len);
+    if (!call->headers_sent)
+        return call_send_headers(call, 0);
+    if (call->deferred) {
+        call->deferred = 0;
+        h2_stream_resume(call->stream);
+    }
+    return 0;
+}
+
+int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    size_t len = protobuf_c_message_get_packed_size(message);
+    uint8_t *at;
+
+    if (call->finished || !call->stream || len > UINT32_MAX)
+        return -1;
+    at = byte_queue_reserve(&call->out, GRPC_FRAME_HEADER_LEN + len);
+    if (!at)
+        return -1;
+    grpc_frame_header(at, (uint32_t)len);
+    protobuf_c_message_pack(message, at + GRPC_FRAME_HEADER_LEN);
+    if (!call->headers_sent)
+        return call_send_headers(call, 0);
+    if (call->deferred) {
+        call->deferred = 0;
+        h2_stream_resume(call->stream);
+    }
+    return 0;
+}
+
+int grpc_call_start_response(struct grpc_call *call)
+{
+    if (call->finished || !call->stream)
+        return -1;
+    if (call->headers_sent)
+        return 0;
+    return call_send_headers(call, 0);
+}
+
+static int add_metadata(struct header_list *list, const char *name, const uint8_t *value,
+                        size_t len)
+{
+    size_t name_len = strlen(name);
+    int rv;
+
+    if (name_len > 4 && strcmp(name + name_len - 4, "-bin") == 0) {
+        size_t cap = (len + 2) / 3 * 4 + 1;
+        char *encoded = malloc(cap);
+        if (!encoded)
+            return -1;
+        size_t n = grpc_base64_encode(value, len, encoded, cap);
+        rv = grpc_header_list_add(list, name, name_len, encoded, n);
+        free(encoded);
+        return rv;
+    }
+    return grpc_header_list_add(list, name, name_len, (const char *)value, len);
+}
+
+int grpc_call_add_initial_metadata(struct grpc_call *call, const char *name, const uint8_t *value,
+                                   size_t len)
+{
+    if (call->headers_sent)
+        return -1;
+    return add_metadata(&call->initial_metadata, name, value, len);
+}
+
+int grpc_call_add_trailer(struct grpc_call *call, const char *name, const uint8_t *value,
+                          size_t len)
+{
+    if (call->finished)
+        return -1;
+    return add_metadata(&call->trailing_metadata, name, value, len);
+}
+
+void grpc_call_finish(struct grpc_call *call, int status, const char *message)
+{
+    if (call->finished)
+        return;
+    call->finished = 1;
+    call->status = status;
+    call->status_message = message ? strdup(message) : NULL;
+    if (call->deadline)
+        event_del(call->deadline);
+    if (!call->stream)
+        return;
+    if (!call->headers_sent) {
+        call_send_headers(call, 1);
+    } else if (call->deferred) {
+        call->deferred = 0;
+        h2_stream_resume(call->stream);
+    }
+    /* A client still sending after we answered learns to stop. */
+    if (!call->half_closed)
+        h2_stream_reset_after_end(call->stream, HTTP2_NO_ERROR);
+}
+
+/* The layer itself ends the call: queued output is dropped. */
+void grpc_call_fail(struct grpc_call *call, int status, const char *message)
+{
+    call->out.end = call->out.start + call->out_partial;
+    grpc_call_finish(call, status, message);
+}
+
+int grpc_call_finished(const struct grpc_call *call)
+{
+    return call->finished;
+}
+
+int grpc_call_cancelled(const struct grpc_call *call)
+{
+    return call->cancelled;
+}
+
+size_t grpc_call_pending_bytes(const struct grpc_call *call)
+{
+    return byte_queue_length(&call->out);
+}
+
+int grpc_call_over_bound(const struct grpc_call *call)
+{
+    return grpc_call_pending_bytes(call) > call->server->limits.send_bound_bytes;
+}
+
+size_t grpc_call_connection_backlog(const struct grpc_call *call)
+{
+    return call->stream ? h2_stream_connection_backlog(call->stream) : 0;
+}
+
+void grpc_call_want_writable(struct grpc_call *call)
+{
+    if (call->stream && call->deferred && call->headers_sent) {
+        call->deferred = 0;
+        h2_stream_resume(call->stream);
+    }
+}
+
+void grpc_call_set_user(struct grpc_call *call, void *user)
+{
+    call->user = user;
+}
+
+void *grpc_call_user(const struct grpc_call *call)
+{
+    return call->user;
+}
+
+void *grpc_call_door_data(const struct grpc_call *call)
+{
+    return call->door->door_data;
+}
+
+const char *grpc_call_door_name(const struct grpc_call *call)
+{
+    return call->door->name;
+}
+
+const char *grpc_call_path(const struct grpc_call *call)
+{
+    return call->entry ? call->entry->method->path : "";
+}
+
+const char *grpc_call_metadata(const struct grpc_call *call, const char *name)
+{
+    size_t offset = 0;
+    const char *n, *v;
+
+    while (grpc_header_list_next(&call->request_headers, &offset, &n, &v))
+        if (strcmp(n, name) == 0)
+            return v;
+    return NULL;
+}

@@ -1,0 +1,113 @@
+/* grpc_internal: what grpc_server.c (doors, the receive path) and
+ * grpc_call.c (the handler-facing call API, the send path) share.  Not for
+ * use outside src/grpc. */
+#ifndef AGENTHUB_GRPC_INTERNAL_H
+#define AGENTHUB_GRPC_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/byte_queue.h"
+#include "grpc/grpc.h"
+
+struct event;
+struct h2_listener;
+struct h2_stream;
+
+#define HTTP2_NO_ERROR 0x0
+#define HTTP2_CANCEL   0x8
+
+struct door_method {
+    const struct grpc_method *method;
+    size_t path_len;
+    uint64_t started;
+    uint64_t by_status[GRPC_STATUS_COUNT];
+};
+
+struct grpc_door {
+    struct grpc_server *server;
+    char name[16];
+    void *door_data;
+    struct door_method *methods;
+    size_t method_count;
+    size_t method_cap;
+    uint64_t unknown_method_calls;
+    uint64_t rejected_calls;
+    struct h2_listener *listener;
+    struct grpc_door *next;
+};
+
+struct grpc_server {
+    struct event_base *base;
+    struct h2_server *h2;
+    struct grpc_limits limits;
+    struct grpc_door *doors;
+    struct grpc_call *calls;
+    size_t call_count;
+    int shutting_down;
+};
+
+/* Header name/value pairs kept as offsets into one arena. */
+struct header_list {
+    char *arena;
+    size_t len;
+    size_t cap;
+    size_t count;
+};
+
+struct grpc_call {
+    struct grpc_server *server;
+    struct grpc_door *door;
+    struct h2_stream *stream; /* NULL once HTTP/2 closed it */
+    struct door_method *entry;
+    struct grpc_call *prev, *next;
+
+    struct header_list request_headers;
+    unsigned is_post : 1;
+    unsigned te_trailers : 1;
+    unsigned grpc_content_type : 1;
+    unsigned encoding_unsupported : 1;
+    unsigned timeout_malformed : 1;
+    unsigned has_timeout : 1;
+    unsigned started : 1;     /* passed header validation: handler owns it */
+    unsigned half_closed : 1; /* client sent END_STREAM */
+    unsigned headers_sent : 1;
+    unsigned finished : 1;
+    unsigned trailers_sent : 1;
+    unsigned cancelled : 1;
+    unsigned deferred : 1;
+    unsigned in_handler : 1;
+    uint64_t timeout_ns;
+
+    struct grpc_reader reader;
+    uint8_t *unary_request;
+    size_t unary_request_len;
+    unsigned message_count;
+
+    int status;
+    char *status_message;
+    struct header_list initial_metadata;
+    struct header_list trailing_metadata;
+    struct byte_queue out;
+    size_t out_partial; /* bytes of the message at the queue's head still to go */
+    struct event *deadline;
+    void *user;
+};
+
+/* Appends NAME: VALUE.  Returns 0, or -1 when memory is short. */
+int grpc_header_list_add(struct header_list *list, const char *name, size_t name_len,
+                         const char *value, size_t value_len);
+/* Iterates: *offset starts at 0.  Returns 1 with NAME/VALUE set, or 0 at the end. */
+int grpc_header_list_next(const struct header_list *list, size_t *offset, const char **name,
+                          const char **value);
+void grpc_header_list_free(struct header_list *list);
+
+/* Counts a finished call under STATUS for its method. */
+void grpc_call_count_status(struct grpc_call *call, int status);
+/* Sends the trailers of a finished call (from within the data provider). */
+void grpc_call_send_trailers(struct grpc_call *call);
+/* The layer ends the call itself: queued whole messages are dropped, a
+ * message already partly sent is completed so framing stays intact. */
+void grpc_call_fail(struct grpc_call *call, int status, const char *message);
+
+#endif
