@@ -58,12 +58,16 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 .PHONY: all deps gen check-gen test unit e2e run demo bench fuzz lint format clean
 all: $(PROGRAMS) $(UNIT_BIN)
 
-# Installs every Debian package the build, tests, lint and benchmarks need.
+# Installs every Debian package the build, tests, lint and benchmarks need,
+# unless every tool and library they use is already there.
+DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
+  cppcheck valgrind openssl grpc_cpp_plugin
 deps:
-	@if pkg-config --exists $(PKGS) check && /usr/bin/python3 -c 'import grpc, h2, pytest' 2>/dev/null \
-	    && command -v protoc-c >/dev/null && command -v h2load >/dev/null \
-	    && command -v clang >/dev/null && command -v valgrind >/dev/null \
-	    && command -v grpc_cpp_plugin >/dev/null && pkg-config --exists grpc++; then \
+	@missing=0; \
+	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	pkg-config --exists $(PKGS) check grpc++ 2>/dev/null || missing=1; \
+	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf' 2>/dev/null || missing=1; \
+	if [ $$missing = 0 ]; then \
 	  echo "deps: already installed"; \
 	else \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PACKAGES); \
@@ -130,8 +134,7 @@ fuzz:
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Igen \
-	    $$(pkg-config --cflags $(PKGS)) -o build-fuzz/$$n $$f $(filter src/core/%.c src/common/%.c src/grpc/%.c,$(LIB_SRC)) \
-	    $(filter gen/%.c,$(LIB_SRC)) $(LIBS) || exit 1; \
+	    $$(pkg-config --cflags $(PKGS)) -o build-fuzz/$$n $$f $(LIB_SRC) $(LIBS) || exit 1; \
 	  echo "built build-fuzz/$$n"; \
 	done
 
