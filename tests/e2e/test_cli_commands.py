@@ -265,3 +265,30 @@ def test_log_follow_survives_a_lag_drop(tmp_path):
         assert any(f["type"] == "session_end" for f in lines)
     finally:
         srv.stop()
+
+
+def test_tls_and_ca_flags(tmp_path):
+    from cli_harness import AGENTHUBD, Server
+    if not AGENTHUBD.exists():
+        pytest.skip("not built")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    (tmp_path / "srv").mkdir()
+    srv = Server(tmp_path / "srv", extra=["--tls-cert", str(cert), "--tls-key", str(key)]).start()
+    try:
+        assert srv.ok("whoami", "--tls", "--ca", cert, token="t-alice").strip() == "alice"
+        port = srv.public.rsplit(":", 1)[1]
+        assert srv.ok("whoami", "--tls", "--ca", cert, "--addr", f"localhost:{port}",
+                      token="t-alice").strip() == "alice"
+        assert srv.ok("whoami", token="t-alice", AGENTHUB_TLS="1",
+                      AGENTHUB_CA=cert).strip() == "alice"
+        r = srv.cli("whoami", "--tls", token="t-alice")  # system roots: not trusted
+        assert r.returncode == 1 and r.stderr.startswith("agenthub: UNAVAILABLE: ")
+        assert "certificate verify failed" in r.stderr
+        r = srv.cli("whoami", token="t-alice")  # h2c against a TLS port
+        assert r.returncode == 1 and r.stderr.startswith("agenthub: UNAVAILABLE: ")
+    finally:
+        srv.stop()
