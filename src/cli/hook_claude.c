@@ -26,6 +26,8 @@
 #define HOOK_HARD_LIMIT_S      2
 #define HOOK_STDIN_MAX         (4u << 20)
 #define FEATURE_RESOURCE_KINDS 0x4000u
+/* One AppendResourceOutput carries at most this much (the server's bound). */
+#define HOOK_CALL_MAX 65536u
 
 struct hook_ctx {
     struct cli_env env;
@@ -80,59 +82,124 @@ static int op_spawn(struct hook_ctx *ctx, const json_t *op, uint64_t *resource_i
     return rv;
 }
 
-/* Sends one op.  Returns the gRPC status (OK also for ops that cannot be
- * sent at all, such as open without a terminal: they are dropped). */
-static int op_send(struct hook_ctx *ctx, const json_t *op)
+/* The provider and native id an op targets (NULL when absent). */
+static const char *op_str(const json_t *op, const char *key)
 {
-    const char *kind = json_string_value(json_object_get(op, "op"));
+    return json_string_value(json_object_get(op, key));
+}
+
+/* 1 when OPS[I] is an append to PROVIDER:NATIVE_ID. */
+static int same_append(const json_t *ops, size_t i, const char *provider, const char *native_id)
+{
+    const json_t *op = json_array_get(ops, i);
+    const char *kind = op_str(op, "op"), *p = op_str(op, "provider"), *n = op_str(op, "native_id");
+
+    return kind && p && n && strcmp(kind, "append") == 0 && strcmp(p, provider) == 0 &&
+           strcmp(n, native_id) == 0 && json_object_get(op, "record");
+}
+
+/* Appends the records of OPS[FIRST..FIRST+*COUNT) in one call, taking at most
+ * *COUNT consecutive appends to the same session that fit a call (*COUNT is
+ * lowered to what was taken).  Returns the gRPC status; OK for a run that
+ * cannot be encoded (dropped). */
+static int append_run(struct hook_ctx *ctx, const json_t *ops, size_t first, size_t *count)
+{
+    const json_t *op = json_array_get(ops, first);
+    const char *provider = op_str(op, "provider"), *native_id = op_str(op, "native_id");
+    Compass__V1__AppendResourceOutputRequest append =
+        COMPASS__V1__APPEND_RESOURCE_OUTPUT_REQUEST__INIT;
+    ProtobufCMessage *response = NULL;
+    struct grpc_client_result result;
+    char *body = malloc(HOOK_CALL_MAX);
+    size_t len = 0, taken = 0;
+    int rv;
+
+    if (!body || !provider || !native_id) {
+        free(body);
+        *count = 1;
+        return GRPC_STATUS_OK;
+    }
+    while (taken < *count && same_append(ops, first + taken, provider, native_id)) {
+        char *line = json_dumps(json_object_get(json_array_get(ops, first + taken), "record"),
+                                JSON_COMPACT | JSON_PRESERVE_ORDER);
+        size_t n = line ? strlen(line) : 0;
+        if (!line || len + n + 1 > HOOK_CALL_MAX) {
+            free(line);
+            if (taken == 0)
+                taken = 1; /* a record no call can carry: dropped */
+            break;
+        }
+        memcpy(body + len, line, n);
+        body[len + n] = '\n';
+        len += n + 1;
+        free(line);
+        taken++;
+    }
+    *count = taken;
+    if (len == 0) {
+        free(body);
+        return GRPC_STATUS_OK;
+    }
+    append.bytes.data = (uint8_t *)body;
+    append.bytes.len = len;
+    append.provider = (char *)provider;
+    append.native_id = (char *)native_id;
+    rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/AppendResourceOutput", &append.base,
+                   &compass__v1__append_resource_output_response__descriptor, &response, &result);
+    free(body);
+    if (response)
+        protobuf_c_message_free_unpacked(response, NULL);
+    if (rv != GRPC_STATUS_OK) {
+        char detail[1100];
+        snprintf(detail, sizeof(detail), "%s: %s", grpc_status_name(rv), result.message);
+        hook_log(ctx, "append", detail);
+    }
+    return rv;
+}
+
+/* Sends OPS[I] (with the appends after it to the same session, in one call).
+ * Returns the gRPC status; *COUNT is how many ops the call covered.  OK also
+ * for ops that cannot be sent at all, such as open without a terminal: they
+ * are dropped. */
+static int op_send(struct hook_ctx *ctx, const json_t *ops, size_t i, size_t *count)
+{
+    const json_t *op = json_array_get(ops, i);
+    const char *kind = op_str(op, "op");
     struct grpc_client_result result;
     ProtobufCMessage *response = NULL;
     uint64_t resource_id = 0;
     int rv;
 
     memset(&result, 0, sizeof(result));
+    *count = 1;
     if (!kind)
         return GRPC_STATUS_OK;
-    if (strcmp(kind, "open") == 0 || strcmp(kind, "close") == 0) {
-        if (!ctx->terminal) {
-            hook_log(ctx, kind, "AGENTHUB_TERMINAL_ID is not set; skipped");
-            return GRPC_STATUS_OK;
+    if (strcmp(kind, "append") == 0) {
+        size_t run = json_array_size(ops) - i;
+        rv = append_run(ctx, ops, i, &run);
+        if (rv == GRPC_STATUS_OK || status_retryable(rv) || run == 1) {
+            *count = run;
+            return rv;
         }
-        rv = op_spawn(ctx, op, &resource_id, &result);
-        if (rv == GRPC_STATUS_OK && strcmp(kind, "close") == 0) {
-            Compass__V1__CloseResourceRequest close = COMPASS__V1__CLOSE_RESOURCE_REQUEST__INIT;
-            close.resource_id = resource_id;
-            rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/CloseResource", &close.base,
-                           &compass__v1__close_resource_response__descriptor, &response, &result);
-        }
-    } else if (strcmp(kind, "append") == 0) {
-        Compass__V1__AppendResourceOutputRequest append =
-            COMPASS__V1__APPEND_RESOURCE_OUTPUT_REQUEST__INIT;
-        char *line = json_dumps(json_object_get(op, "record"), JSON_COMPACT | JSON_PRESERVE_ORDER);
-        char *body = line ? malloc(strlen(line) + 2) : NULL;
-        if (!body) {
-            free(line);
-            return GRPC_STATUS_OK;
-        }
-        sprintf(body, "%s\n", line);
-        free(line);
-        append.bytes.data = (uint8_t *)body;
-        append.bytes.len = strlen(body);
-        append.provider = (char *)json_string_value(json_object_get(op, "provider"));
-        append.native_id = (char *)json_string_value(json_object_get(op, "native_id"));
-        if (!append.provider || !append.native_id) {
-            free(body);
-            return GRPC_STATUS_OK;
-        }
-        rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/AppendResourceOutput", &append.base,
-                       &compass__v1__append_resource_output_response__descriptor, &response,
-                       &result);
-        free(body);
-    } else {
+        /* A refused batch: one at a time, so one bad record drops alone. */
+        run = 1;
+        return append_run(ctx, ops, i, &run);
+    }
+    if (strcmp(kind, "open") != 0 && strcmp(kind, "close") != 0)
+        return GRPC_STATUS_OK;
+    if (!ctx->terminal) {
+        hook_log(ctx, kind, "AGENTHUB_TERMINAL_ID is not set; skipped");
         return GRPC_STATUS_OK;
     }
-    if (response)
-        protobuf_c_message_free_unpacked(response, NULL);
+    rv = op_spawn(ctx, op, &resource_id, &result);
+    if (rv == GRPC_STATUS_OK && strcmp(kind, "close") == 0) {
+        Compass__V1__CloseResourceRequest close = COMPASS__V1__CLOSE_RESOURCE_REQUEST__INIT;
+        close.resource_id = resource_id;
+        rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/CloseResource", &close.base,
+                       &compass__v1__close_resource_response__descriptor, &response, &result);
+        if (response)
+            protobuf_c_message_free_unpacked(response, NULL);
+    }
     if (rv != GRPC_STATUS_OK) {
         char detail[1100];
         snprintf(detail, sizeof(detail), "%s: %s", grpc_status_name(rv), result.message);
@@ -197,13 +264,15 @@ static int spool_open(uint64_t deadline, int *locked)
     return fd;
 }
 
-/* Reads the spool's ops (malformed lines are dropped).  Returns an array. */
-static json_t *spool_read(int fd)
+/* Reads the spool's ops (malformed lines are dropped); *CONSUMED is how many
+ * bytes were read.  Returns an array. */
+static json_t *spool_read(int fd, off_t *consumed)
 {
     json_t *ops = json_array();
     struct stat st;
     char *text, *line, *save = NULL;
 
+    *consumed = 0;
     if (!ops || fstat(fd, &st) != 0 || st.st_size == 0)
         return ops;
     text = malloc((size_t)st.st_size + 1);
@@ -214,6 +283,7 @@ static json_t *spool_read(int fd)
         return ops;
     }
     text[st.st_size] = '\0';
+    *consumed = st.st_size;
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         json_t *op = json_loads(line, 0, NULL);
         if (json_is_object(op))
@@ -223,6 +293,30 @@ static json_t *spool_read(int fd)
     }
     free(text);
     return ops;
+}
+
+/* The bytes after FROM (lines added by a hook that could not take the lock
+ * while we held it).  Returns them NUL-terminated (caller frees) or NULL. */
+static char *spool_tail(int fd, off_t from, size_t *len)
+{
+    struct stat st;
+    char *text;
+    ssize_t n;
+
+    *len = 0;
+    if (fstat(fd, &st) != 0 || st.st_size <= from)
+        return NULL;
+    text = malloc((size_t)(st.st_size - from) + 1);
+    if (!text)
+        return NULL;
+    n = pread(fd, text, (size_t)(st.st_size - from), from);
+    if (n <= 0) {
+        free(text);
+        return NULL;
+    }
+    text[n] = '\0';
+    *len = (size_t)n;
+    return text;
 }
 
 static void spool_append(int fd, const json_t *op)
@@ -242,28 +336,39 @@ static void spool_append(int fd, const json_t *op)
 
 /* Sends SPOOLED[from...] then NEW in order; rewrites the spool to what was
  * not delivered. */
-static void deliver(struct hook_ctx *ctx, int fd, int locked, json_t *spooled, json_t *fresh)
+static void deliver(struct hook_ctx *ctx, int fd, int locked, json_t *spooled, off_t consumed,
+                    json_t *fresh)
 {
     json_t *all = json_array();
     size_t i, sent = 0;
 
     json_array_extend(all, spooled);
     json_array_extend(all, fresh);
-    for (i = 0; ctx->reachable && i < json_array_size(all); i++) {
-        int rv = op_send(ctx, json_array_get(all, i));
+    for (i = 0; ctx->reachable && i < json_array_size(all);) {
+        size_t count;
+        int rv = op_send(ctx, all, i, &count);
         if (status_retryable(rv)) {
             ctx->reachable = 0;
             break;
         }
-        sent = i + 1; /* delivered, or refused for good (dropped) */
+        i += count;
+        sent = i; /* delivered, or refused for good (dropped) */
     }
     if (fd >= 0 && locked) {
-        if (sent > 0 || json_array_size(spooled) > 0) {
+        size_t tail_len = 0;
+        char *tail = NULL;
+        if (json_array_size(spooled) > 0) {
+            /* Rewrite: what is left of the spool, then the new ops, then
+             * lines others appended without the lock meanwhile. */
+            tail = spool_tail(fd, consumed, &tail_len);
             if (ftruncate(fd, 0) != 0)
                 hook_log(ctx, "spool", "cannot truncate");
         }
         for (i = sent; i < json_array_size(all); i++)
             spool_append(fd, json_array_get(all, i));
+        if (tail && write(fd, tail, tail_len) < 0)
+            hook_log(ctx, "spool", "cannot write");
+        free(tail);
     } else if (fd >= 0) {
         /* No lock: only add the new ops (the holder owns the rest). */
         for (i = sent > json_array_size(spooled) ? sent - json_array_size(spooled) : 0;
@@ -335,6 +440,7 @@ static int hook_claude(int argc, char **argv)
     json_t *hook, *spooled = NULL;
     char *input;
     int fd = -1, locked = 0, features;
+    off_t consumed = 0;
     uint64_t start = cli_now_ms();
 
     memset(&ctx, 0, sizeof(ctx));
@@ -366,13 +472,13 @@ static int hook_claude(int argc, char **argv)
         return 0;
     }
     fd = spool_open(ctx.env.deadline_ms, &locked);
-    spooled = fd >= 0 && locked ? spool_read(fd) : json_array();
+    spooled = fd >= 0 && locked ? spool_read(fd, &consumed) : json_array();
     features = cli_connect(&ctx.env, 0) == 0 ? server_has_resource_kinds(&ctx) : -1;
     if (features == 0) {
         report_state(&ctx, &plan);
     } else {
         ctx.reachable = features > 0;
-        deliver(&ctx, fd, locked, spooled, plan.ops);
+        deliver(&ctx, fd, locked, spooled, consumed, plan.ops);
     }
     if (fd >= 0)
         close(fd); /* releases the lock */

@@ -311,3 +311,52 @@ def test_fallback_to_report_agent_state_without_resource_kinds(tmp_path):
         assert reports == [("sess-9", "working"), ("sess-9", "blocked"), ("sess-9", "done")]
     finally:
         fake.stop(0)
+
+
+def test_spool_flush_skips_a_refused_record_and_keeps_order(server, hooks):
+    """A spooled record the server refuses for good is dropped alone; the
+    records around it arrive, in order, ahead of the new one."""
+    sid = started(hooks)
+
+    def op(record):
+        return json.dumps({"op": "append", "provider": "claude", "native_id": sid,
+                           "record": record})
+    lines = [op({"type": "tool_start", "data": {"tool_name": f"T{i}"}}) for i in range(40)]
+    lines.insert(20, op({"type": "no_such_type", "data": {}}))
+    lines.insert(5, "this line is not JSON")
+    hooks.spool.write_text("\n".join(lines) + "\n")
+    hooks.fire(shapes(sid)["Stop"])
+    assert hooks.spool.read_text() == ""
+    assert records(server, sid)[1:] == \
+        [("tool_start", {"tool_name": f"T{i}"}) for i in range(40)] + [("stop", {})]
+
+
+def test_parallel_hooks_against_a_hung_server_lose_nothing(server, hooks):
+    """Hooks fired together while the server hangs all exit 0 within 2 s and
+    all their records are spooled; the next hook that reaches the server
+    delivers every one of them."""
+    sid = started(hooks)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        addr = "127.0.0.1:%d" % silent.getsockname()[1]
+        env = server.env("t-agent-1", AGENTHUB_ADDR=addr, AGENTHUB_SPOOL=hooks.spool,
+                         AGENTHUB_TERMINAL_ID=hooks.terminal)
+        start = time.monotonic()
+        procs = [subprocess.Popen([str(AGENTHUB), "hook", "claude"], env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+                 for _ in range(6)]
+        for i, p in enumerate(procs):
+            p.stdin.write(json.dumps(dict(shapes(sid)["PreToolUse"], tool_name=f"P{i}")))
+            p.stdin.close()
+        for p in procs:
+            assert p.wait(5) == 0
+        assert time.monotonic() - start < 2.5
+    spooled = [json.loads(line) for line in hooks.spool.read_text().splitlines()]
+    assert sorted(o["record"]["data"]["tool_name"] for o in spooled) == \
+        [f"P{i}" for i in range(6)]
+    hooks.fire(shapes(sid)["Stop"])
+    got = records(server, sid)[1:]
+    assert sorted(d["tool_name"] for t, d in got[:-1]) == [f"P{i}" for i in range(6)]
+    assert got[-1] == ("stop", {})
