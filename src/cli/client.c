@@ -372,8 +372,9 @@ int cli_session_status(struct cli_env *env, const char *session_id,
     rv = cli_unary(env, "/compass.v1.CompassService/GetAgentStatus", &request.base,
                    &compass__v1__get_agent_status_response__descriptor, (ProtobufCMessage **)out,
                    result);
-    if (rv == GRPC_STATUS_OK && (*out)->n_statuses == 0) {
-        protobuf_c_message_free_unpacked(&(*out)->base, NULL);
+    if (rv == GRPC_STATUS_OK && (!*out || (*out)->n_statuses == 0)) {
+        if (*out)
+            protobuf_c_message_free_unpacked(&(*out)->base, NULL);
         *out = NULL;
         result_set(result, GRPC_STATUS_NOT_FOUND, "session not found");
         return GRPC_STATUS_NOT_FOUND;
