@@ -37,10 +37,11 @@ static void pane_on_message(void *arg, const uint8_t *data, size_t len)
     if (frame->seq > stream->last_seq) {
         stream->last_seq = frame->seq;
         round->delivered++;
-        stream->emit(stream->arg, frame);
+        if (stream->emit(stream->arg, frame) != 0)
+            stream->stopped = 1;
     }
     protobuf_c_message_free_unpacked(&frame->base, NULL);
-    if (!stream->follow && stream->last_seq >= stream->edge_seq) {
+    if (stream->stopped || (!stream->follow && stream->last_seq >= stream->edge_seq)) {
         round->reached = 1;
         grpc_client_call_cancel(round->call);
     }
@@ -110,7 +111,7 @@ int log_stream_run(struct log_stream *stream, struct grpc_client_result *result)
             return result->status;
         }
         rounds++;
-        if (round.reached)
+        if (round.reached || stream->stopped)
             return GRPC_STATUS_OK;
         if (round.result.status == GRPC_STATUS_OUT_OF_RANGE && since > 0) {
             /* The resume point was evicted: say so and take what is retained. */
@@ -140,14 +141,20 @@ int log_stream_run(struct log_stream *stream, struct grpc_client_result *result)
     }
 }
 
-static void print_frame(void *arg, const Compass__V1__AgentSessionFrame *frame)
+/* Flushes stdout.  Returns 0, or -1 once the reader went away (EPIPE). */
+static int flush_stdout(void)
+{
+    return fflush(stdout) == 0 || errno != EPIPE ? 0 : -1;
+}
+
+static int print_frame(void *arg, const Compass__V1__AgentSessionFrame *frame)
 {
     const int *json = arg;
     json_t *object = render_frame_json(frame);
     char line[512];
 
     if (!object)
-        return;
+        return 0;
     if (*json) {
         char *text = json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (text)
@@ -157,8 +164,8 @@ static void print_frame(void *arg, const Compass__V1__AgentSessionFrame *frame)
         render_line(object, line, sizeof(line));
         printf("%s\n", line);
     }
-    fflush(stdout);
     json_decref(object);
+    return flush_stdout();
 }
 
 static const char log_usage[] =
@@ -229,6 +236,7 @@ struct bus_state {
     int json;
     uint64_t limit;
     uint64_t seen;
+    int stopped; /* stdout went away */
     int done;
     struct grpc_client_result result;
 };
@@ -240,7 +248,7 @@ static void bus_on_message(void *arg, const uint8_t *data, size_t len)
     json_t *object;
     char line[512];
 
-    if (state->limit && state->seen >= state->limit)
+    if (state->stopped || (state->limit && state->seen >= state->limit))
         return;
     event = compass__v1__subscribe_events_response__unpack(NULL, len, data);
     if (!event)
@@ -258,10 +266,11 @@ static void bus_on_message(void *arg, const uint8_t *data, size_t len)
         render_line(object, line, sizeof(line));
         printf("%s  %s\n", line, json_string_value(json_object_get(object, "session_id")));
     }
-    fflush(stdout);
     json_decref(object);
     state->seen++;
-    if (state->limit && state->seen >= state->limit)
+    if (flush_stdout() != 0)
+        state->stopped = 1;
+    if (state->stopped || (state->limit && state->seen >= state->limit))
         grpc_client_call_cancel(state->call);
 }
 
@@ -321,8 +330,9 @@ int cli_events_main(int argc, char **argv)
                 if (event_base_loop(env.base, EVLOOP_ONCE) != 0)
                     break;
         }
-        if (state.result.status == GRPC_STATUS_OK || (state.limit && state.seen >= state.limit &&
-                                                      state.result.status == GRPC_STATUS_CANCELLED))
+        if (state.result.status == GRPC_STATUS_OK ||
+            ((state.stopped || (state.limit && state.seen >= state.limit)) &&
+             state.result.status == GRPC_STATUS_CANCELLED))
             rv = CLI_OK;
         else
             rv = cli_fail(&env, &state.result);

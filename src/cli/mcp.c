@@ -47,7 +47,7 @@ static void text_append(struct text_buffer *buf, const char *text)
     buf->data[buf->len] = '\0';
 }
 
-static void collect_frame(void *arg, const Compass__V1__AgentSessionFrame *frame)
+static int collect_frame(void *arg, const Compass__V1__AgentSessionFrame *frame)
 {
     json_t *object = render_frame_json(frame);
     char *text = object ? json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -56,6 +56,7 @@ static void collect_frame(void *arg, const Compass__V1__AgentSessionFrame *frame
         text_append(arg, text);
     free(text);
     json_decref(object);
+    return 0;
 }
 
 /* "STATUS_NAME: message" as a malloc'd string. */

@@ -292,3 +292,25 @@ def test_tls_and_ca_flags(tmp_path):
         assert r.returncode == 1 and r.stderr.startswith("agenthub: UNAVAILABLE: ")
     finally:
         srv.stop()
+
+
+def test_follow_stops_when_its_reader_goes_away(server):
+    """`agenthub log S --follow | head -1` and `events | head -1` end."""
+    _, sid = open_session(server, "pipe-1")
+    server.ok("emit", sid, "--type", "prompt", "--data", '{"length":1}')
+    for args in (["log", sid, "--follow", "--json"], ["events", "--json"]):
+        proc = subprocess.Popen([str(AGENTHUB), *args], env=server.env("t-alice"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            if args[0] == "events":
+                time.sleep(0.5)
+                server.ok("emit", sid, "--type", "stop")
+            proc.stdout.readline()
+            proc.stdout.close()
+            for _ in range(3):
+                server.ok("emit", sid, "--type", "tool_start", "--data", '{"tool_name":"X"}')
+            assert proc.wait(10) == 0, proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
