@@ -25,16 +25,16 @@ static char *finish(json_t *message)
     return text;
 }
 
-static char *reply_result(const json_t *id, json_t *result)
+static json_t *reply_result(const json_t *id, json_t *result)
 {
-    return finish(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-                            "result", result ? result : json_object()));
+    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "result",
+                     result ? result : json_object());
 }
 
-static char *reply_error(const json_t *id, int code, const char *message)
+static json_t *reply_error(const json_t *id, int code, const char *message)
 {
-    return finish(json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-                            id ? id : json_null(), "error", "code", code, "message", message));
+    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                     "error", "code", code, "message", message);
 }
 
 static json_t *initialize_result(struct mcp_server *server, const json_t *params)
@@ -87,8 +87,8 @@ static json_t *tool_result(char *text, int is_error)
     return result;
 }
 
-/* tools/call.  Returns the response line. */
-static char *tools_call(struct mcp_server *server, const json_t *id, const json_t *params)
+/* tools/call.  Returns the response. */
+static json_t *tools_call(struct mcp_server *server, const json_t *id, const json_t *params)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
@@ -130,12 +130,54 @@ static char *tools_call(struct mcp_server *server, const json_t *id, const json_
     return reply_result(id, tool_result(text, rv != 0));
 }
 
+/* Handles one message.  Returns the reply, or NULL when none is due. */
+static json_t *handle_message(struct mcp_server *server, const json_t *message)
+{
+    const json_t *id, *params;
+    const char *method;
+
+    id = json_object_get(message, "id");
+    method = json_string_value(json_object_get(message, "method"));
+    params = json_object_get(message, "params");
+    if (!json_is_object(message)) {
+        return reply_error(NULL, MCP_INVALID_REQUEST, "Invalid Request: not an object");
+    }
+    if (!method) {
+        /* A response to us (we send no requests), or garbage with an id. */
+        if (!json_object_get(message, "result") && !json_object_get(message, "error"))
+            return reply_error(id, MCP_INVALID_REQUEST, "Invalid Request: no method");
+        return NULL;
+    }
+    if (!id) { /* a notification: never answered */
+        if (strcmp(method, "notifications/initialized") == 0)
+            server->initialized = 1;
+        return NULL;
+    }
+    if (!json_is_string(id) && !json_is_integer(id)) {
+        return reply_error(NULL, MCP_INVALID_REQUEST, "Invalid Request: bad id");
+    }
+    if (!json_is_string(json_object_get(message, "jsonrpc")) ||
+        strcmp(json_string_value(json_object_get(message, "jsonrpc")), "2.0") != 0) {
+        return reply_error(id, MCP_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
+    }
+    if (params && !json_is_object(params) && !json_is_array(params)) {
+        return reply_error(id, MCP_INVALID_PARAMS, "params must be an object");
+    }
+    if (strcmp(method, "initialize") == 0)
+        return reply_result(id, initialize_result(server, params));
+    if (strcmp(method, "ping") == 0)
+        return reply_result(id, json_object());
+    if (strcmp(method, "tools/list") == 0)
+        return reply_result(id, tools_list());
+    if (strcmp(method, "tools/call") == 0)
+        return tools_call(server, id, params);
+    return reply_error(id, MCP_METHOD_NOT_FOUND, "Method not found");
+}
+
 char *mcp_handle_line(struct mcp_server *server, const char *line, size_t len)
 {
     json_error_t error;
-    json_t *message, *id, *params;
-    const char *method;
-    char *out = NULL;
+    json_t *message, *reply;
     size_t i;
 
     for (i = 0; i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'); i++)
@@ -144,49 +186,28 @@ char *mcp_handle_line(struct mcp_server *server, const char *line, size_t len)
         return NULL;
     message = json_loadb(line, len, JSON_REJECT_DUPLICATES, &error);
     if (!message)
-        return reply_error(NULL, MCP_PARSE_ERROR, "Parse error");
-    id = json_object_get(message, "id");
-    method = json_string_value(json_object_get(message, "method"));
-    params = json_object_get(message, "params");
-    if (!json_is_object(message)) {
-        out = reply_error(NULL, MCP_INVALID_REQUEST, "Invalid Request: not an object");
-        goto done;
+        return finish(reply_error(NULL, MCP_PARSE_ERROR, "Parse error"));
+    if (!json_is_array(message)) {
+        reply = handle_message(server, message);
+    } else if (json_array_size(message) == 0) {
+        reply = reply_error(NULL, MCP_INVALID_REQUEST, "Invalid Request: empty batch");
+    } else {
+        /* A JSON-RPC batch (protocol 2025-03-26): one array of replies. */
+        json_t *item;
+        reply = json_array();
+        json_array_foreach(message, i, item)
+        {
+            json_t *one = handle_message(server, item);
+            if (one && reply)
+                json_array_append_new(reply, one);
+            else
+                json_decref(one);
+        }
+        if (json_array_size(reply) == 0) {
+            json_decref(reply);
+            reply = NULL;
+        }
     }
-    if (!method) {
-        /* A response to us (we send no requests), or garbage with an id. */
-        if (!json_object_get(message, "result") && !json_object_get(message, "error"))
-            out = reply_error(id, MCP_INVALID_REQUEST, "Invalid Request: no method");
-        goto done;
-    }
-    if (!id) { /* a notification: never answered */
-        if (strcmp(method, "notifications/initialized") == 0)
-            server->initialized = 1;
-        goto done;
-    }
-    if (!json_is_string(id) && !json_is_integer(id)) {
-        out = reply_error(NULL, MCP_INVALID_REQUEST, "Invalid Request: bad id");
-        goto done;
-    }
-    if (!json_is_string(json_object_get(message, "jsonrpc")) ||
-        strcmp(json_string_value(json_object_get(message, "jsonrpc")), "2.0") != 0) {
-        out = reply_error(id, MCP_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
-        goto done;
-    }
-    if (params && !json_is_object(params) && !json_is_array(params)) {
-        out = reply_error(id, MCP_INVALID_PARAMS, "params must be an object");
-        goto done;
-    }
-    if (strcmp(method, "initialize") == 0)
-        out = reply_result(id, initialize_result(server, params));
-    else if (strcmp(method, "ping") == 0)
-        out = reply_result(id, json_object());
-    else if (strcmp(method, "tools/list") == 0)
-        out = reply_result(id, tools_list());
-    else if (strcmp(method, "tools/call") == 0)
-        out = tools_call(server, id, params);
-    else
-        out = reply_error(id, MCP_METHOD_NOT_FOUND, "Method not found");
-done:
     json_decref(message);
-    return out;
+    return finish(reply);
 }

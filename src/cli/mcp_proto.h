@@ -1,7 +1,8 @@
 /* mcp_proto: the MCP server's message handling (pure; the tools and the
  * stdio loop are the caller's).  Newline-delimited JSON-RPC 2.0: initialize
  * with version negotiation, notifications/initialized, ping, tools/list and
- * tools/call for agenthub_agent_log and agenthub_agent_emit. */
+ * tools/call for agenthub_agent_log and agenthub_agent_emit.  A JSON-RPC
+ * batch (an array, as protocol 2025-03-26 allows) is answered with an array. */
 #ifndef AGENTHUB_CLI_MCP_PROTO_H
 #define AGENTHUB_CLI_MCP_PROTO_H
 

@@ -129,7 +129,7 @@ START_TEST(error_codes)
     ck_assert_int_eq(error_code(reply), -32601);
     ck_assert_int_eq(json_integer_value(json_object_get(reply, "id")), 2);
     json_decref(reply);
-    reply = handle("[1,2]");
+    reply = handle("[]");
     ck_assert_int_eq(error_code(reply), -32600);
     json_decref(reply);
     reply = handle("{\"id\":3,\"method\":\"ping\"}");
@@ -140,6 +140,27 @@ START_TEST(error_codes)
     ck_assert_int_eq(error_code(reply), -32602);
     json_decref(reply);
     ck_assert_int_eq(fake.log_calls + fake.emit_calls, 0);
+}
+END_TEST
+
+START_TEST(batches_answer_with_an_array)
+{
+    const char *line = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
+                       "7,{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}]";
+    char *out = mcp_handle_line(&server, line, strlen(line));
+    json_t *reply = json_loads(out, 0, NULL);
+
+    ck_assert(json_is_array(reply));
+    ck_assert_uint_eq(json_array_size(reply), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(reply, 0), "id")), 1);
+    ck_assert_int_eq(error_code(json_array_get(reply, 1)), -32600);
+    ck_assert_int_eq(error_code(json_array_get(reply, 2)), -32601);
+    ck_assert_int_eq(server.initialized, 1);
+    json_decref(reply);
+    free(out);
+    line = "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}]";
+    ck_assert_ptr_null(mcp_handle_line(&server, line, strlen(line)));
 }
 END_TEST
 
@@ -247,6 +268,7 @@ int main(void)
     tcase_add_test(tc, notifications_get_no_reply);
     tcase_add_test(tc, ping_and_ids_echo);
     tcase_add_test(tc, error_codes);
+    tcase_add_test(tc, batches_answer_with_an_array);
     tcase_add_test(tc, tools_list_names_both_tools);
     tcase_add_test(tc, log_tool_arguments);
     tcase_add_test(tc, emit_tool_arguments);
