@@ -277,7 +277,7 @@ def test_fallback_to_report_agent_state_without_resource_kinds(tmp_path):
         return services.GetServerInfoResponse(version="old", api_version="1", features=0)
 
     def report_state(request, context):
-        reports.append((request.session_id, request.state))
+        reports.append((request.resource_id, request.session_id, request.state))
         return services.ReportAgentStateResponse()
 
     fake = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
@@ -306,9 +306,11 @@ def test_fallback_to_report_agent_state_without_resource_kinds(tmp_path):
         sid = str(uuid.uuid4())
         for name in ("UserPromptSubmit", "PermissionRequest", "Stop"):
             r = h.cli("hook", "claude", input=json.dumps(shapes(sid)[name]),
-                      extra={"AGENTHUB_SPOOL": tmp_path / "spool", "AGENTHUB_SESSION_ID": "sess-9"})
+                      extra={"AGENTHUB_SPOOL": tmp_path / "spool", "AGENTHUB_SESSION_ID": "sess-9",
+                             "AGENTHUB_TERMINAL_ID": "4"})
             assert r.returncode == 0
-        assert reports == [("sess-9", "working"), ("sess-9", "blocked"), ("sess-9", "done")]
+        assert reports == [(4, "sess-9", "working"), (4, "sess-9", "blocked"),
+                           (4, "sess-9", "done")]
     finally:
         fake.stop(0)
 
