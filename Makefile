@@ -96,6 +96,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_S
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(RUNNER_LIB) $(LIB) $(CHECK_LIBS) $(LIBS)
 
+# The CLI suites #include the pure src/cli modules they test.
+$(filter $(BUILD)/tests/test_cli_%,$(UNIT_BIN)): $(wildcard src/cli/*.c src/cli/*.h)
+
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LIBS)

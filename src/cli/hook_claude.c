@@ -1,0 +1,513 @@
+/* agenthub hook claude: the Claude Code hook shim.
+ *
+ * Reads one hook's JSON on stdin, maps it (hook_map.c) and sends it.  A hook
+ * must never break the agent: whatever happens it exits 0 within 2 s.  The
+ * calls share a 1.5 s deadline; what cannot reach the server is appended to
+ * the spool file, which the next hook sends first, in order, under an
+ * exclusive flock held across the calls (so concurrent hooks keep order). */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/hook_map.h"
+#include "grpc/grpc_wire.h"
+
+#define HOOK_BUDGET_MS         1500
+#define HOOK_HARD_LIMIT_S      2
+#define HOOK_STDIN_MAX         (4u << 20)
+#define FEATURE_RESOURCE_KINDS 0x4000u
+/* One AppendResourceOutput carries at most this much (the server's bound). */
+#define HOOK_CALL_MAX 65536u
+
+struct hook_ctx {
+    struct cli_env env;
+    uint64_t terminal; /* AGENTHUB_TERMINAL_ID, 0 when unset */
+    int debug;
+    int reachable; /* 0 once a call failed for transport reasons */
+};
+
+static void hook_log(const struct hook_ctx *ctx, const char *what, const char *detail)
+{
+    if (ctx->debug)
+        fprintf(stderr, "agenthub hook: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+}
+
+static void on_alarm(int sig)
+{
+    _exit(0);
+}
+
+/* 1 when STATUS means the server was not reached (keep the op for later). */
+static int status_retryable(int status)
+{
+    return status == GRPC_STATUS_UNAVAILABLE || status == GRPC_STATUS_DEADLINE_EXCEEDED ||
+           status == GRPC_STATUS_CANCELLED || status == GRPC_STATUS_RESOURCE_EXHAUSTED ||
+           status == GRPC_STATUS_UNKNOWN || status == GRPC_STATUS_INTERNAL;
+}
+
+/* Spawns (or finds) the op's session under the terminal.  Returns the gRPC
+ * status; *RESOURCE_ID is set on OK. */
+static int op_spawn(struct hook_ctx *ctx, const json_t *op, uint64_t *resource_id,
+                    struct grpc_client_result *result)
+{
+    Compass__V1__SpawnResourceRequest request = COMPASS__V1__SPAWN_RESOURCE_REQUEST__INIT;
+    Compass__V1__SpawnResourceResponse *response = NULL;
+    int rv;
+
+    request.kind = COMPASS__V1__RESOURCE_KIND__RESOURCE_KIND_AGENT_SESSION;
+    request.parent = ctx->terminal;
+    request.provider = (char *)json_string_value(json_object_get(op, "provider"));
+    request.native_id = (char *)json_string_value(json_object_get(op, "native_id"));
+    if (!request.provider || !request.native_id) {
+        result->status = GRPC_STATUS_INVALID_ARGUMENT;
+        return result->status;
+    }
+    rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/SpawnResource", &request.base,
+                   &compass__v1__spawn_resource_response__descriptor,
+                   (ProtobufCMessage **)&response, result);
+    if (rv == GRPC_STATUS_OK) {
+        *resource_id = response->resource_id;
+        protobuf_c_message_free_unpacked(&response->base, NULL);
+    }
+    return rv;
+}
+
+/* The provider and native id an op targets (NULL when absent). */
+static const char *op_str(const json_t *op, const char *key)
+{
+    return json_string_value(json_object_get(op, key));
+}
+
+/* 1 when OPS[I] is an append to PROVIDER:NATIVE_ID. */
+static int same_append(const json_t *ops, size_t i, const char *provider, const char *native_id)
+{
+    const json_t *op = json_array_get(ops, i);
+    const char *kind = op_str(op, "op"), *p = op_str(op, "provider"), *n = op_str(op, "native_id");
+
+    return kind && p && n && strcmp(kind, "append") == 0 && strcmp(p, provider) == 0 &&
+           strcmp(n, native_id) == 0 && json_object_get(op, "record");
+}
+
+/* Appends the records of OPS[FIRST..FIRST+*COUNT) in one call, taking at most
+ * *COUNT consecutive appends to the same session that fit a call (*COUNT is
+ * lowered to what was taken).  Returns the gRPC status; OK for a run that
+ * cannot be encoded (dropped). */
+static int append_run(struct hook_ctx *ctx, const json_t *ops, size_t first, size_t *count)
+{
+    const json_t *op = json_array_get(ops, first);
+    const char *provider = op_str(op, "provider"), *native_id = op_str(op, "native_id");
+    Compass__V1__AppendResourceOutputRequest append =
+        COMPASS__V1__APPEND_RESOURCE_OUTPUT_REQUEST__INIT;
+    ProtobufCMessage *response = NULL;
+    struct grpc_client_result result;
+    char *body = malloc(HOOK_CALL_MAX);
+    size_t len = 0, taken = 0;
+    int rv;
+
+    if (!body || !provider || !native_id) {
+        free(body);
+        *count = 1;
+        return GRPC_STATUS_OK;
+    }
+    while (taken < *count && same_append(ops, first + taken, provider, native_id)) {
+        char *line = json_dumps(json_object_get(json_array_get(ops, first + taken), "record"),
+                                JSON_COMPACT | JSON_PRESERVE_ORDER);
+        size_t n = line ? strlen(line) : 0;
+        if (!line || len + n + 1 > HOOK_CALL_MAX) {
+            free(line);
+            if (taken == 0)
+                taken = 1; /* a record no call can carry: dropped */
+            break;
+        }
+        memcpy(body + len, line, n);
+        body[len + n] = '\n';
+        len += n + 1;
+        free(line);
+        taken++;
+    }
+    *count = taken;
+    if (len == 0) {
+        free(body);
+        return GRPC_STATUS_OK;
+    }
+    append.bytes.data = (uint8_t *)body;
+    append.bytes.len = len;
+    append.provider = (char *)provider;
+    append.native_id = (char *)native_id;
+    rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/AppendResourceOutput", &append.base,
+                   &compass__v1__append_resource_output_response__descriptor, &response, &result);
+    free(body);
+    if (response)
+        protobuf_c_message_free_unpacked(response, NULL);
+    if (rv != GRPC_STATUS_OK) {
+        char detail[1100];
+        snprintf(detail, sizeof(detail), "%s: %s", grpc_status_name(rv), result.message);
+        hook_log(ctx, "append", detail);
+    }
+    return rv;
+}
+
+/* Sends OPS[I] (with the appends after it to the same session, in one call).
+ * Returns the gRPC status; *COUNT is how many ops the call covered.  OK also
+ * for ops that cannot be sent at all, such as open without a terminal: they
+ * are dropped. */
+static int op_send(struct hook_ctx *ctx, const json_t *ops, size_t i, size_t *count)
+{
+    const json_t *op = json_array_get(ops, i);
+    const char *kind = op_str(op, "op");
+    struct grpc_client_result result;
+    ProtobufCMessage *response = NULL;
+    uint64_t resource_id = 0;
+    int rv;
+
+    memset(&result, 0, sizeof(result));
+    *count = 1;
+    if (!kind)
+        return GRPC_STATUS_OK;
+    if (strcmp(kind, "append") == 0) {
+        size_t run = json_array_size(ops) - i;
+        rv = append_run(ctx, ops, i, &run);
+        if (rv == GRPC_STATUS_OK || status_retryable(rv) || run == 1) {
+            *count = run;
+            return rv;
+        }
+        /* A refused batch: one at a time, so one bad record drops alone. */
+        run = 1;
+        return append_run(ctx, ops, i, &run);
+    }
+    if (strcmp(kind, "open") != 0 && strcmp(kind, "close") != 0)
+        return GRPC_STATUS_OK;
+    if (!ctx->terminal) {
+        hook_log(ctx, kind, "AGENTHUB_TERMINAL_ID is not set; skipped");
+        return GRPC_STATUS_OK;
+    }
+    rv = op_spawn(ctx, op, &resource_id, &result);
+    if (rv == GRPC_STATUS_OK && strcmp(kind, "close") == 0) {
+        Compass__V1__CloseResourceRequest close = COMPASS__V1__CLOSE_RESOURCE_REQUEST__INIT;
+        close.resource_id = resource_id;
+        rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/CloseResource", &close.base,
+                       &compass__v1__close_resource_response__descriptor, &response, &result);
+        if (response)
+            protobuf_c_message_free_unpacked(response, NULL);
+    }
+    if (rv != GRPC_STATUS_OK) {
+        char detail[1100];
+        snprintf(detail, sizeof(detail), "%s: %s", grpc_status_name(rv), result.message);
+        hook_log(ctx, kind, detail);
+    }
+    return rv;
+}
+
+/* The spool path: AGENTHUB_SPOOL, else $XDG_STATE_HOME/agenthub/spool.jsonl,
+ * else ~/.local/state/agenthub/spool.jsonl (directories created).  Returns 0,
+ * or -1 when no home is known. */
+static int spool_path(char *out, size_t out_size)
+{
+    const char *spool = getenv("AGENTHUB_SPOOL");
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char dir[4096];
+
+    if (spool && spool[0]) {
+        snprintf(out, out_size, "%s", spool);
+        return 0;
+    }
+    if (state && state[0]) {
+        snprintf(dir, sizeof(dir), "%s/agenthub", state);
+        mkdir(state, 0700);
+    } else if (home && home[0]) {
+        snprintf(dir, sizeof(dir), "%s/.local", home);
+        mkdir(dir, 0700);
+        snprintf(dir, sizeof(dir), "%s/.local/state", home);
+        mkdir(dir, 0700);
+        snprintf(dir, sizeof(dir), "%s/.local/state/agenthub", home);
+    } else {
+        return -1;
+    }
+    mkdir(dir, 0700);
+    snprintf(out, out_size, "%s/spool.jsonl", dir);
+    return 0;
+}
+
+/* Opens and locks the spool, waiting at most until DEADLINE.  Returns the
+ * fd (locked when *LOCKED), or -1. */
+static int spool_open(uint64_t deadline, int *locked)
+{
+    char path[4200];
+    int fd;
+
+    *locked = 0;
+    if (spool_path(path, sizeof(path)) != 0)
+        return -1;
+    fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return fd;
+        if (cli_now_ms() >= deadline)
+            return fd;
+        nanosleep(&pause, NULL);
+    }
+    *locked = 1;
+    return fd;
+}
+
+/* Reads the spool's ops (malformed lines are dropped); *CONSUMED is how many
+ * bytes were read.  Returns an array. */
+static json_t *spool_read(int fd, off_t *consumed)
+{
+    json_t *ops = json_array();
+    struct stat st;
+    char *text, *line, *save = NULL;
+
+    *consumed = 0;
+    if (!ops || fstat(fd, &st) != 0 || st.st_size == 0)
+        return ops;
+    text = malloc((size_t)st.st_size + 1);
+    if (!text)
+        return ops;
+    if (pread(fd, text, (size_t)st.st_size, 0) != st.st_size) {
+        free(text);
+        return ops;
+    }
+    text[st.st_size] = '\0';
+    *consumed = st.st_size;
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_t *op = json_loads(line, 0, NULL);
+        if (json_is_object(op))
+            json_array_append_new(ops, op);
+        else
+            json_decref(op);
+    }
+    free(text);
+    return ops;
+}
+
+/* The bytes after FROM (lines added by a hook that could not take the lock
+ * while we held it).  Returns them NUL-terminated (caller frees) or NULL. */
+static char *spool_tail(int fd, off_t from, size_t *len)
+{
+    struct stat st;
+    char *text;
+    ssize_t n;
+
+    *len = 0;
+    if (fstat(fd, &st) != 0 || st.st_size <= from)
+        return NULL;
+    text = malloc((size_t)(st.st_size - from) + 1);
+    if (!text)
+        return NULL;
+    n = pread(fd, text, (size_t)(st.st_size - from), from);
+    if (n <= 0) {
+        free(text);
+        return NULL;
+    }
+    text[n] = '\0';
+    *len = (size_t)n;
+    return text;
+}
+
+static void spool_append(int fd, const json_t *op)
+{
+    char *line = json_dumps(op, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t len;
+
+    if (!line)
+        return;
+    len = strlen(line);
+    line[len] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
+    if (write(fd, line, len + 1) < 0) {
+        /* nothing more a hook may do */
+    }
+    free(line);
+}
+
+/* Sends SPOOLED[from...] then NEW in order; rewrites the spool to what was
+ * not delivered. */
+static void deliver(struct hook_ctx *ctx, int fd, int locked, json_t *spooled, off_t consumed,
+                    json_t *fresh)
+{
+    json_t *all = json_array();
+    size_t i, sent = 0;
+
+    json_array_extend(all, spooled);
+    json_array_extend(all, fresh);
+    for (i = 0; ctx->reachable && i < json_array_size(all);) {
+        size_t count;
+        int rv = op_send(ctx, all, i, &count);
+        if (status_retryable(rv)) {
+            ctx->reachable = 0;
+            break;
+        }
+        i += count;
+        sent = i; /* delivered, or refused for good (dropped) */
+    }
+    if (fd >= 0 && locked) {
+        size_t tail_len = 0;
+        char *tail = NULL;
+        if (json_array_size(spooled) > 0) {
+            /* Rewrite: what is left of the spool, then the new ops, then
+             * lines others appended without the lock meanwhile. */
+            tail = spool_tail(fd, consumed, &tail_len);
+            if (ftruncate(fd, 0) != 0)
+                hook_log(ctx, "spool", "cannot truncate");
+        }
+        for (i = sent; i < json_array_size(all); i++)
+            spool_append(fd, json_array_get(all, i));
+        if (tail && write(fd, tail, tail_len) < 0)
+            hook_log(ctx, "spool", "cannot write");
+        free(tail);
+    } else if (fd >= 0) {
+        /* No lock: only add the new ops (the holder owns the rest). */
+        for (i = sent > json_array_size(spooled) ? sent - json_array_size(spooled) : 0;
+             i < json_array_size(fresh); i++)
+            spool_append(fd, json_array_get(fresh, i));
+    }
+    json_decref(all);
+}
+
+/* Asks GetServerInfo whether the server speaks RESOURCE_KINDS.  Returns 1,
+ * 0 (no), or -1 (not reached). */
+static int server_has_resource_kinds(struct hook_ctx *ctx)
+{
+    Compass__V1__GetServerInfoRequest request = COMPASS__V1__GET_SERVER_INFO_REQUEST__INIT;
+    Compass__V1__GetServerInfoResponse *response = NULL;
+    struct grpc_client_result result;
+    int rv;
+
+    rv = cli_unary(&ctx->env, "/compass.v1.CompassService/GetServerInfo", &request.base,
+                   &compass__v1__get_server_info_response__descriptor,
+                   (ProtobufCMessage **)&response, &result);
+    if (rv == GRPC_STATUS_UNIMPLEMENTED)
+        return 0;
+    if (rv != GRPC_STATUS_OK) {
+        hook_log(ctx, "GetServerInfo", result.message);
+        return -1;
+    }
+    rv = (response->features & FEATURE_RESOURCE_KINDS) ? 1 : 0;
+    protobuf_c_message_free_unpacked(&response->base, NULL);
+    return rv;
+}
+
+/* The ADR-0085 fallback: one state word per hook, for the terminal
+ * (AGENTHUB_TERMINAL_ID) and the session (AGENTHUB_SESSION_ID, else the
+ * hook's session_id). */
+static void report_state(struct hook_ctx *ctx, const struct hook_plan *plan)
+{
+    Compass__V1__ReportAgentStateRequest request = COMPASS__V1__REPORT_AGENT_STATE_REQUEST__INIT;
+    ProtobufCMessage *response = NULL;
+    struct grpc_client_result result;
+    const char *session = getenv("AGENTHUB_SESSION_ID");
+
+    if (!plan->state_word)
+        return;
+    request.state = (char *)plan->state_word;
+    request.resource_id = ctx->terminal; /* ADR-0085 reports per terminal */
+    request.session_id = (char *)(session && session[0] ? session : plan->native_id);
+    if (cli_unary(&ctx->env, "/compass.v1.ResourceService/ReportAgentState", &request.base,
+                  &compass__v1__report_agent_state_response__descriptor, &response,
+                  &result) == GRPC_STATUS_OK)
+        protobuf_c_message_free_unpacked(response, NULL);
+    else
+        hook_log(ctx, "ReportAgentState", result.message);
+}
+
+static const char hook_usage[] =
+    "usage: agenthub hook claude < HOOK.json\n"
+    "The Claude Code hook shim: maps SessionStart, UserPromptSubmit, PreToolUse,\n"
+    "PostToolUse, PermissionRequest, Notification, Stop and SessionEnd to records of\n"
+    "the session provider claude, native id = the hook's session_id.  Always exits 0.\n"
+    "env: AGENTHUB_TERMINAL_ID (parent terminal), AGENTHUB_EMIT_RAW=1 (provider_raw),\n"
+    "AGENTHUB_SPOOL (default $XDG_STATE_HOME/agenthub/spool.jsonl or\n"
+    "~/.local/state/agenthub/spool.jsonl), AGENTHUB_HOOK_DEBUG=1 (log to stderr).\n";
+
+static int hook_claude(int argc, char **argv)
+{
+    struct hook_ctx ctx;
+    struct hook_plan plan;
+    const char *terminal = getenv("AGENTHUB_TERMINAL_ID");
+    const char *raw = getenv("AGENTHUB_EMIT_RAW");
+    const char *debug = getenv("AGENTHUB_HOOK_DEBUG");
+    json_t *hook, *spooled = NULL;
+    char *input;
+    int fd = -1, locked = 0, features;
+    off_t consumed = 0;
+    uint64_t start = cli_now_ms();
+
+    memset(&ctx, 0, sizeof(ctx));
+    cli_env_init(&ctx.env);
+    for (int i = 1; i < argc; i++)
+        if (cli_common_flag(&ctx.env, argc, argv, &i) <= 0)
+            break;
+    ctx.env.quiet = 1;
+    ctx.env.deadline_ms = start + HOOK_BUDGET_MS;
+    ctx.debug = debug && strcmp(debug, "1") == 0;
+    ctx.reachable = 1;
+    if (terminal && terminal[0]) {
+        char *end;
+        ctx.terminal = strtoull(terminal[0] == '@' ? terminal + 1 : terminal, &end, 10);
+        if (*end)
+            ctx.terminal = 0;
+    }
+    input = cli_read_stdin(HOOK_STDIN_MAX, NULL);
+    hook = input ? json_loads(input, 0, NULL) : NULL;
+    free(input);
+    if (!hook || hook_map(hook, raw && strcmp(raw, "1") == 0, &plan) != 0) {
+        hook_log(&ctx, "ignored", "stdin is not a hook with a session_id");
+        json_decref(hook);
+        return 0;
+    }
+    json_decref(hook);
+    if (json_array_size(plan.ops) == 0) {
+        hook_plan_free(&plan);
+        return 0;
+    }
+    fd = spool_open(ctx.env.deadline_ms, &locked);
+    spooled = fd >= 0 && locked ? spool_read(fd, &consumed) : json_array();
+    features = cli_connect(&ctx.env, 0) == 0 ? server_has_resource_kinds(&ctx) : -1;
+    if (features == 0) {
+        report_state(&ctx, &plan);
+    } else {
+        ctx.reachable = features > 0;
+        deliver(&ctx, fd, locked, spooled, consumed, plan.ops);
+    }
+    if (fd >= 0)
+        close(fd); /* releases the lock */
+    json_decref(spooled);
+    hook_plan_free(&plan);
+    cli_env_free(&ctx.env);
+    return 0;
+}
+
+int cli_hook_main(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(hook_usage, stdout);
+        return 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "claude") == 0 &&
+        (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+        fputs(hook_usage, stdout);
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "claude") == 0) {
+        signal(SIGALRM, on_alarm);
+        alarm(HOOK_HARD_LIMIT_S);
+        hook_claude(argc - 1, argv + 1);
+        return 0;
+    }
+    fputs(hook_usage, stderr);
+    return 2;
+}

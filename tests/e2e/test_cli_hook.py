@@ -1,0 +1,364 @@
+"""`agenthub hook claude` against a live agenthubd, fed the JSON shapes Claude
+Code sends for each hook event; checks the record that arrived and that no
+prompt text or tool input reached the server; the spool across a server
+restart; the 2 s bound; the ReportAgentState fallback."""
+
+import json
+import socket
+import subprocess
+import time
+import uuid
+from concurrent import futures
+
+import pytest
+
+from cli_harness import (AGENTHUB, Server, free_port, pb, server,  # noqa: F401  (fixture)
+                         subscribe_frames, wait_for)
+
+SECRET_PROMPT = "please refactor the s3cr3t-prompt module"
+SECRET_INPUT = "cat /home/u/s3cr3t-tool-input.txt"
+SECRET_OUTPUT = "s3cr3t-tool-response"
+
+
+def base(sid, event, tmp="/tmp"):
+    return {"session_id": sid, "transcript_path": f"{tmp}/.claude/projects/p/{sid}.jsonl",
+            "cwd": "/work/project", "permission_mode": "default", "hook_event_name": event}
+
+
+def shapes(sid):
+    """Each event as Claude Code sends it."""
+    return {
+        "SessionStart": dict(base(sid, "SessionStart"), source="startup"),
+        "UserPromptSubmit": dict(base(sid, "UserPromptSubmit"), prompt=SECRET_PROMPT),
+        "PreToolUse": dict(base(sid, "PreToolUse"), tool_name="Bash",
+                           tool_input={"command": SECRET_INPUT, "description": "read"},
+                           tool_use_id="toolu_01"),
+        "PostToolUse": dict(base(sid, "PostToolUse"), tool_name="Bash",
+                            tool_input={"command": SECRET_INPUT},
+                            tool_response={"stdout": SECRET_OUTPUT, "stderr": "",
+                                           "interrupted": False},
+                            tool_use_id="toolu_01"),
+        "PermissionRequest": dict(base(sid, "PermissionRequest"), tool_name="Write",
+                                  tool_input={"file_path": "/x", "content": SECRET_INPUT},
+                                  permission_suggestions=[]),
+        "Notification": dict(base(sid, "Notification"),
+                             message="Claude needs your permission to use Bash",
+                             notification_type="permission_prompt"),
+        "Stop": dict(base(sid, "Stop"), stop_hook_active=False),
+        "SessionEnd": dict(base(sid, "SessionEnd"), reason="prompt_input_exit"),
+    }
+
+
+class Hooks:
+    def __init__(self, server, terminal, spool):
+        self.server = server
+        self.terminal = terminal
+        self.spool = spool
+
+    def fire(self, payload, raw=False, **env):
+        extra = {"AGENTHUB_TERMINAL_ID": self.terminal, "AGENTHUB_SPOOL": self.spool}
+        if raw:
+            extra["AGENTHUB_EMIT_RAW"] = "1"
+        extra.update(env)
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+        start = time.monotonic()
+        r = self.server.cli("hook", "claude", input=text, **extra)
+        elapsed = time.monotonic() - start
+        assert r.returncode == 0, r.stderr
+        assert elapsed < 2.0, f"hook took {elapsed:.2f} s"
+        assert r.stdout == ""
+        return r
+
+
+@pytest.fixture
+def hooks(server, tmp_path):
+    return Hooks(server, server.terminal(), tmp_path / "spool.jsonl")
+
+
+def records(server, sid):
+    """The record frames of claude:SID as (type, data)."""
+    frames = server.log_json(f"claude:{sid}")
+    return [(f["type"], f["data"]) for f in frames if f["type"] != "state"]
+
+
+def assert_no_secrets(server, sid):
+    out = server.ok("log", f"claude:{sid}", "--json")
+    for secret in (SECRET_PROMPT, "s3cr3t"):
+        assert secret not in out
+    session_id = json.loads(server.ok("show", f"claude:{sid}", "--json"))["session_id"]
+    for frame in subscribe_frames(server.public, "t-alice", session_id, timeout=2):
+        assert b"s3cr3t" not in frame.SerializeToString()
+
+
+def started(hooks):
+    sid = str(uuid.uuid4())
+    hooks.fire(shapes(sid)["SessionStart"])
+    return sid
+
+
+def test_session_start_opens_the_session(server, hooks):
+    sid = started(hooks)
+    shown = json.loads(server.ok("show", f"claude:{sid}", "--json"))
+    assert shown["provider"] == "claude" and shown["native_id"] == sid
+    assert records(server, sid) == [("session_start", {"source": "startup"})]
+    # resume / clear / compact reuse the session.
+    for source in ("resume", "clear", "compact"):
+        hooks.fire(dict(shapes(sid)["SessionStart"], source=source))
+    listed = [json.loads(line) for line in server.ok("list", "--json").splitlines()]
+    assert [row["session_id"] for row in listed if row["native_id"] == sid] == \
+        [shown["session_id"]]
+    assert [d["source"] for t, d in records(server, sid)] == \
+        ["startup", "resume", "clear", "compact"]
+
+
+def test_user_prompt_submit_sends_the_length_only(server, hooks):
+    sid = started(hooks)
+    hooks.fire(shapes(sid)["UserPromptSubmit"])
+    assert records(server, sid)[-1] == ("prompt", {"length": len(SECRET_PROMPT)})
+    assert json.loads(server.ok("show", f"claude:{sid}", "--json"))["state"] == "working"
+    assert_no_secrets(server, sid)
+
+
+def test_prompt_length_counts_characters(server, hooks):
+    sid = started(hooks)
+    hooks.fire(dict(shapes(sid)["UserPromptSubmit"], prompt="héllo ✓"))
+    assert records(server, sid)[-1] == ("prompt", {"length": 7})
+
+
+def test_tool_use_sends_the_tool_name_only(server, hooks):
+    sid = started(hooks)
+    hooks.fire(shapes(sid)["PreToolUse"])
+    hooks.fire(shapes(sid)["PostToolUse"])
+    assert records(server, sid)[-2:] == [("tool_start", {"tool_name": "Bash"}),
+                                         ("tool_end", {"tool_name": "Bash"})]
+    assert_no_secrets(server, sid)
+
+
+def test_permission_request_is_ask_and_blocks(server, hooks):
+    sid = started(hooks)
+    hooks.fire(shapes(sid)["PermissionRequest"])
+    assert records(server, sid)[-1] == ("ask", {"tool_name": "Write"})
+    assert json.loads(server.ok("show", f"claude:{sid}", "--json"))["state"] == "blocked"
+    assert_no_secrets(server, sid)
+
+
+@pytest.mark.parametrize("notification_type,kind,state", [
+    ("permission_prompt", "permission", "blocked"),
+    ("elicitation_dialog", "elicitation", "blocked"),
+    ("idle_prompt", "idle", None),
+])
+def test_notification_kinds(server, hooks, notification_type, kind, state):
+    sid = started(hooks)
+    hooks.fire(dict(shapes(sid)["Notification"], notification_type=notification_type,
+                    message="Claude is waiting for your input"))
+    assert records(server, sid)[-1] == ("notification", {"kind": kind})
+    if state:
+        assert json.loads(server.ok("show", f"claude:{sid}", "--json"))["state"] == state
+    out = server.ok("log", f"claude:{sid}", "--json")
+    assert "waiting for your input" not in out
+
+
+def test_stop_is_done(server, hooks):
+    sid = started(hooks)
+    hooks.fire(shapes(sid)["UserPromptSubmit"])
+    hooks.fire(shapes(sid)["Stop"])
+    assert records(server, sid)[-1] == ("stop", {})
+    assert json.loads(server.ok("show", f"claude:{sid}", "--json"))["state"] == "done"
+
+
+def test_session_end_emits_then_closes(server, hooks):
+    sid = started(hooks)
+    session_id = json.loads(server.ok("show", f"claude:{sid}", "--json"))["session_id"]
+    follower = subprocess.Popen([str(AGENTHUB), "log", session_id, "--follow", "--json"],
+                                env=server.env("t-alice"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        hooks.fire(shapes(sid)["SessionEnd"])
+        out, err = follower.communicate(timeout=20)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, err
+    frames = [json.loads(line) for line in out.splitlines()]
+    assert ("session_end", {"reason": "prompt_input_exit"}) in \
+        [(f["type"], f["data"]) for f in frames]
+    assert json.loads(server.ok("show", session_id, "--json"))["state"] == "stopped"
+
+
+def test_provider_raw_only_with_emit_raw(server, hooks):
+    sid = started(hooks)
+    hooks.fire(shapes(sid)["PreToolUse"])
+    assert "provider_raw" not in [t for t, _ in records(server, sid)]
+    hooks.fire(shapes(sid)["PreToolUse"], raw=True)
+    got = records(server, sid)
+    assert got[-2] == ("tool_start", {"tool_name": "Bash"})
+    assert got[-1] == ("provider_raw", shapes(sid)["PreToolUse"])
+
+
+def test_unknown_events_fields_and_garbage_are_ignored(server, hooks):
+    sid = started(hooks)
+    before = records(server, sid)
+    hooks.fire(dict(base(sid, "SubagentStop"), stop_hook_active=False))
+    hooks.fire(dict(base(sid, "PreCompact"), trigger="auto"))
+    hooks.fire("not json at all")
+    hooks.fire("")
+    hooks.fire(json.dumps({"hook_event_name": "Stop"}))  # no session_id
+    hooks.fire(dict(shapes(sid)["Stop"], brand_new_field={"x": [1, 2]}, another=7))
+    assert records(server, sid) == before + [("stop", {})]
+
+
+def test_hook_exits_within_2s_when_the_server_hangs(server, tmp_path):
+    """A server that accepts and never answers: exit 0 in < 2 s, record spooled."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        addr = "127.0.0.1:%d" % silent.getsockname()[1]
+        spool = tmp_path / "spool.jsonl"
+        sid = str(uuid.uuid4())
+        h = Hooks(server, 1, spool)
+        h.fire(shapes(sid)["UserPromptSubmit"], AGENTHUB_ADDR=addr)
+    lines = [json.loads(line) for line in spool.read_text().splitlines()]
+    assert lines == [{"op": "append", "provider": "claude", "native_id": sid,
+                      "record": {"type": "prompt", "data": {"length": len(SECRET_PROMPT)}}}]
+
+
+def test_spool_survives_a_server_restart(tmp_path):
+    """Server stopped, three hooks fire (spooled), server restarted on the same
+    db and ports, the fourth fires: all four records arrive in order."""
+    (tmp_path / "srv").mkdir()
+    srv = Server(tmp_path / "srv").start(f"127.0.0.1:{free_port()}",
+                                         f"127.0.0.1:{free_port()}")
+    public, runner = srv.public, srv.runner
+    try:
+        terminal = srv.terminal()
+        spool = tmp_path / "spool.jsonl"
+        h = Hooks(srv, terminal, spool)
+        sid = str(uuid.uuid4())
+        events = shapes(sid)
+        srv.stop()
+        for name in ("SessionStart", "UserPromptSubmit", "PreToolUse"):
+            h.fire(events[name])
+        ops = [json.loads(line) for line in spool.read_text().splitlines()]
+        assert [o["op"] for o in ops] == ["open", "append", "append", "append"]
+        srv.start(public, runner)
+        assert (srv.public, srv.runner) == (public, runner)
+        h.fire(events["PostToolUse"])
+        assert spool.read_text() == ""
+        assert records(srv, sid) == [("session_start", {"source": "startup"}),
+                                     ("prompt", {"length": len(SECRET_PROMPT)}),
+                                     ("tool_start", {"tool_name": "Bash"}),
+                                     ("tool_end", {"tool_name": "Bash"})]
+        assert_no_secrets(srv, sid)
+    finally:
+        srv.stop()
+
+
+def test_spool_default_path_is_xdg_state_home(server, tmp_path):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        addr = "127.0.0.1:%d" % closed.getsockname()[1]  # bound, not listening: refused
+    sid = str(uuid.uuid4())
+    r = server.cli("hook", "claude", input=json.dumps(shapes(sid)["Stop"]),
+                   AGENTHUB_ADDR=addr, XDG_STATE_HOME=tmp_path / "state")
+    assert r.returncode == 0
+    spool = tmp_path / "state" / "agenthub" / "spool.jsonl"
+    assert json.loads(spool.read_text())["record"] == {"type": "stop", "data": {}}
+
+
+def test_fallback_to_report_agent_state_without_resource_kinds(tmp_path):
+    """A server whose GetServerInfo lacks RESOURCE_KINDS gets ReportAgentState."""
+    import grpc
+    _, services = pb()
+    reports = []
+
+    def server_info(request, context):
+        return services.GetServerInfoResponse(version="old", api_version="1", features=0)
+
+    def report_state(request, context):
+        reports.append((request.resource_id, request.session_id, request.state))
+        return services.ReportAgentStateResponse()
+
+    fake = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    fake.add_generic_rpc_handlers([
+        grpc.method_handlers_generic_handler("compass.v1.CompassService", {
+            "GetServerInfo": grpc.unary_unary_rpc_method_handler(
+                server_info, services.GetServerInfoRequest.FromString,
+                services.GetServerInfoResponse.SerializeToString)}),
+        grpc.method_handlers_generic_handler("compass.v1.ResourceService", {
+            "ReportAgentState": grpc.unary_unary_rpc_method_handler(
+                report_state, services.ReportAgentStateRequest.FromString,
+                services.ReportAgentStateResponse.SerializeToString)}),
+    ])
+    port = fake.add_insecure_port("127.0.0.1:0")
+    fake.start()
+    try:
+        class Fake:
+            def cli(self, *args, **kw):
+                import os
+                env = dict(os.environ, AGENTHUB_ADDR=f"127.0.0.1:{port}",
+                           AGENTHUB_TOKEN="t-agent-1")
+                env.update({k: str(v) for k, v in kw.pop("extra", {}).items()})
+                return subprocess.run([str(AGENTHUB), *args], env=env, capture_output=True,
+                                      text=True, timeout=10, input=kw.get("input"))
+        h = Fake()
+        sid = str(uuid.uuid4())
+        for name in ("UserPromptSubmit", "PermissionRequest", "Stop"):
+            r = h.cli("hook", "claude", input=json.dumps(shapes(sid)[name]),
+                      extra={"AGENTHUB_SPOOL": tmp_path / "spool", "AGENTHUB_SESSION_ID": "sess-9",
+                             "AGENTHUB_TERMINAL_ID": "4"})
+            assert r.returncode == 0
+        assert reports == [(4, "sess-9", "working"), (4, "sess-9", "blocked"),
+                           (4, "sess-9", "done")]
+    finally:
+        fake.stop(0)
+
+
+def test_spool_flush_skips_a_refused_record_and_keeps_order(server, hooks):
+    """A spooled record the server refuses for good is dropped alone; the
+    records around it arrive, in order, ahead of the new one."""
+    sid = started(hooks)
+
+    def op(record):
+        return json.dumps({"op": "append", "provider": "claude", "native_id": sid,
+                           "record": record})
+    lines = [op({"type": "tool_start", "data": {"tool_name": f"T{i}"}}) for i in range(40)]
+    lines.insert(20, op({"type": "no_such_type", "data": {}}))
+    lines.insert(5, "this line is not JSON")
+    hooks.spool.write_text("\n".join(lines) + "\n")
+    hooks.fire(shapes(sid)["Stop"])
+    assert hooks.spool.read_text() == ""
+    assert records(server, sid)[1:] == \
+        [("tool_start", {"tool_name": f"T{i}"}) for i in range(40)] + [("stop", {})]
+
+
+def test_parallel_hooks_against_a_hung_server_lose_nothing(server, hooks):
+    """Hooks fired together while the server hangs all exit 0 within 2 s and
+    all their records are spooled; the next hook that reaches the server
+    delivers every one of them."""
+    sid = started(hooks)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        addr = "127.0.0.1:%d" % silent.getsockname()[1]
+        env = server.env("t-agent-1", AGENTHUB_ADDR=addr, AGENTHUB_SPOOL=hooks.spool,
+                         AGENTHUB_TERMINAL_ID=hooks.terminal)
+        start = time.monotonic()
+        procs = [subprocess.Popen([str(AGENTHUB), "hook", "claude"], env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+                 for _ in range(6)]
+        for i, p in enumerate(procs):
+            p.stdin.write(json.dumps(dict(shapes(sid)["PreToolUse"], tool_name=f"P{i}")))
+            p.stdin.close()
+        for p in procs:
+            assert p.wait(5) == 0
+        assert time.monotonic() - start < 2.5
+    spooled = [json.loads(line) for line in hooks.spool.read_text().splitlines()]
+    assert sorted(o["record"]["data"]["tool_name"] for o in spooled) == \
+        [f"P{i}" for i in range(6)]
+    hooks.fire(shapes(sid)["Stop"])
+    got = records(server, sid)[1:]
+    assert sorted(d["tool_name"] for t, d in got[:-1]) == [f"P{i}" for i in range(6)]
+    assert got[-1] == ("stop", {})

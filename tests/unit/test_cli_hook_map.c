@@ -1,0 +1,246 @@
+/* Unit tests for the Claude hook mapping (src/cli/hook_map.c), including the
+ * records it builds passing the server's AgentEventsJsonlV1 codec. */
+#include "../../src/cli/hook_map.c"
+
+#include <check.h>
+#include <stdlib.h>
+
+#include "core/jsonl.h"
+
+#define BASE                                                                                       \
+    "\"session_id\":\"abc-123\",\"transcript_path\":\"/t/abc.jsonl\",\"cwd\":\"/w\","              \
+    "\"permission_mode\":\"default\""
+
+static json_t *load(const char *text)
+{
+    json_error_t error;
+    json_t *j = json_loads(text, 0, &error);
+
+    ck_assert_msg(j != NULL, "bad test JSON: %s", error.text);
+    return j;
+}
+
+/* Maps TEXT; returns the compact dump of the ops array (caller frees). */
+static char *map_dump(const char *text, int raw, const char **state)
+{
+    json_t *hook = load(text);
+    struct hook_plan plan;
+    char *out;
+
+    ck_assert_int_eq(hook_map(hook, raw, &plan), 0);
+    out = json_dumps(plan.ops, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (state)
+        *state = plan.state_word;
+    hook_plan_free(&plan);
+    json_decref(hook);
+    return out;
+}
+
+static void expect_ops(const char *hook, const char *ops, const char *state)
+{
+    const char *got_state = NULL;
+    char *got = map_dump(hook, 0, &got_state);
+
+    ck_assert_str_eq(got, ops);
+    if (state)
+        ck_assert_str_eq(got_state, state);
+    else
+        ck_assert_ptr_null(got_state);
+    free(got);
+}
+
+#define APPEND(REC)                                                                                \
+    "{\"op\":\"append\",\"provider\":\"claude\",\"native_id\":\"abc-123\",\"record\":" REC "}"
+
+START_TEST(session_start_opens_then_emits_source)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"SessionStart\",\"source\":\"resume\"}",
+               "[{\"op\":\"open\",\"provider\":\"claude\",\"native_id\":\"abc-123\"}," APPEND(
+                   "{\"type\":\"session_start\",\"data\":{\"source\":\"resume\"}}") "]",
+               "ready");
+}
+END_TEST
+
+START_TEST(prompt_carries_length_only)
+{
+    char *got = map_dump("{" BASE ",\"hook_event_name\":\"UserPromptSubmit\","
+                         "\"prompt\":\"secret words \\u00e9\"}",
+                         0, NULL);
+
+    ck_assert_str_eq(got, "[" APPEND("{\"type\":\"prompt\",\"data\":{\"length\":14}}") "]");
+    ck_assert_ptr_null(strstr(got, "secret"));
+    free(got);
+}
+END_TEST
+
+START_TEST(tools_carry_name_only)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\","
+               "\"tool_input\":{\"command\":\"rm -rf /secret\"},\"tool_use_id\":\"t1\"}",
+               "[" APPEND("{\"type\":\"tool_start\",\"data\":{\"tool_name\":\"Bash\"}}") "]",
+               "working");
+    expect_ops("{" BASE ",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\","
+               "\"tool_input\":{\"command\":\"x\"},\"tool_response\":{\"stdout\":\"secret\"}}",
+               "[" APPEND("{\"type\":\"tool_end\",\"data\":{\"tool_name\":\"Bash\"}}") "]",
+               "working");
+    expect_ops("{" BASE ",\"hook_event_name\":\"PermissionRequest\",\"tool_name\":\"Write\","
+               "\"tool_input\":{\"content\":\"secret\"}}",
+               "[" APPEND("{\"type\":\"ask\",\"data\":{\"tool_name\":\"Write\"}}") "]", "blocked");
+}
+END_TEST
+
+START_TEST(notification_kinds)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"Notification\",\"message\":\"m\","
+               "\"notification_type\":\"permission_prompt\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"permission\"}}") "]",
+               "blocked");
+    expect_ops("{" BASE ",\"hook_event_name\":\"Notification\",\"message\":\"m\","
+               "\"notification_type\":\"elicitation_dialog\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"elicitation\"}}") "]",
+               "blocked");
+    expect_ops("{" BASE ",\"hook_event_name\":\"Notification\",\"message\":\"m\","
+               "\"notification_type\":\"idle_prompt\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"idle\"}}") "]", "idle");
+    /* Older Claude Code: no notification_type, the message decides. */
+    expect_ops("{" BASE ",\"hook_event_name\":\"Notification\","
+               "\"message\":\"Claude needs your permission to use Bash\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"permission\"}}") "]",
+               "blocked");
+    expect_ops("{" BASE ",\"hook_event_name\":\"Notification\",\"message\":\"m\","
+               "\"notification_type\":\"Weird Type!\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"other\"}}") "]", NULL);
+}
+END_TEST
+
+START_TEST(stop_and_session_end)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"Stop\",\"stop_hook_active\":false}",
+               "[" APPEND("{\"type\":\"stop\",\"data\":{}}") "]", "done");
+    expect_ops(
+        "{" BASE ",\"hook_event_name\":\"SessionEnd\",\"reason\":\"clear\"}",
+        "[" APPEND(
+            "{\"type\":\"session_end\",\"data\":{\"reason\":\"clear\"}}") ","
+                                                                          "{\"op\":\"close\","
+                                                                          "\"provider\":\"claude\","
+                                                                          "\"native_id\":\"abc-"
+                                                                          "123\"}]",
+        "stopped");
+}
+END_TEST
+
+START_TEST(unknown_events_map_to_nothing)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"SubagentStop\"}", "[]", NULL);
+    expect_ops("{" BASE ",\"hook_event_name\":7}", "[]", NULL);
+    expect_ops("{" BASE "}", "[]", NULL);
+}
+END_TEST
+
+START_TEST(no_session_id_is_refused)
+{
+    struct hook_plan plan;
+    json_t *hook = load("{\"hook_event_name\":\"Stop\"}");
+
+    ck_assert_int_eq(hook_map(hook, 0, &plan), -1);
+    json_decref(hook);
+    hook = load("[1,2]");
+    ck_assert_int_eq(hook_map(hook, 0, &plan), -1);
+    json_decref(hook);
+}
+END_TEST
+
+START_TEST(provider_raw_only_when_asked_and_bounded)
+{
+    const char *text = "{" BASE ",\"hook_event_name\":\"Stop\",\"extra\":1}";
+    char *plain = map_dump(text, 0, NULL), *raw = map_dump(text, 1, NULL);
+    char *big = malloc(HOOK_RAW_MAX + 200), *got;
+
+    ck_assert_ptr_null(strstr(plain, "provider_raw"));
+    ck_assert_ptr_nonnull(strstr(raw, "{\"type\":\"provider_raw\",\"data\":{\"session_id\""));
+    ck_assert_ptr_nonnull(strstr(raw, "\"extra\":1"));
+    snprintf(big, HOOK_RAW_MAX + 200, "{" BASE ",\"hook_event_name\":\"Stop\",\"pad\":\"%0*d\"}",
+             HOOK_RAW_MAX, 0);
+    got = map_dump(big, 1, NULL);
+    ck_assert_ptr_nonnull(strstr(got, "\"truncated\":true"));
+    free(plain);
+    free(raw);
+    free(big);
+    free(got);
+}
+END_TEST
+
+/* Every record the shim builds passes the server's codec. */
+START_TEST(records_pass_the_server_codec)
+{
+    static const char *const hooks[] = {
+        "{" BASE ",\"hook_event_name\":\"SessionStart\",\"source\":\"startup\"}",
+        "{" BASE ",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"hi\"}",
+        "{" BASE ",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\"}",
+        "{" BASE ",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\"}",
+        "{" BASE ",\"hook_event_name\":\"PermissionRequest\",\"tool_name\":\"Bash\"}",
+        "{" BASE ",\"hook_event_name\":\"Notification\",\"notification_type\":\"idle_prompt\"}",
+        "{" BASE ",\"hook_event_name\":\"Stop\"}",
+        "{" BASE ",\"hook_event_name\":\"SessionEnd\",\"reason\":\"other\"}",
+    };
+
+    for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+        json_t *hook = load(hooks[i]);
+        struct hook_plan plan;
+        size_t k;
+        json_t *op;
+
+        ck_assert_int_eq(hook_map(hook, 1, &plan), 0);
+        json_array_foreach(plan.ops, k, op)
+        {
+            json_t *record = json_object_get(op, "record");
+            struct jsonl_batch batch;
+            char err[JSONL_ERR_SIZE], *line;
+            if (!record)
+                continue;
+            line = json_dumps(record, JSON_COMPACT);
+            ck_assert_msg(jsonl_parse_batch(line, strlen(line), &batch, err) == JSONL_OK, "%s: %s",
+                          line, err);
+            ck_assert_uint_eq(batch.count, 1);
+            jsonl_batch_free(&batch);
+            free(line);
+        }
+        hook_plan_free(&plan);
+        json_decref(hook);
+    }
+}
+END_TEST
+
+START_TEST(utf8_length_counts_code_points)
+{
+    ck_assert_uint_eq(hook_utf8_length(""), 0);
+    ck_assert_uint_eq(hook_utf8_length("abc"), 3);
+    ck_assert_uint_eq(hook_utf8_length("h\xc3\xa9llo \xe2\x9c\x93"), 7);
+    ck_assert_uint_eq(hook_utf8_length("\xf0\x9f\x98\x80"), 1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cli_hook_map");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, session_start_opens_then_emits_source);
+    tcase_add_test(tc, prompt_carries_length_only);
+    tcase_add_test(tc, tools_carry_name_only);
+    tcase_add_test(tc, notification_kinds);
+    tcase_add_test(tc, stop_and_session_end);
+    tcase_add_test(tc, unknown_events_map_to_nothing);
+    tcase_add_test(tc, no_session_id_is_refused);
+    tcase_add_test(tc, provider_raw_only_when_asked_and_bounded);
+    tcase_add_test(tc, records_pass_the_server_codec);
+    tcase_add_test(tc, utf8_length_counts_code_points);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
