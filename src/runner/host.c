@@ -242,16 +242,9 @@ static void read_pb_frames(struct host_session *s, struct evbuffer *in)
     int rv;
 
     while ((have = evbuffer_get_length(in)) > 0) {
-        const uint8_t *data = evbuffer_pullup(in, have < 10 ? (ssize_t)have : 10);
-        rv = agent_frames_pb_next(data, have < 10 ? have : 10, &consumed, &frame, &frame_len);
-        if (rv == 0 && have >= 10) {
-            /* The prefix is complete; the body is not all here, or is. */
-            data = evbuffer_pullup(in, -1);
-            rv = agent_frames_pb_next(data, have, &consumed, &frame, &frame_len);
-        } else if (rv == 1) {
-            data = evbuffer_pullup(in, -1);
-            rv = agent_frames_pb_next(data, have, &consumed, &frame, &frame_len);
-        }
+        /* Frames are bounded (AGENT_FRAMES_MAX): keep the input contiguous. */
+        const uint8_t *data = evbuffer_pullup(in, -1);
+        rv = agent_frames_pb_next(data, have, &consumed, &frame, &frame_len);
         if (rv == 0)
             return;
         if (rv < 0) {
