@@ -513,3 +513,34 @@ def test_restart_under_load_neither_retries_nor_gaps(world, pb):
         assert m["agenthub_relay_gaps_total"] == 0, m
     finally:
         runner.stop()
+
+
+def test_start_and_stop_agent_session_run_and_stop_the_agent(world, pb):
+    server, tmp = world
+    frames, services = pb
+    runner = Runner(server, tmp, idle_agent())
+    try:
+        deadline = time.monotonic() + 20
+        while "connected its Sessions stream" not in server.log():
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        started = server.call(pb, "StartAgentSession",
+                              services.StartAgentSessionRequest(container_name="ctr-1"),
+                              services.StartAgentSessionResponse)
+        sid = started.session_id
+        assert sid and sid != "sess-1"
+        deadline = time.monotonic() + 20
+        while "session %s: agent started" % sid not in runner.log():
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        server.call(pb, "StopAgentSession", services.StopAgentSessionRequest(session_id=sid),
+                    services.StopAgentSessionResponse)
+        deadline = time.monotonic() + 20
+        while "session %s: agent exited" % sid not in runner.log() and \
+                "session %s: agent killed" % sid not in runner.log():
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        # sess-1's agent is untouched.
+        send(server, pb, "still here?")
+    finally:
+        runner.stop()
