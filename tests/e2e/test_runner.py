@@ -383,7 +383,8 @@ def test_uploader_disables_itself_without_blob_storage(tmp_path, pb):
 def test_make_demo_shows_the_scripted_agent(tmp_path):
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    env = dict(os.environ, TMPDIR=str(tmp_path))
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env["TMPDIR"] = str(tmp_path)
     out = subprocess.run(["make", "-s", "demo"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
