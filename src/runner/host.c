@@ -425,6 +425,11 @@ static int session_spawn(struct host_session *s, char *err, size_t err_size)
         signal(SIGPIPE, SIG_DFL);
         if (dup2(in_pipe[0], 0) < 0 || dup2(out_pipe[1], 1) < 0)
             _exit(127);
+        /* libevent's sockets are not close-on-exec: the agent must not
+         * hold the Runner's connections (or other agents' pipes) open. */
+        if (close_range(3, ~0U, 0) != 0)
+            for (long fd = sysconf(_SC_OPEN_MAX) - 1; fd > 2; fd--)
+                close((int)fd);
         setenv("AGENTHUB_SESSION_ID", s->id, 1);
         execl("/bin/sh", "sh", "-c", r->cfg.agent_cmd, (char *)NULL);
         _exit(127);
