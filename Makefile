@@ -9,7 +9,8 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
   libjansson-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
-  clang-tidy cppcheck valgrind openssl procps
+  clang-tidy cppcheck valgrind openssl procps \
+  libgrpc++-dev protobuf-compiler-grpc g++
 
 ifeq ($(SAN),1)
 BUILD ?= build-asan
@@ -61,7 +62,8 @@ all: $(PROGRAMS) $(UNIT_BIN)
 deps:
 	@if pkg-config --exists $(PKGS) check && /usr/bin/python3 -c 'import grpc, h2, pytest' 2>/dev/null \
 	    && command -v protoc-c >/dev/null && command -v h2load >/dev/null \
-	    && command -v clang >/dev/null && command -v valgrind >/dev/null; then \
+	    && command -v clang >/dev/null && command -v valgrind >/dev/null \
+	    && command -v grpc_cpp_plugin >/dev/null && pkg-config --exists grpc++; then \
 	  echo "deps: already installed"; \
 	else \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PACKAGES); \

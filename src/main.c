@@ -382,7 +382,7 @@ int main(int argc, char **argv)
     server.rpc.config.blob_dir = server.config.blob_dir;
     server.rpc.config.max_blob_bytes = server.config.max_blob_bytes;
     server.rpc.config.subscriber_buffer_bytes = server.config.subscriber_buffer_bytes;
-    server.rpc.config.command_timeout_ms = 10000;
+    server.rpc.config.command_timeout_ms = 5000; /* no ack within 5 s: UNAVAILABLE */
 
     server.base = event_base_new();
     if (!server.base)

@@ -350,7 +350,11 @@ int cli_admin_main(int argc, char **argv)
             fputs(admin_usage, stdout);
             return ADMIN_OK;
         }
-        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--db") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "agenthub admin: --db needs a path\n");
+                return ADMIN_USAGE;
+            }
             db = argv[++i];
             continue;
         }
@@ -400,6 +404,8 @@ int cli_admin_main(int argc, char **argv)
         fprintf(stderr, "agenthub admin: %s\n", err);
         return ADMIN_STORE;
     }
+    /* A person at a terminal can wait for a running server's write. */
+    sqlite_store_set_busy_timeout(s, 5000);
     if (strcmp(cmd, "init") == 0) {
         rv = o.npos == 0 ? ADMIN_OK : ADMIN_USAGE;
         if (rv != ADMIN_OK)

@@ -141,3 +141,15 @@ int arbiter_evidence_for_frame_state(int state)
 {
     return state > 0 && state < ARBITER_STATE_COUNT ? state : ARBITER_NONE;
 }
+
+int arbiter_rank_from_wire(int evidence_rank)
+{
+    switch (evidence_rank) {
+    case 1:
+        return ARBITER_RANK_PROCESS;
+    case 2:
+        return ARBITER_RANK_SCREEN;
+    default:
+        return -1;
+    }
+}

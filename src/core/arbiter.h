@@ -97,6 +97,10 @@ int arbiter_evidence_for_tool_status(int tool_status);
  * non-UNSPECIFIED value, else ARBITER_NONE. */
 int arbiter_evidence_for_frame_state(int state);
 
+/* The rank of a ReportEvidence EvidenceRank wire value (PROCESS 1, SCREEN
+ * 2), or -1 for UNSPECIFIED and unknown values. */
+int arbiter_rank_from_wire(int evidence_rank);
+
 /* Maps a state word ("working", "blocked", "done", "idle", "starting",
  * "ready", "stopped", "errored", "disconnected"; also the compass.v1 enum
  * names "AGENT_SESSION_STATE_WORKING" ...) to a state, or -1. */

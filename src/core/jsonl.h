@@ -7,8 +7,14 @@
  * and ts_ms from a producer are ignored, whatever their value, because the
  * server assigns both on append.  Any other top-level key is RECORD_INVALID:
  * the codec is closed, a new field is a codec revision.  Duplicate keys are
- * rejected at every depth.  A single '\n' may end the call; every other empty
- * line (and an empty call) is RECORD_INVALID.
+ * rejected at every depth (after decoding escapes).  A single '\n' may end
+ * the call; every other empty line (and an empty call) is RECORD_INVALID.  A
+ * '\r' before the '\n' is JSON whitespace and accepted.
+ *
+ * Validation is the strict hand-written jsonv (core/jsonv.h), not jansson:
+ * a record's data_json is the producer's own text with insignificant
+ * whitespace removed, so numbers and escapes are never re-rendered (a number
+ * of any magnitude is kept as written).
  *
  * Validation is all-or-nothing: a call with any bad line yields no records. */
 #ifndef AGENTHUB_CORE_JSONL_H

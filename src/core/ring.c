@@ -51,7 +51,8 @@ static void ring_evict_oldest(struct ring *r)
     struct ring_slot *s = ring_slot_at(r, 0);
     uint32_t next_head;
 
-    r->retained -= (size_t)s->len + RING_SLOT_BYTES;
+    /* Only called with count > 0, so slot 0 was written by an append. */
+    r->retained -= (size_t)s->len + RING_SLOT_BYTES; /* NOLINT(clang-analyzer-core.*) */
     r->slot_first = (r->slot_first + 1) & (r->slot_cap - 1);
     r->count--;
     if (r->count == 0) {
@@ -248,4 +249,15 @@ uint64_t ring_tail_cursor(const struct ring *r, uint64_t n)
     if (n >= r->count)
         return r->next_seq - 1 - r->count;
     return newest - n;
+}
+
+enum ring_status ring_cursor_check(const struct ring *r, uint64_t after_seq)
+{
+    uint64_t newest = r->next_seq - 1;
+
+    if (after_seq > newest)
+        return RING_AHEAD;
+    if (after_seq == newest || after_seq + 1 >= r->next_seq - r->count)
+        return RING_OK;
+    return RING_EVICTED;
 }

@@ -54,6 +54,7 @@ enum ring_status {
     RING_OK = 0,      /* an entry was returned */
     RING_NONE = 1,    /* caught up: nothing after the cursor yet */
     RING_EVICTED = 2, /* the entry after the cursor was evicted */
+    RING_AHEAD = 3,   /* the cursor is past the newest seq (ring_cursor_check) */
 };
 
 struct ring_entry {
@@ -75,6 +76,12 @@ uint64_t ring_append(struct ring *r, const void *data, size_t len, int64_t at_un
 /* Reads the entry right after cursor AFTER_SEQ into *E (RING_OK), or reports
  * RING_NONE (AFTER_SEQ >= newest) or RING_EVICTED (AFTER_SEQ + 1 < oldest). */
 enum ring_status ring_next(const struct ring *r, uint64_t after_seq, struct ring_entry *e);
+
+/* Checks a resume point before a reader starts at it: RING_OK when the
+ * entries after AFTER_SEQ are all retained (or it is the newest seq: caught
+ * up), RING_EVICTED when some were evicted (SubscribeAgentSession answers
+ * OUT_OF_RANGE), RING_AHEAD when AFTER_SEQ was never assigned. */
+enum ring_status ring_cursor_check(const struct ring *r, uint64_t after_seq);
 
 /* The cursor from which ring_next() yields the last N retained entries
  * (all of them when fewer are retained); N 0 gives the live cursor. */

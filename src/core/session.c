@@ -40,8 +40,15 @@ static void session_destroy(struct session *s)
 
 void session_registry_free(struct session_registry *reg)
 {
-    while (reg->all != NULL)
-        session_destroy(reg->all);
+    struct session *s = reg->all, *next;
+
+    for (; s != NULL; s = next) {
+        next = s->next;
+        ring_free(&s->ring);
+        free(s->runner_id);
+        free(s);
+    }
+    reg->all = NULL;
     free(reg->buckets);
     reg->buckets = NULL;
     reg->nbuckets = 0;

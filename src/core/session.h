@@ -80,7 +80,11 @@ void session_end(struct session *s);
 int session_is_ended(const struct session *s);
 
 /* Appends a frame to S's ring and wakes its watchers.  Returns the frame's
- * seq, or 0 when S has ended or memory ran out (nothing appended). */
+ * seq, or 0 when S has ended or memory ran out (nothing appended).  The frame
+ * is opaque: typically an encoded AgentSessionFrame without its seq field,
+ * which the subscriber's writer prepends from the ring entry's seq.  S is
+ * freed before this returns only when a wake callback ended it and every
+ * watcher left. */
 uint64_t session_append(struct session *s, const void *frame, size_t len, int64_t at_unix_ms);
 
 /* W->wake must be set.  Watching an ended session is allowed (it drains). */

@@ -78,9 +78,11 @@ static void call_finish(struct grpc_client_call *call)
 
 static void client_break(struct grpc_client *client, const char *why)
 {
+    struct grpc_client_call *call, *next;
+
     client->broken = 1;
-    while (client->calls) {
-        struct grpc_client_call *call = client->calls;
+    for (call = client->calls; call; call = next) {
+        next = call->next;
         if (call->stream_id > 0 && client->session)
             nghttp2_session_set_stream_user_data(client->session, call->stream_id, NULL);
         call->result.status = GRPC_STATUS_UNAVAILABLE;

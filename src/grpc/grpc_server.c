@@ -303,15 +303,13 @@ static size_t status_headers(struct grpc_call *call, struct h2_header *headers, 
 {
     size_t n = 0, offset = 0;
     const char *name, *value;
-    size_t message_len;
 
     snprintf(status_buf, 12, "%d", call->status);
     headers[n++] = (struct h2_header){"grpc-status", 11, status_buf, strlen(status_buf)};
     if (call->status_message && call->status_message[0]) {
-        message_len = grpc_message_encode(call->status_message, strlen(call->status_message),
-                                          message_buf, message_size);
-        if (message_len >= message_size)
-            message_len = message_size - 1; /* truncated on a whole escape is fine */
+        /* A message too long for the buffer is cut at a whole escape. */
+        grpc_message_encode(call->status_message, strlen(call->status_message), message_buf,
+                            message_size);
         headers[n++] = (struct h2_header){"grpc-message", 12, message_buf, strlen(message_buf)};
     }
     while (n < max && header_list_next(extra, &offset, &name, &value))
@@ -817,8 +815,10 @@ static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *
     }
     if (len > available)
         len = available;
-    memcpy(buf, call->out.data + call->out.start, len);
-    call_consume(call, len);
+    if (len > 0) { /* a finished call with nothing queued may have no buffer */
+        memcpy(buf, call->out.data + call->out.start, len);
+        call_consume(call, len);
+    }
     if (byte_queue_length(&call->out) == 0 && call->finished && !call->trailers_sent) {
         *flags |= H2_READ_EOF;
         call_send_trailers(call);

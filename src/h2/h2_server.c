@@ -63,6 +63,7 @@ struct h2_conn {
     size_t stream_count;
     int in_callback;   /* >0 while nghttp2 is calling us: never free then */
     int close_pending; /* close as soon as we are out of callbacks */
+    int closing;       /* writing out a last GOAWAY; closes once it is sent */
     struct h2_conn *prev, *next;
 };
 
@@ -326,8 +327,8 @@ static void conn_free(struct h2_conn *conn)
     struct h2_server *server = conn->server;
 
     /* nghttp2_session_del does not report open streams: tell the handler. */
-    while (conn->streams) {
-        struct h2_stream *stream = conn->streams;
+    for (struct h2_stream *stream = conn->streams, *next; stream; stream = next) {
+        next = stream->next;
         nghttp2_session_set_stream_user_data(conn->session, stream->stream_id, NULL);
         stream_unlink_and_free(conn, stream, NGHTTP2_CANCEL);
     }
@@ -353,6 +354,24 @@ static void conn_close(struct h2_conn *conn)
         return;
     }
     conn_free(conn);
+}
+
+/* How long a closing connection may take to write its last frames. */
+#define CLOSE_LINGER_MS 1000
+
+/* Closes once the bytes already in the socket buffer (a GOAWAY, usually)
+ * are written: bufferevent_free would drop them.  Reads stop now. */
+static void conn_close_after_write(struct h2_conn *conn)
+{
+    struct timeval linger = {CLOSE_LINGER_MS / 1000, (CLOSE_LINGER_MS % 1000) * 1000};
+
+    if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {
+        conn_close(conn);
+        return;
+    }
+    conn->closing = 1;
+    bufferevent_disable(conn->bev, EV_READ);
+    event_add(conn->idle_event, &linger); /* on_idle frees it if the peer never reads */
 }
 
 /* Moves frames from nghttp2 into the socket buffer, stopping at the high
@@ -401,6 +420,10 @@ static void on_read(struct bufferevent *bev, void *arg)
     struct evbuffer_iovec vec[8];
     int count;
 
+    if (conn->closing) {
+        evbuffer_drain(in, evbuffer_get_length(in));
+        return;
+    }
     conn->in_callback++;
     while ((count = evbuffer_peek(in, -1, NULL, vec, 8)) > 0) {
         size_t total = 0;
@@ -422,7 +445,7 @@ static void on_read(struct bufferevent *bev, void *arg)
         /* Let nghttp2 say GOAWAY when it has one queued, then close. */
         conn->close_pending = 0;
         if (conn_flush(conn) == 0)
-            conn_close(conn);
+            conn_close_after_write(conn);
         return;
     }
     event_add(conn->idle_event, &conn->server->idle_timeout); /* re-arm on activity */
@@ -434,6 +457,11 @@ static void on_write(struct bufferevent *bev, void *arg)
     struct h2_conn *conn = arg;
 
     /* The socket drained below the low water mark. */
+    if (conn->closing) {
+        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+            conn_close(conn);
+        return;
+    }
     conn_flush(conn);
 }
 
@@ -462,6 +490,10 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
     struct h2_conn *conn = arg;
 
+    if (conn->closing) { /* the peer never read its GOAWAY */
+        conn_close(conn);
+        return;
+    }
     if (conn->stream_count > 0) {
         event_add(conn->idle_event, &conn->server->idle_timeout);
         return;
@@ -470,7 +502,7 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
                           nghttp2_session_get_last_proc_stream_id(conn->session), NGHTTP2_NO_ERROR,
                           (const uint8_t *)"idle", 4);
     if (conn_flush(conn) == 0)
-        conn_close(conn);
+        conn_close_after_write(conn);
 }
 
 static int conn_setup_session(struct h2_conn *conn)
@@ -692,7 +724,7 @@ static int split_host_port(const char *host_port, char *host, size_t host_size, 
     host[host_len] = '\0';
     if (strlen(colon + 1) == 0 || strlen(colon + 1) >= port_size)
         return -1;
-    strcpy(port, colon + 1);
+    memcpy(port, colon + 1, strlen(colon + 1) + 1);
     return 0;
 }
 
@@ -744,6 +776,7 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
         snprintf(err, err_size, "%s: cannot listen: %s", host_port, strerror(errno));
         goto fail;
     }
+    memset(&bound, 0, sizeof(bound));
     getsockname(evconnlistener_get_fd(listener->evlistener), (struct sockaddr *)&bound, &bound_len);
     if (bound.ss_family == AF_INET6) {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&bound;

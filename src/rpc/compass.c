@@ -155,7 +155,6 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     Compass__V1__StartCommand start = COMPASS__V1__START_COMMAND__INIT;
     struct store_session_spec spec;
     struct store_container container;
-    struct store_account agent;
     struct store_subject subject;
     char session_id[STORE_ID_MAX];
     int rv;
@@ -166,20 +165,12 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "container_name is required");
         return;
     }
-    /* Starting needs the right to see the container's agent: admins, or
-     * members of its home channel.  Unknown and forbidden look the same. */
-    rv = ctx->store->ops->container_get(ctx->store->impl, request->container_name, &container);
-    if (rv == STORE_OK)
-        rv = ctx->store->ops->account_get(ctx->store->impl, container.agent_account_id, &agent);
-    if (rv == STORE_OK && !subject.is_admin)
-        rv = agent.home_channel_id[0] ? ctx->store->ops->member_check(ctx->store->impl, subject.id,
-                                                                      agent.home_channel_id)
-                                      : STORE_NOT_FOUND;
-    if (rv == STORE_FAULT) {
+    rv = gate_may_start(ctx->store, &subject, request->container_name, &container);
+    if (rv == GATE_FAULT) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     }
-    if (rv != STORE_OK) {
+    if (rv != GATE_ALLOWED) {
         grpc_call_finish(call, GRPC_STATUS_NOT_FOUND, "container not found");
         return;
     }
@@ -236,8 +227,10 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
     runner_command_send(ctx, row.runner_id, &command, NULL, NULL);
     s = session_find(ctx->sessions, row.session_id, strlen(row.session_id));
     if (s) {
+        /* STOPPED is the last word: ending without retracting the Stream
+         * evidence, so no fallback state is published after it. */
         hub_announce_state(ctx, s, ARBITER_STOPPED);
-        hub_end_session(ctx, s);
+        session_end(s);
     }
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
@@ -276,7 +269,7 @@ struct status_list {
 static int collect_visible(const struct store_session *row, void *arg)
 {
     struct status_list *list = arg;
-    int rv = gate_may_view(list->ctx->store, list->subject, row->session_id, NULL);
+    int rv = gate_may_view_loaded(list->ctx->store, list->subject, row);
 
     if (rv == GATE_FAULT) {
         list->fault = 1;

@@ -69,14 +69,17 @@ static size_t pane_backlog_bytes(const struct pane_subscriber *sub)
     return (size_t)(behind * (ring_retained_bytes(ring) / count));
 }
 
-/* 1 when SUB was dropped for lag (and finished). */
+/* 1 when SUB was dropped for lag (and finished).  A subscriber only the
+ * newest frame behind is caught up, however large that frame: otherwise one
+ * frame over --subscriber-buffer-bytes would end every live subscriber. */
 static int pane_check_lag(struct pane_subscriber *sub)
 {
     const struct ring *ring = session_ring(sub->session);
     uint64_t oldest = ring_oldest_seq(ring);
 
     if ((oldest > 0 && sub->cursor + 1 < oldest) ||
-        pane_backlog_bytes(sub) > sub->ctx->config.subscriber_buffer_bytes) {
+        (ring_newest_seq(ring) - sub->cursor > 1 &&
+         pane_backlog_bytes(sub) > sub->ctx->config.subscriber_buffer_bytes)) {
         pane_finish(sub, 1);
         return 1;
     }
@@ -172,10 +175,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->ctx = ctx;
     sub->watcher.wake = pane_wake;
     if (request->since_seq > 0) {
-        uint64_t oldest = ring_oldest_seq(ring);
-        if (request->since_seq > ring_newest_seq(ring) ||
-            (oldest > 0 && request->since_seq + 1 < oldest) ||
-            (oldest == 0 && request->since_seq != ring_newest_seq(ring))) {
+        if (ring_cursor_check(ring, request->since_seq) != RING_OK) {
             free(sub);
             grpc_call_finish(call, GRPC_STATUS_OUT_OF_RANGE,
                              "since_seq is not in the session's retained log");

@@ -103,7 +103,20 @@ void hub_observe(struct rpc_context *ctx, struct session *s, enum arbiter_rank r
 
 void hub_announce_state(struct rpc_context *ctx, struct session *s, int state)
 {
+    /* What subscribers were last told is the session's state from now on
+     * (GetAgentStatus reads it), and the next evidence that derives another
+     * state is reported as a change. */
+    session_arbiter(s)->state = (uint8_t)state;
     publish_status(ctx, s, state);
+}
+
+void hub_announce_derived(struct rpc_context *ctx, struct session *s)
+{
+    enum arbiter_state state;
+
+    arbiter_observe(session_arbiter(s), ARBITER_RANK_STREAM, ARBITER_NONE, ARBITER_LIVE_UNCHANGED,
+                    &state);
+    publish_status(ctx, s, (int)state);
 }
 
 /* The bus projection of a typed event (none for notices). */

@@ -35,8 +35,13 @@ void hub_observe(struct rpc_context *ctx, struct session *s, enum arbiter_rank r
                  int live_child);
 
 /* Publishes STATE for S as a state frame and AgentSessionStatus without
- * asking the arbiter (transport facts such as DISCONNECTED). */
+ * asking the arbiter (transport facts such as DISCONNECTED, STOPPED); it is
+ * S's reported state until evidence derives another. */
 void hub_announce_state(struct rpc_context *ctx, struct session *s, int state);
+
+/* Re-derives S's state from its evidence and publishes it, changed or not
+ * (a Runner's report after a reconnect). */
+void hub_announce_derived(struct rpc_context *ctx, struct session *s);
 
 /* Ends S: the Stream evidence is retracted and its subscribers drain and
  * finish.  S must not be used afterwards. */

@@ -83,8 +83,10 @@ void runner_registry_free(struct runner_registry *runners)
 {
     if (!runners)
         return;
-    while (runners->pending)
-        pending_complete(runners, runners->pending, 0, "server stopping");
+    for (struct pending_command *c = runners->pending, *next; c; c = next) {
+        next = c->next;
+        pending_complete(runners, c, 0, "server stopping");
+    }
     while (runners->links) {
         struct runner_link *link = runners->links;
         runners->links = link->next;
@@ -270,7 +272,7 @@ static void sessions_report(struct rpc_context *ctx, struct runner_link *link,
         if (!s)
             continue;
         session_bind(s, link->id);
-        hub_announce_state(ctx, s, (int)arbiter_state(session_arbiter(s)));
+        hub_announce_derived(ctx, s);
     }
 }
 

@@ -97,6 +97,7 @@ struct metrics_http *metrics_http_new(struct event_base *base, const char *host_
         snprintf(err, err_size, "%s: cannot listen", host_port);
         goto fail;
     }
+    memset(&addr, 0, sizeof(addr));
     if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&addr, &len) == 0 &&
         addr.sin_family == AF_INET) {
         char ip[INET_ADDRSTRLEN];

@@ -66,6 +66,23 @@ static int load_session(struct store *s, const char *session_id, struct store_se
     return rc == STORE_NOT_FOUND ? GATE_NOT_FOUND : GATE_FAULT;
 }
 
+/* The membership half of a view decision, SESS already read. */
+static int may_view_session(struct store *s, const struct store_subject *subject,
+                            const struct store_session *sess)
+{
+    int rv;
+
+    if (subject->is_admin)
+        return GATE_ALLOWED;
+    /* An agent without a home channel is visible to admins only. */
+    if (sess->home_channel_id[0] == '\0')
+        return GATE_NOT_FOUND;
+    rv = s->ops->member_check(s->impl, subject->id, sess->home_channel_id);
+    if (rv == STORE_OK)
+        return GATE_ALLOWED;
+    return rv == STORE_NOT_FOUND ? GATE_NOT_FOUND : GATE_FAULT;
+}
+
 /* The walk of gate_may_view, inside one read scope. */
 static int may_view(struct store *s, const struct store_subject *subject, const char *session_id,
                     struct store_session *out)
@@ -74,21 +91,19 @@ static int may_view(struct store *s, const struct store_subject *subject, const 
     int rv;
 
     rv = load_session(s, session_id, &sess);
-    if (rv != GATE_ALLOWED)
-        return rv;
-    if (!subject->is_admin) {
-        /* An agent without a home channel is visible to admins only. */
-        if (sess.home_channel_id[0] == '\0')
-            return GATE_NOT_FOUND;
-        rv = s->ops->member_check(s->impl, subject->id, sess.home_channel_id);
-        if (rv == STORE_NOT_FOUND)
-            return GATE_NOT_FOUND;
-        if (rv != STORE_OK)
-            return GATE_FAULT;
-    }
-    if (out)
+    if (rv == GATE_ALLOWED)
+        rv = may_view_session(s, subject, &sess);
+    if (rv == GATE_ALLOWED && out)
         *out = sess;
-    return GATE_ALLOWED;
+    return rv;
+}
+
+int gate_may_view_loaded(struct store *s, const struct store_subject *subject,
+                         const struct store_session *sess)
+{
+    if (!is_account(subject) || !sess)
+        return GATE_NOT_FOUND;
+    return may_view_session(s, subject, sess);
 }
 
 int gate_may_view(struct store *s, const struct store_subject *subject, const char *session_id,
@@ -121,6 +136,32 @@ int gate_may_control(struct store *s, const struct store_subject *subject, const
         return GATE_NOT_FOUND;
     if (out)
         *out = sess;
+    return GATE_ALLOWED;
+}
+
+int gate_may_start(struct store *s, const struct store_subject *subject, const char *container_name,
+                   struct store_container *out)
+{
+    struct store_container c;
+    struct store_account agent;
+    int rc;
+
+    if (!is_account(subject) || !container_name || !store_id_valid(container_name))
+        return GATE_NOT_FOUND;
+    rc = s->ops->container_get(s->impl, container_name, &c);
+    if (rc == STORE_OK && !subject->is_admin) {
+        rc = s->ops->account_get(s->impl, c.agent_account_id, &agent);
+        if (rc == STORE_OK)
+            rc = agent.home_channel_id[0] == '\0'
+                     ? STORE_NOT_FOUND
+                     : s->ops->member_check(s->impl, subject->id, agent.home_channel_id);
+    }
+    if (rc == STORE_NOT_FOUND)
+        return GATE_NOT_FOUND;
+    if (rc != STORE_OK)
+        return GATE_FAULT;
+    if (out)
+        *out = c;
     return GATE_ALLOWED;
 }
 

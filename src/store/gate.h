@@ -59,11 +59,26 @@ const struct gate_refusal *gate_produce_refusal(int result);
 int gate_may_view(struct store *s, const struct store_subject *subject, const char *session_id,
                   struct store_session *out);
 
+/* The same decision for a session already read (from session_list, say,
+ * to answer "every session the caller may see"): only the membership is
+ * read.  ALLOWED / NOT_FOUND / FAULT. */
+int gate_may_view_loaded(struct store *s, const struct store_subject *subject,
+                         const struct store_session *sess);
+
 /* May SUBJECT control session SESSION_ID (SkipBatchWindow, Stop, Send)?
  * Only its owner or an admin; membership is not enough.
  * ALLOWED / NOT_FOUND / FAULT. */
 int gate_may_control(struct store *s, const struct store_subject *subject, const char *session_id,
                      struct store_session *out);
+
+/* May SUBJECT start a session in container CONTAINER_NAME (and so become
+ * its owner)?  Admins may; an account may when it could view the sessions
+ * of that container, i.e. is a member of its agent's home channel.  (A
+ * policy choice: DESIGN.md says only that the caller becomes the owner.)
+ * ALLOWED / NOT_FOUND (unknown and forbidden alike) / FAULT; OUT gets the
+ * container on ALLOWED. */
+int gate_may_start(struct store *s, const struct store_subject *subject, const char *container_name,
+                   struct store_container *out);
 
 /* Is SESSION_ID hosted by Runner RUNNER_ID (the Runner of its container)?
  * BOUND / NOT_BOUND / FAULT. */

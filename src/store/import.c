@@ -22,9 +22,11 @@ struct imp {
     json_t *seen; /* "section\0id" keys already defined in this file */
 };
 
+static int fail(struct imp *im, int rv, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Writes "PATH: message" into the error buffer; returns RV. */
-__attribute__((format(printf, 4, 5))) static int fail(struct imp *im, int rv, const char *path,
-                                                      const char *fmt, ...)
+static int fail(struct imp *im, int rv, const char *path, const char *fmt, ...)
 {
     char msg[384];
     va_list ap;

@@ -77,7 +77,7 @@ int sq_account_get(void *impl, const char *id, struct store_account *out)
     sqlite3_stmt *stmt;
     int rv;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_ACCOUNT_GET);
     if (!stmt)
@@ -103,7 +103,7 @@ int sq_account_list(void *impl, store_account_cb cb, void *arg)
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_ACCOUNT_LIST);
     if (!stmt)
@@ -137,7 +137,7 @@ static int list_ids(struct sqlite_store *st, enum sq_id id, store_id_cb cb, void
 {
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, id);
     if (!stmt)
@@ -192,7 +192,7 @@ int sq_member_remove(void *impl, const char *account_id, const char *channel_id,
         return STORE_FAULT;
     sq_bind(stmt, 1, account_id);
     sq_bind(stmt, 2, channel_id);
-    rv = sq_exec_write(st, stmt, 1, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_DELETE, &n);
     if (changed)
         *changed = n;
     return rv == STORE_OK && n == 0 ? STORE_NOT_FOUND : rv;
@@ -211,7 +211,7 @@ int sq_member_list(void *impl, const char *channel_id, store_member_cb cb, void 
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_MEMBER_LIST);
     if (!stmt)
@@ -261,7 +261,7 @@ int sq_container_get(void *impl, const char *name, struct store_container *out)
     sqlite3_stmt *stmt;
     int rv;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_CONTAINER_GET);
     if (!stmt)
@@ -287,7 +287,7 @@ int sq_container_list(void *impl, const char *runner_id, store_container_cb cb, 
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_CONTAINER_LIST);
     if (!stmt)
@@ -311,7 +311,7 @@ int sq_exists(void *impl, enum store_entity kind, const char *id)
 
     if ((unsigned)kind > STORE_ENTITY_SESSION)
         return STORE_INVALID;
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, ids[kind]);
     if (!stmt)
@@ -339,7 +339,7 @@ int sq_remove(void *impl, enum store_entity kind, const char *id)
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, id);
-    rv = sq_exec_write(st, stmt, 1, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_DELETE, &n);
     return rv == STORE_OK && n == 0 ? STORE_NOT_FOUND : rv;
 }
 
@@ -366,7 +366,7 @@ int sq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN], enum store_subj
     else
         sq_bind(stmt, 3, subject_id);
     sqlite3_bind_int64(stmt, 4, clock_unix_ms());
-    rv = sq_exec_write(st, stmt, 0, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_NO_GATE, &n);
     if (changed)
         *changed = n;
     if (rv != STORE_OK || n > 0)
@@ -400,7 +400,7 @@ int sq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed
     if (!stmt)
         return STORE_FAULT;
     sqlite3_bind_blob(stmt, 1, hash, STORE_HASH_LEN, SQLITE_STATIC);
-    rv = sq_exec_write(st, stmt, 0, &n);
+    rv = sq_exec_write(st, stmt, SQ_WRITE_NO_GATE, &n);
     if (changed)
         *changed = n;
     if (rv != STORE_OK || n > 0)
@@ -432,7 +432,7 @@ int sq_token_revoke_subject(void *impl, enum store_subject_kind kind, const char
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, subject_id);
-    return sq_exec_write(st, stmt, 0, changed);
+    return sq_exec_write(st, stmt, SQ_WRITE_NO_GATE, changed);
 }
 
 static int token_row(sqlite3_stmt *stmt, void *cb, void *arg)
@@ -460,7 +460,7 @@ int sq_token_list(void *impl, store_token_cb cb, void *arg)
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_failpoint(NULL))
+    if (sq_read_guard(st, NULL))
         return STORE_FAULT;
     stmt = sq_stmt(st, SQ_TOKEN_LIST);
     if (!stmt)

@@ -40,6 +40,7 @@ struct sq_cache {
     int have_walhdr;
     int scope;         /* read_begin nesting depth */
     int scope_checked; /* the check ran inside the current scope */
+    int scope_probed;  /* the file header was checked inside the scope */
 };
 
 static uint32_t fnv1a(const char *p, size_t n)
@@ -143,8 +144,10 @@ void sq_cache_set_enabled(struct sq_cache *c, int on)
 void sq_cache_scope(struct sq_cache *c, int enter)
 {
     if (enter) {
-        if (c->scope++ == 0)
+        if (c->scope++ == 0) {
             c->scope_checked = 0;
+            c->scope_probed = 0;
+        }
     } else if (c->scope > 0) {
         c->scope--;
     }
@@ -164,7 +167,8 @@ void sq_cache_clear(struct sq_cache *c)
  * string.  In WAL mode a reader whose wal-index did not move serves pages
  * from its page cache and never looks at the file, so a database scribbled
  * over by something outside SQLite would otherwise keep answering from
- * memory; one 16-byte pread per decision turns that into a fault. */
+ * memory; one 16-byte pread per read (per decision inside a read scope)
+ * turns that into a fault. */
 static int header_intact(struct sqlite_store *st)
 {
     static const char magic[16] = "SQLite format 3";
@@ -177,6 +181,21 @@ static int header_intact(struct sqlite_store *st)
     if (fp->pMethods->xRead(fp, buf, sizeof(buf), 0) != SQLITE_OK)
         return 0;
     return memcmp(buf, magic, sizeof(magic)) == 0;
+}
+
+int sq_cache_header_ok(struct sqlite_store *st)
+{
+    struct sq_cache *c = st->cache;
+
+    if (c->scope > 0 && c->scope_probed)
+        return 1;
+    if (!header_intact(st)) {
+        sq_cache_clear(c);
+        return 0;
+    }
+    if (c->scope > 0)
+        c->scope_probed = 1;
+    return 1;
 }
 
 /* Copies the current wal-index header into OUT; returns 0 when the shared
@@ -215,10 +234,6 @@ int sq_cache_check(struct sqlite_store *st)
 
     if (st->cache->scope > 0 && st->cache->scope_checked)
         return STORE_OK;
-    if (!header_intact(st)) {
-        sq_cache_clear(st->cache);
-        return sq_read_fault(st, SQLITE_NOTADB);
-    }
     if (st->cache->off) {
         if (st->cache->scope > 0)
             st->cache->scope_checked = 1;

@@ -25,6 +25,10 @@ void sq_cache_scope(struct sq_cache *c, int enter);
 /* Drops every entry (a write by this handle). */
 void sq_cache_clear(struct sq_cache *c);
 
+/* Returns 1 when the main database file still starts with SQLite's magic
+ * string (checked once per read scope), else 0. */
+int sq_cache_header_ok(struct sqlite_store *st);
+
 /* Checks PRAGMA data_version and drops the cache when it moved.  Returns
  * STORE_OK, or STORE_FAULT when the database cannot be read (then nothing
  * may be served from the cache either). */

@@ -92,8 +92,10 @@ int sq_write_rc(struct sqlite_store *st, int rc, int deleting);
 /* Logs a failed read and returns STORE_FAULT. */
 int sq_read_fault(struct sqlite_store *st, int rc);
 
-/* Returns 1 when failpoint NAME or "store.read" is set. */
-int sq_failpoint(const char *name);
+/* Called first by every read.  Returns 1 (the read must answer
+ * STORE_FAULT) when failpoint NAME (may be NULL) or "store.read" is set, or
+ * when the database file no longer starts like a SQLite database; else 0. */
+int sq_read_guard(struct sqlite_store *st, const char *name);
 
 /* Copies text column COL of STMT into BUF ("" for NULL), truncating. */
 void sq_text(sqlite3_stmt *stmt, int col, char *buf, size_t len);
@@ -101,9 +103,15 @@ void sq_text(sqlite3_stmt *stmt, int col, char *buf, size_t len);
 /* Binds text, an empty string as itself. */
 int sq_bind(sqlite3_stmt *stmt, int idx, const char *text);
 
+/* sq_exec_write flags. */
+#define SQ_WRITE_DELETE 1 /* a foreign key violation means "still referenced" */
+#define SQ_WRITE_NO_GATE                                                                           \
+    2 /* touches nothing the gate cache holds (runner_seq, tokens,                                 \
+         terminals), so the cache survives it */
+
 /* Runs one write statement to completion.  Returns STORE_OK or a mapped
  * error; *CHANGED (may be NULL) gets 1 when a row changed. */
-int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int deleting, int *changed);
+int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int flags, int *changed);
 
 /* Records that this handle wrote, so cached reads are dropped. */
 void sq_note_write(struct sqlite_store *st);
@@ -112,6 +120,20 @@ void sq_note_write(struct sqlite_store *st);
 int sq_savepoint(struct sqlite_store *st);
 int sq_release_savepoint(struct sqlite_store *st);
 void sq_rollback_savepoint(struct sqlite_store *st);
+
+/* The resource read (sqlite.c), shared with the session writes. */
+int sq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out);
+
+/* Session and resource writes, runner sequence numbers (sqlite_sessions.c). */
+int sq_session_create(void *impl, const struct store_session_spec *spec, char out_id[STORE_ID_MAX]);
+int sq_session_close(void *impl, const char *session_id);
+int sq_terminal_create(void *impl, const char *container_name, uint64_t *out_id);
+int sq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
+                            const char *native_id, const char *owner_account_id, uint64_t *out_id,
+                            char out_session_id[STORE_ID_MAX]);
+int sq_resource_close(void *impl, uint64_t resource_id);
+int sq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out);
+int sq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq);
 
 /* Admin operations (sqlite_admin.c), installed into the ops table. */
 int sq_account_put(void *impl, const struct store_account *a, int *changed);

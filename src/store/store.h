@@ -10,9 +10,17 @@
  * failpoint) is STORE_FAULT, never STORE_NOT_FOUND: callers map FAULT to
  * UNAVAILABLE and must never mistake it for absence.
  *
- * Strings are NUL-terminated and bounded: identifiers are at most
- * STORE_ID_MAX - 1 bytes of printable ASCII without spaces (STORE_INVALID
- * otherwise).  Output structs are caller-owned and filled on STORE_OK only.
+ * In builds with FAILPOINTS=1, AGENTHUB_FAILPOINTS faults reads by name:
+ * store.token (token_resolve), store.session (session_get,
+ * session_find_native, session_list, resource_get), store.binding
+ * (session_runner, i.e. gate_session_bound), store.membership
+ * (member_check), store.read (every read, including administration).
+ *
+ * Strings are NUL-terminated, never NULL unless a comment says so, and
+ * bounded: identifiers are at most STORE_ID_MAX - 1 bytes of printable
+ * ASCII without spaces (writes answer STORE_INVALID otherwise; reads of an
+ * overlong id answer NOT_FOUND).  Output structs are caller-owned and
+ * filled on STORE_OK only.
  *
  * A store handle is not thread-safe; use one per thread (the server is one
  * event loop).  Another process (agenthub admin) may write the same database
@@ -165,7 +173,7 @@ struct store_ops {
                                 int *changed);
     int (*token_list)(void *impl, store_token_cb cb, void *arg);
 
-    /* --- the gate's reads --- */
+    /* --- the gate's reads (OK / NOT_FOUND / FAULT) --- */
     int (*session_get)(void *impl, const char *session_id, struct store_session *out);
     int (*session_find_native)(void *impl, const char *provider, const char *native_id,
                                struct store_session *out);
@@ -249,6 +257,11 @@ struct store {
  * migrations.  Returns STORE_OK and sets *OUT; else STORE_FAULT with a reason
  * (never SQL text) in ERR, for example a database from a newer agenthub. */
 int sqlite_store_open(const char *path, struct store **out, char *err, size_t errlen);
+
+/* Sets how long a statement waits for another connection's lock before
+ * failing (default 200 ms: the server answers UNAVAILABLE and the client
+ * retries).  `agenthub admin` waits longer.  Returns STORE_OK. */
+int sqlite_store_set_busy_timeout(struct store *s, int ms);
 
 /* Turns the SQLite store's gate read cache on (the default) or off; for
  * benchmarks and tests.  Returns STORE_OK. */

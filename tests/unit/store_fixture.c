@@ -10,7 +10,7 @@
 #include "store/import.h"
 #include "store_fixture.h"
 
-const char FIXTURE_WORLD_JSON[] =
+const char STORE_FIXTURE_WORLD_JSON[] =
     "{\"accounts\": ["
     "{\"id\": \"admin\", \"kind\": \"human\", \"admin\": true, \"tokens\": [\"t-admin\"]},"
     "{\"id\": \"alice\", \"kind\": \"human\", \"tokens\": [\"t-alice\"]},"
@@ -30,7 +30,7 @@ const char FIXTURE_WORLD_JSON[] =
     "\"sessions\": [{\"id\": \"sess-1\", \"container\": \"ctr-1\", \"owner\": \"alice\"},"
     "{\"id\": \"sess-2\", \"container\": \"ctr-2\", \"owner\": \"carol\"}]}";
 
-void fixture_open(struct fixture *fx)
+void store_fixture_open(struct store_fixture *fx)
 {
     char err[256];
 
@@ -47,7 +47,7 @@ void fixture_open(struct fixture *fx)
     }
 }
 
-struct store *fixture_second_handle(const struct fixture *fx)
+struct store *store_fixture_second_handle(const struct store_fixture *fx)
 {
     struct store *s = NULL;
     char err[256];
@@ -59,10 +59,10 @@ struct store *fixture_second_handle(const struct fixture *fx)
     return s;
 }
 
-void fixture_world(struct fixture *fx)
+void store_fixture_world(struct store_fixture *fx)
 {
     json_error_t jerr;
-    json_t *root = json_loads(FIXTURE_WORLD_JSON, 0, &jerr);
+    json_t *root = json_loads(STORE_FIXTURE_WORLD_JSON, 0, &jerr);
     char err[512];
 
     if (!root) {
@@ -76,7 +76,7 @@ void fixture_world(struct fixture *fx)
     json_decref(root);
 }
 
-void fixture_close(struct fixture *fx)
+void store_fixture_close(struct store_fixture *fx)
 {
     char path[400];
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
@@ -91,7 +91,7 @@ void fixture_close(struct fixture *fx)
     rmdir(fx->dir);
 }
 
-void fixture_scribble(const char *path)
+void store_fixture_scribble(const char *path)
 {
     struct stat sb;
     char buf[4096];
@@ -109,7 +109,7 @@ void fixture_scribble(const char *path)
     close(fd);
 }
 
-int fixture_file_contains(const char *path, const char *needle)
+int store_fixture_file_contains(const char *path, const char *needle)
 {
     size_t n = strlen(needle), len, i;
     char *data;

@@ -267,6 +267,15 @@ START_TEST(invalid_rank_or_state_is_ignored)
 }
 END_TEST
 
+START_TEST(wire_evidence_ranks_map_to_process_and_screen)
+{
+    ck_assert_int_eq(arbiter_rank_from_wire(1), ARBITER_RANK_PROCESS);
+    ck_assert_int_eq(arbiter_rank_from_wire(2), ARBITER_RANK_SCREEN);
+    ck_assert_int_eq(arbiter_rank_from_wire(0), -1);
+    ck_assert_int_eq(arbiter_rank_from_wire(3), -1);
+}
+END_TEST
+
 START_TEST(state_words_and_names_round_trip)
 {
     int s;
@@ -301,6 +310,7 @@ int main(void)
     tcase_add_test(tc, screen_working_never_overrides_higher_rank);
     tcase_add_test(tc, invalid_rank_or_state_is_ignored);
     tcase_add_test(tc, state_words_and_names_round_trip);
+    tcase_add_test(tc, wire_evidence_ranks_map_to_process_and_screen);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -8,17 +8,17 @@
 #include "store/gate.h"
 #include "store_fixture.h"
 
-static struct fixture fx;
+static struct store_fixture fx;
 
 static void setup(void)
 {
-    fixture_open(&fx);
-    fixture_world(&fx);
+    store_fixture_open(&fx);
+    store_fixture_world(&fx);
 }
 
 static void teardown(void)
 {
-    fixture_close(&fx);
+    store_fixture_close(&fx);
 }
 
 static struct store_subject account(const char *id, int is_admin)
@@ -133,6 +133,31 @@ START_TEST(agent_without_home_channel_is_visible_to_admins_only)
 }
 END_TEST
 
+static int view_filter(const struct store_session *sess, void *arg)
+{
+    struct store_fixture *f = &fx;
+    struct store_subject bob = account("bob", 0);
+
+    if (gate_may_view_loaded(f->s, &bob, sess) == GATE_ALLOWED)
+        (*(int *)arg)++;
+    return 0;
+}
+
+START_TEST(listing_filters_to_the_sessions_the_caller_may_view)
+{
+    struct store_subject bob = account("bob", 0), runner1 = runner("runner-1");
+    struct store_session sess;
+    int n = 0;
+
+    ck_assert_int_eq(fx.s->ops->session_list(fx.s->impl, NULL, view_filter, &n), STORE_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(store_session_get(fx.s, "sess-1", &sess), STORE_OK);
+    ck_assert_int_eq(gate_may_view_loaded(fx.s, &bob, &sess), GATE_ALLOWED);
+    ck_assert_int_eq(gate_may_view_loaded(fx.s, &runner1, &sess), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_view_loaded(fx.s, &bob, NULL), GATE_NOT_FOUND);
+}
+END_TEST
+
 /* --- control --- */
 
 START_TEST(owner_may_control)
@@ -169,6 +194,23 @@ START_TEST(runner_may_not_control)
     struct store_subject r = runner("runner-1");
 
     ck_assert_int_eq(gate_may_control(fx.s, &r, "sess-1", NULL), GATE_NOT_FOUND);
+}
+END_TEST
+
+START_TEST(start_is_for_home_channel_members_and_admins)
+{
+    struct store_subject bob = account("bob", 0), carol = account("carol", 0);
+    struct store_subject admin = account("admin", 1), r = runner("runner-1");
+    struct store_container c;
+
+    ck_assert_int_eq(gate_may_start(fx.s, &bob, "ctr-1", &c), GATE_ALLOWED);
+    ck_assert_str_eq(c.runner_id, "runner-1");
+    ck_assert_int_eq(gate_may_start(fx.s, &carol, "ctr-1", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_start(fx.s, &carol, "no-such", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_start(fx.s, &admin, "ctr-1", NULL), GATE_ALLOWED);
+    ck_assert_int_eq(gate_may_start(fx.s, &admin, "no-such", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_start(fx.s, &r, "ctr-1", NULL), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_start(fx.s, &bob, "", NULL), GATE_NOT_FOUND);
 }
 END_TEST
 
@@ -232,7 +274,7 @@ END_TEST
 START_TEST(removed_membership_is_seen_on_the_next_call)
 {
     struct store_subject bob = account("bob", 0);
-    struct store *admin = fixture_second_handle(&fx);
+    struct store *admin = store_fixture_second_handle(&fx);
 
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
@@ -246,7 +288,7 @@ END_TEST
 
 START_TEST(moved_container_is_seen_on_the_next_binding_check)
 {
-    struct store *admin = fixture_second_handle(&fx);
+    struct store *admin = store_fixture_second_handle(&fx);
     struct store_container c = {"ctr-1", "agent-1", "runner-2"};
 
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_BOUND);
@@ -260,12 +302,25 @@ END_TEST
 START_TEST(removed_session_is_seen_on_the_next_call)
 {
     struct store_subject admin_subject = account("admin", 1);
-    struct store *admin = fixture_second_handle(&fx);
+    struct store *admin = store_fixture_second_handle(&fx);
 
     ck_assert_int_eq(gate_may_view(fx.s, &admin_subject, "sess-2", NULL), GATE_ALLOWED);
     ck_assert_int_eq(admin->ops->remove(admin->impl, STORE_ENTITY_SESSION, "sess-2"), STORE_OK);
     ck_assert_int_eq(gate_may_view(fx.s, &admin_subject, "sess-2", NULL), GATE_NOT_FOUND);
     store_close(admin);
+}
+END_TEST
+
+START_TEST(runner_seq_writes_keep_answers_correct)
+{
+    struct store_subject bob = account("bob", 0);
+
+    ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
+    ck_assert_int_eq(fx.s->ops->runner_seq_set(fx.s->impl, "runner-1", 7), STORE_OK);
+    ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
+    ck_assert_int_eq(fx.s->ops->member_remove(fx.s->impl, "bob", "chan-a", NULL), STORE_OK);
+    ck_assert_int_eq(fx.s->ops->runner_seq_set(fx.s->impl, "runner-1", 8), STORE_OK);
+    ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_NOT_FOUND);
 }
 END_TEST
 
@@ -291,11 +346,11 @@ START_TEST(garbage_database_is_a_fault_not_a_refusal)
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-2", NULL), GATE_NOT_FOUND);
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_BOUND);
-    fixture_scribble(fx.db);
+    store_fixture_scribble(fx.db);
     snprintf(path, sizeof(path), "%s-wal", fx.db);
-    fixture_scribble(path);
+    store_fixture_scribble(path);
     snprintf(path, sizeof(path), "%s-shm", fx.db);
-    fixture_scribble(path);
+    store_fixture_scribble(path);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_FAULT);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-2", NULL), GATE_FAULT);
     ck_assert_int_eq(gate_may_view(fx.s, &admin, "sess-1", NULL), GATE_FAULT);
@@ -304,6 +359,7 @@ START_TEST(garbage_database_is_a_fault_not_a_refusal)
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_FAULT);
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-2", "sess-1"), GATE_FAULT);
     ck_assert_int_eq(gate_may_produce(fx.s, &agent, 1, NULL), GATE_FAULT);
+    ck_assert_int_eq(gate_may_start(fx.s, &bob, "ctr-1", NULL), GATE_FAULT);
     ck_assert_int_eq(gate_refusal(GATE_FAULT)->status, GATE_STATUS_UNAVAILABLE);
 }
 END_TEST
@@ -315,10 +371,10 @@ START_TEST(garbage_main_file_alone_is_a_fault)
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     /* Move everything out of the WAL so the main file is what is read. */
     {
-        struct store *h = fixture_second_handle(&fx);
+        struct store *h = store_fixture_second_handle(&fx);
         store_close(h);
     }
-    fixture_scribble(fx.db);
+    store_fixture_scribble(fx.db);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_FAULT);
 }
 END_TEST
@@ -380,6 +436,7 @@ static Suite *gate_suite(void)
     tcase_add_test(tc, runner_missing_and_empty_callers_may_not_view);
     tcase_add_test(tc, empty_session_id_is_not_found);
     tcase_add_test(tc, agent_without_home_channel_is_visible_to_admins_only);
+    tcase_add_test(tc, listing_filters_to_the_sessions_the_caller_may_view);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("control");
@@ -388,6 +445,7 @@ static Suite *gate_suite(void)
     tcase_add_test(tc, member_who_is_not_owner_may_not_control);
     tcase_add_test(tc, admin_may_control_any_session);
     tcase_add_test(tc, runner_may_not_control);
+    tcase_add_test(tc, start_is_for_home_channel_members_and_admins);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("binding_and_produce");
@@ -403,6 +461,7 @@ static Suite *gate_suite(void)
     tcase_add_test(tc, moved_container_is_seen_on_the_next_binding_check);
     tcase_add_test(tc, removed_session_is_seen_on_the_next_call);
     tcase_add_test(tc, own_writes_are_seen_on_the_next_call);
+    tcase_add_test(tc, runner_seq_writes_keep_answers_correct);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("faults");

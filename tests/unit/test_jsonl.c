@@ -348,6 +348,9 @@ START_TEST(duplicate_in_big_object_is_invalid)
         o += (size_t)snprintf(line + o, sizeof(line) - o, "\"k%d\":%d,", i, i);
     snprintf(line + o, sizeof(line) - o, "\"k%d\":0}}", 150);
     expect_invalid(line, "line 1: invalid JSON: duplicate key");
+    /* The same key written with an escape, past the linear-check size. */
+    snprintf(line + o, sizeof(line) - o, "\"\\u006b%d\":0}}", 7);
+    expect_invalid(line, "line 1: invalid JSON: duplicate key");
     snprintf(line + o, sizeof(line) - o, "\"k%d\":0}}", 200);
     {
         struct jsonl_batch b;

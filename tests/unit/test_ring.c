@@ -233,6 +233,67 @@ START_TEST(property_random_sizes_respect_bound_and_seq_order)
 }
 END_TEST
 
+START_TEST(cursor_check_classifies_resume_points)
+{
+    struct ring r;
+    char buf[84];
+    int i;
+
+    memset(buf, 0, sizeof(buf));
+    ring_init(&r, 5 * 100);
+    ck_assert_int_eq(ring_cursor_check(&r, 0), RING_OK);
+    ck_assert_int_eq(ring_cursor_check(&r, 1), RING_AHEAD);
+    for (i = 0; i < 20; i++)
+        ring_append(&r, buf, sizeof(buf), i);
+    ck_assert_uint_eq(ring_oldest_seq(&r), 16);
+    ck_assert_int_eq(ring_cursor_check(&r, 20), RING_OK);
+    ck_assert_int_eq(ring_cursor_check(&r, 15), RING_OK);
+    ck_assert_int_eq(ring_cursor_check(&r, 14), RING_EVICTED);
+    ck_assert_int_eq(ring_cursor_check(&r, 0), RING_EVICTED);
+    ck_assert_int_eq(ring_cursor_check(&r, 21), RING_AHEAD);
+    ring_free(&r);
+}
+END_TEST
+
+/* Property: a reader that lags by a random amount either reads exactly the
+ * next seq or is told it was evicted; it never skips silently. */
+START_TEST(property_lagging_reader_never_skips)
+{
+    struct ring r;
+    struct ring_entry e;
+    unsigned seed = 99u + (unsigned)_i;
+    uint8_t buf[600];
+    uint64_t cursor = 0;
+    int i, evictions = 0, reads = 0;
+
+    memset(buf, 7, sizeof(buf));
+    ring_init(&r, 8192);
+    for (i = 0; i < 20000; i++) {
+        /* Alternate slow phases (falls behind) and fast ones (catches up). */
+        int k, burst = (i / 500) % 2 ? (rand_r(&seed) % 4 == 0) : rand_r(&seed) % 8;
+        ring_append(&r, buf, (size_t)rand_r(&seed) % sizeof(buf), i);
+        for (k = 0; k < burst; k++) {
+            enum ring_status st = ring_next(&r, cursor, &e);
+            if (st == RING_NONE)
+                break;
+            if (st == RING_EVICTED) {
+                ck_assert_uint_lt(cursor + 1, ring_oldest_seq(&r));
+                evictions++;
+                cursor = ring_oldest_seq(&r) - 1; /* rejoin at the oldest */
+                continue;
+            }
+            ck_assert_uint_eq(e.seq, cursor + 1);
+            ck_assert_int_eq(e.at_unix_ms, (int64_t)(e.seq - 1));
+            cursor = e.seq;
+            reads++;
+        }
+    }
+    ck_assert_int_gt(reads, 0);
+    ck_assert_int_gt(evictions, 0);
+    ring_free(&r);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ring");
@@ -250,6 +311,8 @@ int main(void)
     tcase_add_test(tc, tail_cursor_after_eviction_starts_at_oldest);
     tcase_add_test(tc, memory_accounting_matches_allocations_and_stays_bounded);
     tcase_add_loop_test(tc, property_random_sizes_respect_bound_and_seq_order, 0, 20);
+    tcase_add_test(tc, cursor_check_classifies_resume_points);
+    tcase_add_loop_test(tc, property_lagging_reader_never_skips, 0, 5);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,452 @@
+/* fanout: one Runner publishes frames into one session while K subscribers
+ * tail it through SubscribeAgentSession.  Prints deliveries per second,
+ * publish-to-delivery latency percentiles, and the server's RSS and CPU per
+ * delivery (from /proc/PID when --server-pid is given).
+ *
+ *   fanout --public ADDR --runner ADDR --token T --runner-token RT --session S
+ *          [-k SUBSCRIBERS] [-n FRAMES] [--size BYTES] [--rate FRAMES_PER_S]
+ *          [--idle] [--server-pid PID]
+ *
+ * With --idle it only opens K subscriptions, waits until the server holds
+ * them, and prints the server's RSS. */
+#include <event2/event.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "compass/v1/frames.pb-c.h"
+#include "compass/v1/services.pb-c.h"
+#include "grpc/grpc_client.h"
+
+#define STREAMS_PER_CONNECTION 90
+#define HISTOGRAM_BUCKETS      4096 /* 10 µs buckets up to ~41 ms, then overflow */
+#define BUCKET_US              10
+
+struct options {
+    const char *public_addr;
+    const char *runner_addr;
+    const char *token;
+    const char *runner_token;
+    const char *session;
+    int subscribers;
+    int frames;
+    int size;
+    int rate;
+    int idle;
+    int server_pid;
+};
+
+struct bench;
+
+struct subscriber {
+    struct bench *bench;
+    struct grpc_client_call *call;
+    int received;
+    int done;
+};
+
+struct bench {
+    struct options opt;
+    struct event_base *base;
+    struct grpc_client **clients;
+    int client_count;
+    struct grpc_client *runner;
+    struct subscriber *subscribers;
+    struct grpc_client_call *publisher;
+    int published;
+    uint64_t runner_seq;
+    uint64_t deliveries;
+    uint64_t expected;
+    uint64_t histogram[HISTOGRAM_BUCKETS + 1];
+    uint64_t first_publish_ns;
+    uint64_t last_delivery_ns;
+    int subscribers_done;
+    int dropped;
+    struct event *tick;
+    int finished;
+    char *text;
+};
+
+static uint64_t parse_stamp(const uint8_t *data, size_t len)
+{
+    /* The frame's text starts with "@" and 16 hex digits of the publish time. */
+    const uint8_t *at = memchr(data, '@', len);
+    uint64_t value = 0;
+
+    if (!at || (size_t)(data + len - at) < 17)
+        return 0;
+    for (int i = 1; i <= 16; i++) {
+        uint8_t c = at[i];
+        value = value << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+    }
+    return value;
+}
+
+static void subscriber_on_message(void *arg, const uint8_t *data, size_t len)
+{
+    struct subscriber *sub = arg;
+    struct bench *bench = sub->bench;
+    uint64_t now = clock_monotonic_ns();
+    uint64_t stamp = parse_stamp(data, len);
+
+    sub->received++;
+    bench->deliveries++;
+    bench->last_delivery_ns = now;
+    if (stamp && now >= stamp) {
+        uint64_t bucket = (now - stamp) / 1000 / BUCKET_US;
+        bench->histogram[bucket < HISTOGRAM_BUCKETS ? bucket : HISTOGRAM_BUCKETS]++;
+    }
+    if (bench->opt.frames > 0 && sub->received == bench->opt.frames) {
+        bench->subscribers_done++;
+        if (bench->subscribers_done == bench->opt.subscribers)
+            event_base_loopbreak(bench->base);
+    }
+}
+
+static void subscriber_on_done(void *arg, const struct grpc_client_result *result)
+{
+    struct subscriber *sub = arg;
+
+    struct bench *bench = sub->bench;
+
+    sub->done = 1;
+    sub->call = NULL;
+    if (bench->finished)
+        return;
+    if (result->status != 0)
+        fprintf(stderr, "fanout: a subscriber ended: %s: %s\n", grpc_status_name(result->status),
+                result->message);
+    if (bench->opt.frames > 0 && sub->received < bench->opt.frames) {
+        /* Dropped for lag (or refused): it will not reach the end. */
+        bench->dropped++;
+        bench->subscribers_done++;
+        if (bench->subscribers_done == bench->opt.subscribers)
+            event_base_loopbreak(bench->base);
+    }
+}
+
+static void publisher_on_done(void *arg, const struct grpc_client_result *result)
+{
+    struct bench *bench = arg;
+
+    bench->publisher = NULL;
+    if (result->status != 0 && !bench->finished)
+        fprintf(stderr, "fanout: PublishEvents ended: %s: %s\n", grpc_status_name(result->status),
+                result->message);
+}
+
+static void noop_message(void *arg, const uint8_t *data, size_t len)
+{
+}
+
+static void publish_one(struct bench *bench)
+{
+    Compass__V1__PublishEventsRequest request = COMPASS__V1__PUBLISH_EVENTS_REQUEST__INIT;
+    Compass__V1__AgentFrame frame = COMPASS__V1__AGENT_FRAME__INIT;
+    Compass__V1__SessionFrame session = COMPASS__V1__SESSION_FRAME__INIT;
+    Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
+    Compass__V1__SessionAssistantText text = COMPASS__V1__SESSION_ASSISTANT_TEXT__INIT;
+    uint64_t now = clock_monotonic_ns();
+
+    snprintf(bench->text, 18, "@%016" PRIx64, now);
+    bench->text[17] = 'x';
+    text.text = bench->text;
+    event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_ASSISTANT_TEXT;
+    event.assistant_text = &text;
+    session.typed_event = &event;
+    frame.frame_case = COMPASS__V1__AGENT_FRAME__FRAME_SESSION;
+    frame.session = &session;
+    request.runner_seq = ++bench->runner_seq;
+    request.session_id = (char *)bench->opt.session;
+    request.frame = &frame;
+    if (!bench->first_publish_ns)
+        bench->first_publish_ns = now;
+    grpc_client_call_send(bench->publisher, &request.base);
+    bench->published++;
+}
+
+/* Publishes the frames due by now (paced by --rate, else as fast as the
+ * publisher's send queue drains). */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct bench *bench = arg;
+    struct timeval next = {0, 1000};
+
+    if (!bench->publisher)
+        return;
+    if (bench->opt.rate > 0) {
+        uint64_t elapsed_us = (clock_monotonic_ns() - bench->first_publish_ns) / 1000;
+        uint64_t due =
+            bench->first_publish_ns ? elapsed_us * (uint64_t)bench->opt.rate / 1000000 + 1 : 1;
+        while (bench->published < bench->opt.frames && (uint64_t)bench->published < due)
+            publish_one(bench);
+    } else {
+        while (bench->published < bench->opt.frames &&
+               grpc_client_call_pending_bytes(bench->publisher) < 256 * 1024)
+            publish_one(bench);
+    }
+    if (bench->published < bench->opt.frames)
+        evtimer_add(bench->tick, &next);
+    else
+        grpc_client_call_close_send(bench->publisher);
+}
+
+static void run_for(struct event_base *base, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_base_loopexit(base, &tv);
+    event_base_dispatch(base);
+}
+
+static long proc_rss_kb(int pid)
+{
+    char path[64], line[256];
+    long kb = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
+/* utime + stime of PID in clock ticks, or -1. */
+static long long proc_cpu_ticks(int pid)
+{
+    char path[64], buf[1024];
+    unsigned long long utime, stime;
+    const char *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        return -1;
+    return (long long)(utime + stime);
+}
+
+static double percentile_us(const struct bench *bench, double p)
+{
+    uint64_t total = 0, seen = 0;
+
+    for (int i = 0; i <= HISTOGRAM_BUCKETS; i++)
+        total += bench->histogram[i];
+    if (!total)
+        return 0;
+    for (int i = 0; i <= HISTOGRAM_BUCKETS; i++) {
+        seen += bench->histogram[i];
+        if ((double)seen >= p * (double)total)
+            return (double)(i + 1) * BUCKET_US;
+    }
+    return (double)HISTOGRAM_BUCKETS * BUCKET_US;
+}
+
+static int parse_options(int argc, char **argv, struct options *opt)
+{
+    static const struct option options[] = {
+        {"public", required_argument, NULL, 'p'},
+        {"runner", required_argument, NULL, 'r'},
+        {"token", required_argument, NULL, 't'},
+        {"runner-token", required_argument, NULL, 'T'},
+        {"session", required_argument, NULL, 's'},
+        {"size", required_argument, NULL, 'z'},
+        {"rate", required_argument, NULL, 'R'},
+        {"idle", no_argument, NULL, 'i'},
+        {"server-pid", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    opt->subscribers = 100;
+    opt->frames = 10000;
+    opt->size = 200;
+    while ((c = getopt_long(argc, argv, "k:n:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            opt->public_addr = optarg;
+            break;
+        case 'r':
+            opt->runner_addr = optarg;
+            break;
+        case 't':
+            opt->token = optarg;
+            break;
+        case 'T':
+            opt->runner_token = optarg;
+            break;
+        case 's':
+            opt->session = optarg;
+            break;
+        case 'z':
+            opt->size = atoi(optarg);
+            break;
+        case 'R':
+            opt->rate = atoi(optarg);
+            break;
+        case 'i':
+            opt->idle = 1;
+            break;
+        case 'P':
+            opt->server_pid = atoi(optarg);
+            break;
+        case 'k':
+            opt->subscribers = atoi(optarg);
+            break;
+        case 'n':
+            opt->frames = atoi(optarg);
+            break;
+        default:
+            fputs("usage: fanout --public ADDR --runner ADDR --token T --runner-token RT "
+                  "--session S [-k K] [-n N] [--size B] [--rate R] [--idle] [--server-pid PID]\n",
+                  c == 'h' ? stdout : stderr);
+            return c == 'h' ? 1 : -1;
+        }
+    }
+    if (!opt->public_addr || !opt->token || !opt->session || opt->subscribers <= 0 ||
+        opt->size < 32 || (!opt->idle && (!opt->runner_addr || !opt->runner_token))) {
+        fputs("fanout: --public, --token, --session (and --runner, --runner-token) are needed\n",
+              stderr);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct grpc_client_call_handler publisher_handler = {noop_message,
+                                                                      publisher_on_done};
+    static const struct grpc_client_call_handler subscriber_handler = {subscriber_on_message,
+                                                                       subscriber_on_done};
+    struct bench bench;
+    Compass__V1__SubscribeAgentSessionRequest request =
+        COMPASS__V1__SUBSCRIBE_AGENT_SESSION_REQUEST__INIT;
+    Compass__V1__EnrollRequest enroll = COMPASS__V1__ENROLL_REQUEST__INIT;
+    ProtobufCMessage *enrolled = NULL;
+    char err[256];
+    long long cpu_before = -1, cpu_after;
+    double seconds;
+    int rv;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    memset(&bench, 0, sizeof(bench));
+    rv = parse_options(argc, argv, &bench.opt);
+    if (rv != 0)
+        return rv > 0 ? 0 : 2;
+    bench.base = event_base_new();
+    bench.client_count =
+        (bench.opt.subscribers + STREAMS_PER_CONNECTION - 1) / STREAMS_PER_CONNECTION;
+    bench.clients = calloc((size_t)bench.client_count, sizeof(*bench.clients));
+    bench.subscribers = calloc((size_t)bench.opt.subscribers, sizeof(*bench.subscribers));
+    bench.text = calloc(1, (size_t)bench.opt.size + 1);
+    memset(bench.text, 'x', (size_t)bench.opt.size);
+    for (int i = 0; i < bench.client_count; i++) {
+        bench.clients[i] =
+            grpc_client_new(bench.base, bench.opt.public_addr, NULL, err, sizeof(err));
+        if (!bench.clients[i]) {
+            fprintf(stderr, "fanout: %s\n", err);
+            return 1;
+        }
+    }
+    request.session_id = (char *)bench.opt.session;
+    for (int i = 0; i < bench.opt.subscribers; i++) {
+        struct subscriber *sub = &bench.subscribers[i];
+        sub->bench = &bench;
+        sub->call = grpc_client_call_start(bench.clients[i / STREAMS_PER_CONNECTION],
+                                           "/compass.v1.CompassService/SubscribeAgentSession",
+                                           bench.opt.token, 0, &subscriber_handler, sub);
+        if (!sub->call) {
+            fprintf(stderr, "fanout: cannot start subscriber %d\n", i);
+            return 1;
+        }
+        grpc_client_call_send(sub->call, &request.base);
+        grpc_client_call_close_send(sub->call);
+    }
+    /* Let every subscription reach the server before the first frame. */
+    run_for(bench.base, 500 + bench.opt.subscribers / 10);
+    for (int i = 0; i < bench.opt.subscribers; i++)
+        if (bench.subscribers[i].done) {
+            fprintf(stderr, "fanout: subscriber %d was refused\n", i);
+            return 1;
+        }
+    if (bench.opt.idle) {
+        printf("idle subscribers: %d held, server RSS %ld KiB\n", bench.opt.subscribers,
+               bench.opt.server_pid ? proc_rss_kb(bench.opt.server_pid) : -1L);
+        goto out;
+    }
+
+    bench.runner = grpc_client_new(bench.base, bench.opt.runner_addr, NULL, err, sizeof(err));
+    if (!bench.runner ||
+        grpc_client_unary(bench.runner, "/compass.v1.RunnerService/Enroll", bench.opt.runner_token,
+                          5000, &enroll.base, &compass__v1__enroll_response__descriptor, &enrolled,
+                          NULL) != 0) {
+        fprintf(stderr, "fanout: cannot enroll the runner\n");
+        return 1;
+    }
+    bench.runner_seq = ((Compass__V1__EnrollResponse *)enrolled)->last_runner_seq;
+    protobuf_c_message_free_unpacked(enrolled, NULL);
+    bench.publisher =
+        grpc_client_call_start(bench.runner, "/compass.v1.RunnerService/PublishEvents",
+                               bench.opt.runner_token, 0, &publisher_handler, &bench);
+    bench.tick = evtimer_new(bench.base, on_tick, &bench);
+    if (bench.opt.server_pid)
+        cpu_before = proc_cpu_ticks(bench.opt.server_pid);
+    on_tick(-1, 0, &bench);
+    {
+        struct timeval limit = {120, 0};
+        event_base_loopexit(bench.base, &limit);
+        event_base_dispatch(bench.base);
+    }
+    bench.finished = 1;
+    seconds = (double)(bench.last_delivery_ns - bench.first_publish_ns) / 1e9;
+    printf("fanout: K=%d frames=%d size=%d rate=%s\n", bench.opt.subscribers, bench.opt.frames,
+           bench.opt.size, bench.opt.rate ? "paced" : "max");
+    printf("  deliveries: %" PRIu64 " of %" PRIu64 " in %.3f s = %.0f deliveries/s\n",
+           bench.deliveries, (uint64_t)bench.opt.frames * (uint64_t)bench.opt.subscribers, seconds,
+           seconds > 0 ? (double)bench.deliveries / seconds : 0.0);
+    if (bench.dropped)
+        printf("  subscribers dropped for lag: %d\n", bench.dropped);
+    printf("  publish-to-delivery: p50 %.0f us, p99 %.0f us\n", percentile_us(&bench, 0.50),
+           percentile_us(&bench, 0.99));
+    if (bench.opt.server_pid) {
+        cpu_after = proc_cpu_ticks(bench.opt.server_pid);
+        if (cpu_before >= 0 && cpu_after >= 0 && bench.deliveries)
+            printf("  server CPU per delivery: %.2f us\n", (double)(cpu_after - cpu_before) * 1e6 /
+                                                               (double)sysconf(_SC_CLK_TCK) /
+                                                               (double)bench.deliveries);
+        printf("  server RSS: %ld KiB\n", proc_rss_kb(bench.opt.server_pid));
+    }
+out:
+    bench.finished = 1;
+    for (int i = 0; i < bench.opt.subscribers; i++)
+        if (bench.subscribers[i].call)
+            grpc_client_call_cancel(bench.subscribers[i].call);
+    run_for(bench.base, 50);
+    for (int i = 0; i < bench.client_count; i++)
+        grpc_client_free(bench.clients[i]);
+    grpc_client_free(bench.runner);
+    if (bench.tick)
+        event_free(bench.tick);
+    event_base_free(bench.base);
+    free(bench.clients);
+    free(bench.subscribers);
+    free(bench.text);
+    return 0;
+}

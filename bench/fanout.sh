@@ -1,0 +1,83 @@
+#!/bin/sh
+# Fan-out benchmark: one Runner publishes 200-byte frames into one session,
+# K subscribers tail it.  Measures agenthubd with the project's C load tool
+# (build/bench/fanout) and compares server CPU per delivery with the stock
+# gRPC C++ fan-out server from shared/bench/grpcpp-fanout, measured in the
+# same run with its own load client.
+set -eu
+cd "$(dirname "$0")/.."
+SHARED_DIR=${SHARED_DIR:-$(cd .. && pwd)/shared}
+work=$(mktemp -d)
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+make -s -j2 all build/bench/fanout
+ulimit -n 16384 2>/dev/null || true
+
+start_agenthubd() { # extra flags...
+    build/agenthub admin --db "$work/db" import deploy/demo-world.json >/dev/null
+    build/agenthubd --db "$work/db" --listen 127.0.0.1:0 --runner-listen 127.0.0.1:0 "$@" \
+        2>"$work/server.log" &
+    server_pid=$!
+    pids="$pids $server_pid"
+    for _ in $(seq 50); do grep -q 'listening runner' "$work/server.log" && break; sleep 0.1; done
+    public=$(sed -n 's/^agenthubd: listening public //p' "$work/server.log")
+    runner=$(sed -n 's/^agenthubd: listening runner //p' "$work/server.log")
+}
+
+stop_server() {
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+echo "== agenthubd, throughput (buffers sized so no subscriber is dropped)"
+start_agenthubd --agent-log-bytes 536870912 --subscriber-buffer-bytes 268435456
+for k in 10 100 1000; do
+    build/bench/fanout --public "$public" --runner "$runner" --token t-admin \
+        --runner-token t-runner-1 --session sess-1 -k "$k" -n $((2000000 / k)) \
+        --server-pid "$server_pid" | tee "$work/ours-$k.txt"
+done
+stop_server
+
+echo "== agenthubd, latency at 1,000 frames/s into 100 subscribers (default flags)"
+start_agenthubd
+build/bench/fanout --public "$public" --runner "$runner" --token t-admin \
+    --runner-token t-runner-1 --session sess-1 -k 100 -n 5000 --rate 1000 \
+    --server-pid "$server_pid"
+stop_server
+
+echo "== agenthubd, 10,000 idle subscribers"
+start_agenthubd
+build/bench/fanout --public "$public" --token t-admin --session sess-1 -k 10000 --idle \
+    --server-pid "$server_pid"
+stop_server
+
+echo "== reference: stock gRPC C++ fan-out server (shared/bench/grpcpp-fanout)"
+if ! "$SHARED_DIR/bench/grpcpp-fanout/build.sh" "$work/ref" >"$work/ref-build.log" 2>&1; then
+    echo "reference build failed (needs libgrpc++-dev protobuf-compiler-grpc g++); see below"
+    tail -5 "$work/ref-build.log"
+    exit 0
+fi
+for k in 10 100; do
+    "$work/ref/fanout_server" 127.0.0.1:50081 >"$work/ref-server.log" 2>&1 &
+    ref_pid=$!
+    pids="$pids $ref_pid"
+    sleep 0.5
+    n=$((200000 / k))
+    before=$(cpu_ticks "$ref_pid")
+    "$work/ref/fanout_client" 127.0.0.1:50081 127.0.0.1:50081 "$k" "$n" 200 | tee "$work/ref-$k.txt"
+    after=$(cpu_ticks "$ref_pid")
+    kill "$ref_pid" 2>/dev/null || true
+    wait "$ref_pid" 2>/dev/null || true
+    ref_us=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v d=$((k * n)) \
+        'BEGIN { printf "%.2f", t / hz * 1e6 / d }')
+    ours_us=$(sed -n 's/.*server CPU per delivery: \([0-9.]*\) us/\1/p' "$work/ours-$k.txt")
+    echo "K=$k server CPU per delivery: agenthubd $ours_us us, reference $ref_us us," \
+        "ratio $(awk -v a="$ours_us" -v b="$ref_us" 'BEGIN { if (a > 0) printf "%.1fx less", b / a; else print "n/a" }')"
+done

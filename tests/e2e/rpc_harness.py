@@ -1,0 +1,781 @@
+"""Shared harness for the RPC-surface suites (tests/e2e/test_rpc_*.py).
+
+- gen(): the compass.v1 python modules, generated once with protoc.
+- Hub: one agenthubd from $AGENTHUB_BUILD with a world imported through
+  `agenthub admin import`; stop() SIGTERMs it and requires exit 0 within 5 s
+  (an ASan/LSan report makes the exit nonzero).
+- Runner: a Runner test double on grpcio: Enroll, the Sessions control
+  stream (commands answered with SessionsRequest{request_id, ok}),
+  PublishEvents with its own runner_seq, and a real batch window.
+- Pane / Bus: background readers of SubscribeAgentSession / SubscribeEvents.
+- raw_unary(): one unary call over python3-h2, for exact header blocks.
+"""
+import copy
+import importlib
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("AGENTHUB_BUILD", ROOT / "build-asan"))
+STOP_TIMEOUT = 5.0
+
+# ---------------------------------------------------------------------------
+# Generated messages
+
+_GEN_LOCK = threading.Lock()
+_GEN = {}
+
+
+def gen():
+    """(frames_pb2, services_pb2), generated once per process."""
+    with _GEN_LOCK:
+        if "mods" in _GEN:
+            return _GEN["mods"]
+        if "compass.v1.services_pb2" not in sys.modules:
+            out = tempfile.mkdtemp(prefix="agenthub-rpc-pb-")
+            subprocess.run(["protoc", "-I" + str(ROOT / "proto"), "--python_out=" + out,
+                            "compass/v1/frames.proto", "compass/v1/services.proto"], check=True)
+            sys.path.insert(0, out)
+        frames = importlib.import_module("compass.v1.frames_pb2")
+        services = importlib.import_module("compass.v1.services_pb2")
+        _GEN["mods"] = (frames, services)
+        return _GEN["mods"]
+
+
+F, S = gen()
+
+# Methods: name -> (kind, request class, response class)
+COMPASS = "/compass.v1.CompassService/"
+RUNNER = "/compass.v1.RunnerService/"
+RESOURCE = "/compass.v1.ResourceService/"
+METHODS = {
+    COMPASS + "SubscribeAgentSession": ("us", S.SubscribeAgentSessionRequest, F.AgentSessionFrame),
+    COMPASS + "SkipBatchWindow": ("uu", S.SkipBatchWindowRequest, S.SkipBatchWindowResponse),
+    COMPASS + "SubscribeEvents": ("us", S.SubscribeEventsRequest, S.SubscribeEventsResponse),
+    COMPASS + "StartAgentSession": ("uu", S.StartAgentSessionRequest,
+                                    S.StartAgentSessionResponse),
+    COMPASS + "StopAgentSession": ("uu", S.StopAgentSessionRequest, S.StopAgentSessionResponse),
+    COMPASS + "SendAgentMessage": ("uu", S.SendAgentMessageRequest, S.SendAgentMessageResponse),
+    COMPASS + "GetAgentStatus": ("uu", S.GetAgentStatusRequest, S.GetAgentStatusResponse),
+    COMPASS + "GetServerInfo": ("uu", S.GetServerInfoRequest, S.GetServerInfoResponse),
+    COMPASS + "WhoAmI": ("uu", S.WhoAmIRequest, S.WhoAmIResponse),
+    RUNNER + "Enroll": ("uu", S.EnrollRequest, S.EnrollResponse),
+    RUNNER + "Sessions": ("ss", S.SessionsRequest, S.SessionsResponse),
+    RUNNER + "PublishEvents": ("su", F.PublishEventsRequest, F.PublishEventsResponse),
+    RUNNER + "UploadSessionBlob": ("uu", S.UploadSessionBlobRequest, S.UploadSessionBlobResponse),
+    RUNNER + "FetchSessionBlob": ("uu", S.FetchSessionBlobRequest, S.FetchSessionBlobResponse),
+    RUNNER + "ReportEvidence": ("uu", S.ReportEvidenceRequest, S.ReportEvidenceResponse),
+    RESOURCE + "SpawnResource": ("uu", S.SpawnResourceRequest, S.SpawnResourceResponse),
+    RESOURCE + "AppendResourceOutput": ("uu", S.AppendResourceOutputRequest,
+                                        S.AppendResourceOutputResponse),
+    RESOURCE + "CloseResource": ("uu", S.CloseResourceRequest, S.CloseResourceResponse),
+    RESOURCE + "ReportAgentState": ("uu", S.ReportAgentStateRequest, S.ReportAgentStateResponse),
+}
+
+ST = F.AgentSessionState  # enum wrapper: ST.Value("AGENT_SESSION_STATE_WORKING")
+
+
+def state(name):
+    return F.AgentSessionState.Value("AGENT_SESSION_STATE_" + name)
+
+
+def method(channel, name):
+    """A grpcio multi-callable for NAME (short names resolve across services)."""
+    if not name.startswith("/"):
+        full = [m for m in METHODS if m.endswith("/" + name)]
+        assert len(full) == 1, name
+        name = full[0]
+    kind, req, resp = METHODS[name]
+    maker = {"uu": channel.unary_unary, "us": channel.unary_stream,
+             "su": channel.stream_unary, "ss": channel.stream_stream}[kind]
+    return maker(name, request_serializer=req.SerializeToString,
+                 response_deserializer=resp.FromString)
+
+
+def auth(token):
+    return (("authorization", "Bearer " + token),) if token else ()
+
+
+def fail(fn, *args, **kwargs):
+    """Runs a call that must fail; returns the grpc.RpcError (also a Call)."""
+    try:
+        result = fn(*args, **kwargs)
+        if hasattr(result, "__next__"):  # a server stream: drain it
+            result = list(result)
+    except grpc.RpcError as err:
+        return err
+    raise AssertionError("call succeeded: %r" % (result,))
+
+
+def error_view(err):
+    """Everything a client sees of a failed call, for identity checks."""
+    return (err.code(), err.details(), tuple(err.initial_metadata() or ()),
+            tuple(err.trailing_metadata() or ()))
+
+
+def stream_error(iterator):
+    """Drains a server stream that must fail before any message."""
+    try:
+        items = list(iterator)
+    except grpc.RpcError as err:
+        return err
+    raise AssertionError("stream ended OK with %d messages" % len(items))
+
+
+def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------
+# Worlds
+
+def demo_world():
+    with open(ROOT / "deploy/demo-world.json") as f:
+        return json.load(f)
+
+
+def world_with(**extra):
+    """The demo world plus extra rows, e.g. sessions=[{...}]."""
+    world = copy.deepcopy(demo_world())
+    for key, rows in extra.items():
+        world.setdefault(key, []).extend(rows)
+    return world
+
+
+# ---------------------------------------------------------------------------
+# The server
+
+def parse_metrics(text):
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.rpartition(" ")
+        try:
+            out[key] = float(value)
+        except ValueError:
+            pass
+    return out
+
+
+class Hub:
+    """One agenthubd.  Flags: runner=False drops --runner-listen (no Runner
+    seam); blob_dir=True adds a --blob-dir; extra flags verbatim."""
+
+    def __init__(self, world=None, runner=True, metrics=True, blob_dir=False, flags=(),
+                 env=None, db=None):
+        binary = BUILD / "agenthubd"
+        if not binary.exists():
+            raise RuntimeError("%s is not built" % binary)
+        self.tmp = Path(tempfile.mkdtemp(prefix="agenthub-rpc-"))
+        if db is not None:  # reuse another server's store (already provisioned)
+            self.db = Path(db)
+        else:
+            self.db = self.tmp / "hub.db"
+            world_file = self.tmp / "world.json"
+            world_file.write_text(json.dumps(world if world is not None else demo_world()))
+            subprocess.run([str(BUILD / "agenthub"), "admin", "--db", str(self.db), "import",
+                            str(world_file)], check=True, capture_output=True)
+        args = [str(binary), "--db", str(self.db), "--listen", "127.0.0.1:0"]
+        if runner:
+            args += ["--runner-listen", "127.0.0.1:0"]
+        if metrics:
+            args += ["--metrics-listen", "127.0.0.1:0"]
+        self.blob_dir = None
+        if blob_dir:
+            self.blob_dir = Path(blob_dir) if isinstance(blob_dir, (str, Path)) else \
+                self.tmp / "blobs"
+            self.blob_dir.mkdir(exist_ok=True)
+            args += ["--blob-dir", str(self.blob_dir)]
+        args += list(flags)
+        full_env = dict(os.environ)
+        full_env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        full_env.pop("AGENTHUB_FAILPOINTS", None)
+        if env:
+            full_env.update(env)
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, env=full_env)
+        self.lines = []
+        self.addr = {}
+        self._ready = threading.Event()
+        self._want = {"public"} | ({"runner"} if runner else set()) | (
+            {"metrics"} if metrics else set())
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+        self.channels = []
+        self.runners = []
+        if not self._ready.wait(30) or not self._want <= set(self.addr):
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("agenthubd did not listen:\n" + self.stderr())
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            if line.startswith("agenthubd: listening "):
+                parts = line.split()
+                self.addr[parts[2]] = parts[3]
+                if self._want <= set(self.addr):
+                    self._ready.set()
+        self._ready.set()
+
+    def stderr(self):
+        return "".join(self.lines)
+
+    @property
+    def public(self):
+        return self.addr["public"]
+
+    @property
+    def runner_addr(self):
+        return self.addr["runner"]
+
+    def channel(self, door="public"):
+        ch = grpc.insecure_channel(self.addr[door])
+        self.channels.append(ch)
+        return ch
+
+    def call(self, name, request, token=None, door=None, timeout=10, **kwargs):
+        """A unary call; door defaults to runner for RunnerService."""
+        if door is None:
+            door = "runner" if RUNNER in name or name in (
+                "Enroll", "UploadSessionBlob", "FetchSessionBlob", "ReportEvidence",
+                "PublishEvents") else "public"
+        if not hasattr(self, "_ch"):
+            self._ch = {}
+        if door not in self._ch:
+            self._ch[door] = self.channel(door)
+        return method(self._ch[door], name)(request, metadata=auth(token), timeout=timeout,
+                                             **kwargs)
+
+    def metrics(self):
+        with urllib.request.urlopen("http://%s/metrics" % self.addr["metrics"], timeout=5) as r:
+            return parse_metrics(r.read().decode())
+
+    def metric(self, key):
+        return self.metrics().get(key, 0.0)
+
+    def wait_metric(self, key, predicate, timeout=10.0):
+        return wait_for(lambda: predicate(self.metric(key)), timeout,
+                        what="%s (now %s)" % (key, self.metric(key)))
+
+    def runner(self, runner_id="runner-1", token=None, **kwargs):
+        r = Runner(self, runner_id, token or "t-" + runner_id, **kwargs)
+        self.runners.append(r)
+        return r
+
+    def stop(self):
+        """SIGTERM; exit status 0 within 5 s is required."""
+        for r in self.runners:
+            r.close()
+        for ch in self.channels:
+            ch.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self._reader.join(5)
+            raise AssertionError("agenthubd did not exit within %.0f s of SIGTERM:\n%s" %
+                                 (STOP_TIMEOUT, self.stderr()[-6000:]))
+        self._reader.join(5)
+        assert rc == 0, "agenthubd exit %d:\n%s" % (rc, self.stderr()[-12000:])
+        # No token, SQL text or stack address in any log line.
+        log = self.stderr()
+        leak = re.search(r"(?<![\w-])t-(admin|alice|bob|carol|agent-\d|runner-\d|wrong)\b|"
+                         r"\b(SELECT|INSERT INTO|DELETE FROM)\b|0x[0-9a-f]{8,}", log)
+        assert not leak, "the log leaks %r:\n%s" % (leak.group(0), log[-4000:])
+        return rc
+
+
+def hub_fixture(**kwargs):
+    """Context manager that starts and stops a Hub."""
+    class _Ctx:
+        def __enter__(self):
+            self.hub = Hub(**kwargs)
+            return self.hub
+
+        def __exit__(self, *exc):
+            self.hub.stop()
+            return False
+    return _Ctx()
+
+
+# ---------------------------------------------------------------------------
+# The Runner test double
+
+class RequestQueue:
+    """An iterator for a grpcio request stream fed from another thread."""
+    _END = object()
+
+    def __init__(self):
+        self.q = queue.Queue()
+
+    def put(self, item):
+        self.q.put(item)
+
+    def close(self):
+        self.q.put(self._END)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = self.q.get()
+        if item is self._END:
+            raise StopIteration
+        return item
+
+
+class Runner:
+    """A Runner on grpcio.  auto_ack answers every command ok (ack_ok decides
+    the answer, ack_delay waits first; auto_ack=False leaves commands
+    unanswered).  batch_ms > 0 runs a batch window for `deliver`."""
+
+    def __init__(self, hub, runner_id, token, auto_ack=True, ack_ok=True, ack_delay=0.0,
+                 batch_ms=0):
+        self.hub = hub
+        self.id = runner_id
+        self.token = token
+        self.channel = grpc.insecure_channel(hub.runner_addr)
+        self.seq = 0
+        self.commands = []  # SessionsResponse received, in order
+        self.command_event = threading.Condition()
+        self.auto_ack = auto_ack
+        self.ack_ok = ack_ok
+        self.ack_delay = ack_delay
+        self.batch_ms = batch_ms
+        self.batches = {}  # session_id -> [count, timer]
+        self.fired = []  # (session_id, items, why)
+        self.lock = threading.RLock()
+        self.sessions_call = None
+        self.requests = None
+        self.reader = None
+        self.stream_error = None
+
+    def call(self, name, request, token=None, timeout=10):
+        return method(self.channel, name)(request, metadata=auth(token or self.token),
+                                           timeout=timeout)
+
+    def enroll(self, version="test-double 1"):
+        response = self.call("Enroll", S.EnrollRequest(runner_version=version))
+        self.seq = max(self.seq, response.last_runner_seq)
+        return response
+
+    # --- Sessions control stream
+    def open_sessions(self, live_sessions=None):
+        requests = RequestQueue()
+        call = method(self.channel, "Sessions")(requests, metadata=auth(self.token))
+        self.requests = requests
+        self.sessions_call = call
+        if live_sessions is not None:
+            requests.put(S.SessionsRequest(live_sessions=list(live_sessions)))
+        self.reader = threading.Thread(target=self._read_commands, args=(call, requests),
+                                       daemon=True)
+        self.reader.start()
+        return call
+
+    def _read_commands(self, call, requests):
+        try:
+            for command in call:
+                with self.command_event:
+                    self.commands.append(command)
+                    self.command_event.notify_all()
+                self._handle(command, requests)
+        except grpc.RpcError as err:
+            self.stream_error = err
+        finally:
+            with self.command_event:
+                self.command_event.notify_all()
+
+    def _handle(self, command, requests):
+        kind = command.WhichOneof("command")
+        if kind == "deliver" and self.batch_ms > 0:
+            self._batch_add(command.session_id)
+        elif kind == "start_now" and self.batch_ms > 0:
+            self._batch_fire(command.session_id, "start_now")
+        if not self.auto_ack:
+            return
+
+        def ack():
+            if self.ack_delay:
+                time.sleep(self.ack_delay)
+            requests.put(S.SessionsRequest(request_id=command.request_id, ok=self.ack_ok,
+                                           error="" if self.ack_ok else "refused by test"))
+        if self.ack_delay:
+            threading.Thread(target=ack, daemon=True).start()
+        else:
+            ack()
+
+    def wait_command(self, kind, count=1, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        with self.command_event:
+            while True:
+                found = [c for c in self.commands if c.WhichOneof("command") == kind]
+                if len(found) >= count:
+                    return found[count - 1]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("no %s command (have %r)" % (kind, self.commands))
+                self.command_event.wait(left)
+
+    def report(self, live_sessions):
+        self.requests.put(S.SessionsRequest(live_sessions=list(live_sessions)))
+
+    def ack(self, request_id, ok=True, error=""):
+        self.requests.put(S.SessionsRequest(request_id=request_id, ok=ok, error=error))
+
+    def drop_sessions(self):
+        """Cancels the Sessions stream (the Runner's connection drops)."""
+        if self.sessions_call is not None:
+            self.sessions_call.cancel()
+            self.requests.close()
+            self.reader.join(5)
+            self.sessions_call = None
+
+    # --- the batch window (the agent's inbound idle batch)
+    def _batch_add(self, sid):
+        with self.lock:
+            entry = self.batches.get(sid)
+            if entry:
+                entry[1].cancel()
+                count = entry[0] + 1
+            else:
+                count = 1
+            fires_at = int(time.time() * 1000) + self.batch_ms
+            timer = threading.Timer(self.batch_ms / 1000.0, self._batch_fire, (sid, "timer"))
+            timer.daemon = True
+            self.batches[sid] = [count, timer]
+            self.publish(sid, batch_pending(count, fires_at))
+            timer.start()
+
+    def _batch_fire(self, sid, why):
+        with self.lock:
+            entry = self.batches.pop(sid, None)
+            if not entry:
+                return  # no open window: start_now does nothing
+            entry[1].cancel()
+            self.fired.append((sid, entry[0], why))
+            self.publish(sid, batch_pending(0, 0))
+
+    # --- PublishEvents
+    def next_seq(self):
+        with self.lock:
+            self.seq += 1
+            return self.seq
+
+    def request(self, session_id, frame, runner_seq=None):
+        return F.PublishEventsRequest(
+            runner_seq=self.next_seq() if runner_seq is None else runner_seq,
+            session_id=session_id, frame=frame)
+
+    def publish(self, session_id, *frames):
+        """Publishes FRAMES in one PublishEvents call; returns when the server
+        has taken them all (the call's response)."""
+        with self.lock:
+            requests = [self.request(session_id, f) for f in frames]
+        return self.publish_raw(requests)
+
+    def publish_raw(self, requests, token=None):
+        return method(self.channel, "PublishEvents")(iter(requests),
+                                                      metadata=auth(self.token if token is None
+                                                                    else token),
+                                                      timeout=30)
+
+    def close(self):
+        with self.lock:
+            for entry in self.batches.values():
+                entry[1].cancel()
+            self.batches.clear()
+        self.drop_sessions()
+        self.channel.close()
+
+
+# ---------------------------------------------------------------------------
+# Frames
+
+def event_frame(**event):
+    """AgentFrame{session{typed_event{...}}}; keys as in SessionEvent."""
+    return F.AgentFrame(session=F.SessionFrame(typed_event=F.SessionEvent(**event)))
+
+
+def text(t, message_id="m1"):
+    return event_frame(assistant_text=F.SessionAssistantText(text=t, message_id=message_id))
+
+
+def thinking(t):
+    return event_frame(thinking=F.SessionThinking(text=t, message_id="t1"))
+
+
+def batch_pending(count, fires_at):
+    return event_frame(batch_pending=F.SessionBatchPending(count=count,
+                                                           fires_at_unix_ms=fires_at))
+
+
+def state_frame(name):
+    return F.AgentFrame(session=F.SessionFrame(state=state(name)))
+
+
+def record(type_, data=None):
+    return event_frame(record=F.AgentRecord(type=type_, data_json=json.dumps(data or {})))
+
+
+# ---------------------------------------------------------------------------
+# Subscribers
+
+class Reader:
+    """Reads a server stream on a thread; frames land in .items."""
+
+    def __init__(self, call):
+        self.call = call
+        self.items = []
+        self.error = None
+        self.done = threading.Event()
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            for item in self.call:
+                with self.cond:
+                    self.items.append(item)
+                    self.cond.notify_all()
+        except grpc.RpcError as err:
+            self.error = err
+        finally:
+            self.done.set()
+            with self.cond:
+                self.cond.notify_all()
+
+    def wait(self, predicate, timeout=10.0, what="items"):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                got = predicate(self.items)
+                if got:
+                    return got
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.done.is_set() and not predicate(self.items)):
+                    if self.done.is_set() and left > 0:
+                        raise AssertionError("stream ended (%s) before %s; have %r" % (
+                            self.error, what, self.items[-5:]))
+                    raise AssertionError("timed out waiting for %s; have %r" % (
+                        what, self.items[-5:]))
+                self.cond.wait(min(left, 0.2))
+
+    def wait_count(self, n, timeout=10.0):
+        self.wait(lambda items: len(items) >= n, timeout, "%d items" % n)
+        return list(self.items)
+
+    def finish(self, timeout=10.0):
+        """Waits for the end; returns (code, trailing metadata dict)."""
+        assert self.done.wait(timeout), "stream did not end"
+        if self.error is not None:
+            return self.error.code(), dict(self.error.trailing_metadata() or ())
+        return self.call.code(), dict(self.call.trailing_metadata() or ())
+
+    def cancel(self):
+        self.call.cancel()
+        self.done.wait(5)
+
+
+def subscribe(hub, session_id, token="t-alice", since_seq=0, tail=0, channel=None):
+    """An open SubscribeAgentSession (response headers already received)."""
+    ch = channel or hub.channel()
+    call = method(ch, "SubscribeAgentSession")(
+        S.SubscribeAgentSessionRequest(session_id=session_id, since_seq=since_seq, tail=tail),
+        metadata=auth(token))
+    call.initial_metadata()  # blocks until the server has subscribed us
+    return Reader(call)
+
+
+def subscribe_events(hub, token="t-admin", since_seq=0, epoch=0, channel=None):
+    ch = channel or hub.channel()
+    call = method(ch, "SubscribeEvents")(
+        S.SubscribeEventsRequest(since_seq=since_seq, instance_epoch=epoch), metadata=auth(token))
+    call.initial_metadata()
+    return Reader(call)
+
+
+# ---------------------------------------------------------------------------
+# One unary call on a raw HTTP/2 connection (python3-h2), for exact headers
+
+def raw_unary(address, path, body, token=None, timeout=10.0):
+    """Returns (response header list, data bytes, trailer list), each header
+    list as [(name, value)] byte pairs in wire order."""
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    host, port = address.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=timeout)
+    try:
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True,
+                                                                    header_encoding=None))
+        conn.initiate_connection()
+        headers = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path.encode()),
+                   (b":authority", address.encode()), (b"content-type", b"application/grpc"),
+                   (b"te", b"trailers")]
+        if token:
+            headers.append((b"authorization", b"Bearer " + token.encode()))
+        sid = conn.get_next_available_stream_id()
+        conn.send_headers(sid, headers)
+        conn.send_data(sid, struct.pack(">BI", 0, len(body)) + body, end_stream=True)
+        sock.sendall(conn.data_to_send())
+        blocks, data, ended = [], bytearray(), False
+        deadline = time.monotonic() + timeout
+        while not ended and time.monotonic() < deadline:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            for ev in conn.receive_data(chunk):
+                if isinstance(ev, (h2.events.ResponseReceived, h2.events.TrailersReceived)):
+                    blocks.append([(bytes(k), bytes(v)) for k, v in ev.headers])
+                elif isinstance(ev, h2.events.DataReceived):
+                    data += ev.data
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
+                    ended = True
+            out = conn.data_to_send()
+            if out:
+                sock.sendall(out)
+        assert ended, "raw call did not end"
+        head = blocks[0] if blocks else []
+        trailers = blocks[1] if len(blocks) > 1 else []
+        return head, bytes(data), trailers
+    finally:
+        sock.close()
+
+
+def calls_key(name, status, door="public"):
+    path = name if name.startswith("/") else [m for m in METHODS if m.endswith("/" + name)][0]
+    return 'agenthub_grpc_calls_total{door="%s",method="%s",status="%s"}' % (door, path, status)
+
+
+# ---------------------------------------------------------------------------
+# pytest fixtures (import them into a test module to use them)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def hub():
+    """The demo world on a server with both doors, metrics and blob storage."""
+    h = Hub(blob_dir=True)
+    yield h
+    h.stop()
+
+
+@pytest.fixture
+def start_hub():
+    """start_hub(**Hub kwargs) -> Hub; every one is stopped (exit 0) at teardown."""
+    started = []
+
+    def start(**kwargs):
+        h = Hub(**kwargs)
+        started.append(h)
+        return h
+    yield start
+    errors = []
+    for h in started:
+        try:
+            h.stop()
+        except AssertionError as err:
+            errors.append(str(err))
+    assert not errors, "\n".join(errors)
+
+
+class RawStream:
+    """A server-streaming call on its own raw HTTP/2 connection (python3-h2)
+    whose reader can stop reading: no WINDOW_UPDATE, nothing taken off the
+    socket, so the server's flow-control window runs dry."""
+
+    def __init__(self, address, path, body, token=None, timeout=10.0):
+        import h2.config
+        import h2.connection
+        self.h2events = __import__("h2.events").events
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(
+            client_side=True, header_encoding=None))
+        self.conn.initiate_connection()
+        headers = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path.encode()),
+                   (b":authority", address.encode()), (b"content-type", b"application/grpc"),
+                   (b"te", b"trailers")]
+        if token:
+            headers.append((b"authorization", b"Bearer " + token.encode()))
+        self.sid = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(self.sid, headers)
+        self.conn.send_data(self.sid, struct.pack(">BI", 0, len(body)) + body, end_stream=True)
+        self.sock.sendall(self.conn.data_to_send())
+        self.headers = None
+        self.trailers = None
+        self.data = bytearray()
+        self.ended = False
+        self.reset = None
+        self._pump(lambda: self.headers is not None or self.ended, timeout)
+
+    def _pump(self, until, timeout):
+        deadline = time.monotonic() + timeout
+        while not until():
+            if time.monotonic() > deadline:
+                raise AssertionError("raw stream: timed out")
+            self.sock.settimeout(max(0.05, deadline - time.monotonic()))
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                self.ended = True
+                break
+            for ev in self.conn.receive_data(chunk):
+                if isinstance(ev, self.h2events.ResponseReceived):
+                    self.headers = [(bytes(k), bytes(v)) for k, v in ev.headers]
+                elif isinstance(ev, self.h2events.TrailersReceived):
+                    self.trailers = [(bytes(k), bytes(v)) for k, v in ev.headers]
+                elif isinstance(ev, self.h2events.DataReceived):
+                    self.data += ev.data
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, self.h2events.StreamEnded):
+                    self.ended = True
+                elif isinstance(ev, self.h2events.StreamReset):
+                    self.reset = ev.error_code
+                    self.ended = True
+            out = self.conn.data_to_send()
+            if out:
+                self.sock.sendall(out)
+
+    def read_to_end(self, timeout=30.0):
+        """Resumes reading; returns (messages as bytes, trailers dict)."""
+        self._pump(lambda: self.ended, timeout)
+        messages, i = [], 0
+        while i + 5 <= len(self.data):
+            _, n = struct.unpack(">BI", self.data[i:i + 5])
+            messages.append(bytes(self.data[i + 5:i + 5 + n]))
+            i += 5 + n
+        assert i == len(self.data), "partial gRPC message"
+        return messages, {k.decode(): v.decode() for k, v in (self.trailers or [])}
+
+    def close(self):
+        self.sock.close()

@@ -1,0 +1,261 @@
+"""The Sessions control stream and the public door's unary calls:
+SkipBatchWindow's check order and acknowledgement, StartAgentSession,
+StopAgentSession, SendAgentMessage, GetAgentStatus, GetServerInfo, WhoAmI."""
+import time
+
+import grpc
+import pytest
+
+from rpc_harness import (COMPASS, F, S, error_view, fail, hub, raw_unary, start_hub,  # noqa
+                         subscribe, subscribe_events, text, wait_for)
+
+NOT_FOUND = grpc.StatusCode.NOT_FOUND
+UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
+
+
+def skip(sid):
+    return S.SkipBatchWindowRequest(session_id=sid)
+
+
+# --- Sessions stream ---------------------------------------------------------
+
+def test_a_second_sessions_stream_replaces_the_first(hub):
+    first = hub.runner("runner-1")
+    first.open_sessions(["sess-1"])
+    wait_for(lambda: hub.metric("agenthub_grpc_calls_open") == 1, what="first stream")
+    second = hub.runner("runner-1")
+    second.open_sessions(["sess-1"])
+    first.reader.join(10)
+    assert first.stream_error is not None
+    assert first.stream_error.code() == grpc.StatusCode.ABORTED
+    hub.call("SkipBatchWindow", skip("sess-1"), token="t-alice")
+    assert second.wait_command("start_now").session_id == "sess-1"
+    assert [c for c in first.commands if c.WhichOneof("command") == "start_now"] == []
+
+
+def test_a_dropped_runner_stream_publishes_disconnected_for_its_sessions(hub):
+    r = hub.runner("runner-1")
+    r.enroll()
+    r.open_sessions(["sess-1"])
+    r.publish("sess-1", text("hi"))
+    other = hub.runner("runner-2")
+    other.open_sessions(["sess-2"])
+    other.publish("sess-2", text("unaffected"))
+    pane = subscribe(hub, "sess-1", token="t-bob")
+    bus = subscribe_events(hub, token="t-admin")
+    r.drop_sessions()
+    pane.wait(lambda items: any(f.state == F.AGENT_SESSION_STATE_DISCONNECTED for f in items),
+              what="DISCONNECTED on the pane")
+    status = bus.wait(lambda items: [e for e in items if e.HasField("agent_session_status") and
+                                     e.agent_session_status.state ==
+                                     F.AGENT_SESSION_STATE_DISCONNECTED],
+                      what="DISCONNECTED on the bus")
+    assert status[0].session_id == "sess-1"
+    assert status[0].agent_session_status.agent_account_id == "agent-1"
+    st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                  token="t-alice").statuses[0]
+    assert st.state == F.AGENT_SESSION_STATE_DISCONNECTED
+    time.sleep(0.2)
+    assert not [e for e in bus.items if e.session_id == "sess-2"]
+    assert not pane.done.is_set()  # a disconnect is not the end of the session
+    # The Runner comes back and re-reports: the session is live again.
+    back = hub.runner("runner-1")
+    back.open_sessions(["sess-1"])
+    pane.wait(lambda items: items[-1].state not in (0, F.AGENT_SESSION_STATE_DISCONNECTED),
+              what="a state after the reconnect")
+    pane.cancel()
+    bus.cancel()
+
+
+def test_a_runner_report_never_adopts_another_runners_session(hub):
+    bus = subscribe_events(hub, token="t-admin")
+    r = hub.runner("runner-1")
+    r.open_sessions(["sess-2", "sess-unknown", "sess-1"])
+    bus.wait(lambda items: any(e.session_id == "sess-1" for e in items))
+    time.sleep(0.2)
+    assert {e.session_id for e in bus.items} == {"sess-1"}
+    bus.cancel()
+
+
+# --- SkipBatchWindow ---------------------------------------------------------
+
+def test_skip_batch_window_without_a_runner_seam_is_unavailable_first(start_hub):
+    h = start_hub(runner=False)
+    for token, sid in ((None, ""), ("t-wrong", "sess-1"), ("t-bob", ""), ("t-alice", "sess-1")):
+        assert fail(h.call, "SkipBatchWindow", skip(sid), token=token).code() == UNAVAILABLE
+
+
+def test_skip_batch_window_check_order(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    # no caller: UNAUTHENTICATED, even with an empty id
+    for token in (None, "t-wrong", "t-runner-1"):
+        for sid in ("", "sess-1"):
+            assert fail(hub.call, "SkipBatchWindow", skip(sid), token=token).code() == \
+                grpc.StatusCode.UNAUTHENTICATED
+    # empty id: INVALID_ARGUMENT, whoever asks
+    for token in ("t-alice", "t-bob", "t-carol", "t-admin"):
+        assert fail(hub.call, "SkipBatchWindow", skip(""), token=token).code() == \
+            grpc.StatusCode.INVALID_ARGUMENT
+    # neither owner nor admin, or unknown: one NotFound, byte for byte
+    views = {error_view(fail(hub.call, "SkipBatchWindow", skip(sid), token=token))
+             for token, sid in (("t-bob", "sess-1"), ("t-bob", "sess-unknown"),
+                                ("t-carol", "sess-1"), ("t-agent-1", "sess-1"),
+                                ("t-alice", "sess-unknown"), ("t-admin", "sess-unknown"))}
+    assert len(views) == 1 and next(iter(views))[0] == NOT_FOUND
+    raws = {repr(raw_unary(hub.public, COMPASS + "SkipBatchWindow", skip(sid).SerializeToString(),
+                           token=token))
+            for token, sid in (("t-bob", "sess-1"), ("t-bob", "sess-unknown"))}
+    assert len(raws) == 1
+    assert [c for c in r.commands if c.WhichOneof("command") == "start_now"] == []
+    # the owner and an admin are admitted
+    hub.call("SkipBatchWindow", skip("sess-1"), token="t-alice")
+    hub.call("SkipBatchWindow", skip("sess-1"), token="t-admin")
+    assert len([c for c in r.commands if c.WhichOneof("command") == "start_now"]) == 2
+
+
+def test_skip_batch_window_is_unavailable_without_the_runners_stream(hub):
+    err = fail(hub.call, "SkipBatchWindow", skip("sess-1"), token="t-alice")
+    assert err.code() == UNAVAILABLE
+
+
+def test_skip_batch_window_is_unavailable_when_the_runner_refuses(hub):
+    r = hub.runner("runner-1", ack_ok=False)
+    r.open_sessions(["sess-1"])
+    err = fail(hub.call, "SkipBatchWindow", skip("sess-1"), token="t-alice")
+    assert err.code() == UNAVAILABLE
+    assert "refused by test" in err.details()
+
+
+def test_skip_batch_window_is_unavailable_when_the_runner_goes_away_mid_call(hub):
+    r = hub.runner("runner-1", auto_ack=False)
+    r.open_sessions(["sess-1"])
+    future = hub._ch["public"] if hasattr(hub, "_ch") else None  # noqa: F841
+    ch = hub.channel()
+    from rpc_harness import auth, method
+    call = method(ch, "SkipBatchWindow").future(skip("sess-1"), metadata=auth("t-alice"),
+                                                timeout=20)
+    r.wait_command("start_now")
+    started = time.monotonic()
+    r.drop_sessions()
+    err = call.exception(timeout=10)
+    assert err is not None and err.code() == UNAVAILABLE
+    assert time.monotonic() - started < 2
+
+
+def test_skip_batch_window_gives_up_after_the_5_second_deadline(hub):
+    r = hub.runner("runner-1", auto_ack=False)
+    r.open_sessions(["sess-1"])
+    started = time.monotonic()
+    err = fail(hub.call, "SkipBatchWindow", skip("sess-1"), token="t-alice", timeout=30)
+    took = time.monotonic() - started
+    assert err.code() == UNAVAILABLE
+    assert 4.5 <= took <= 7.0, "the default acknowledgement deadline is 5 s, took %.1f s" % took
+    # A late ack for the abandoned command is ignored.
+    r.ack(r.wait_command("start_now").request_id)
+    hub.call("WhoAmI", S.WhoAmIRequest(), token="t-alice")
+
+
+def test_a_caller_that_hangs_up_while_waiting_leaves_nothing_behind(hub):
+    r = hub.runner("runner-1", auto_ack=False)
+    r.open_sessions(["sess-1"])
+    from rpc_harness import auth, method
+    ch = hub.channel()
+    call = method(ch, "SkipBatchWindow").future(skip("sess-1"), metadata=auth("t-alice"),
+                                                timeout=20)
+    command = r.wait_command("start_now")
+    call.cancel()
+    wait_for(lambda: hub.metric("agenthub_grpc_calls_open") == 1, what="the call to close")
+    r.ack(command.request_id)  # too late: nobody is waiting
+    r.auto_ack = True
+    hub.call("SkipBatchWindow", skip("sess-1"), token="t-alice")
+
+
+# --- the other unary calls ------------------------------------------------------
+
+def test_start_agent_session_makes_the_caller_owner_and_tells_the_runner(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions([])
+    wait_for(lambda: hub.metric("agenthub_grpc_calls_open") == 1, what="Sessions stream")
+    sid = hub.call("StartAgentSession", S.StartAgentSessionRequest(container_name="ctr-1"),
+                   token="t-bob").session_id
+    assert sid
+    start = r.wait_command("start")
+    assert start.session_id == sid and start.request_id
+    # bob owns it: he may skip its window, alice (a member) may not.
+    hub.call("SkipBatchWindow", skip(sid), token="t-bob")
+    assert fail(hub.call, "SkipBatchWindow", skip(sid), token="t-alice").code() == NOT_FOUND
+    st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id=sid), token="t-alice")
+    assert st.statuses[0].agent_account_id == "agent-1"
+    # A non-member cannot start on the container: the same not-found as none.
+    a = fail(hub.call, "StartAgentSession", S.StartAgentSessionRequest(container_name="ctr-1"),
+             token="t-carol")
+    b = fail(hub.call, "StartAgentSession", S.StartAgentSessionRequest(container_name="ctr-9"),
+             token="t-carol")
+    assert a.code() == NOT_FOUND and error_view(a) == error_view(b)
+    assert fail(hub.call, "StartAgentSession", S.StartAgentSessionRequest(),
+                token="t-bob").code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_send_agent_message_delivers_to_the_runner_for_owner_or_admin(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    hub.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="hello"),
+             token="t-alice")
+    hub.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="sudo"),
+             token="t-admin")
+    assert [r.wait_command("deliver", n).deliver.text for n in (1, 2)] == ["hello", "sudo"]
+    a = fail(hub.call, "SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1",
+                                                                     text="x"), token="t-bob")
+    b = fail(hub.call, "SendAgentMessage", S.SendAgentMessageRequest(session_id="nope",
+                                                                     text="x"), token="t-bob")
+    assert a.code() == NOT_FOUND and error_view(a) == error_view(b)
+    assert len([c for c in r.commands if c.WhichOneof("command") == "deliver"]) == 2
+
+
+def test_stop_agent_session_is_for_owner_or_admin_and_tells_the_runner(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    a = fail(hub.call, "StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"),
+             token="t-bob")
+    b = fail(hub.call, "StopAgentSession", S.StopAgentSessionRequest(session_id="nope"),
+             token="t-bob")
+    assert a.code() == NOT_FOUND and error_view(a) == error_view(b)
+    hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
+    assert r.wait_command("stop").session_id == "sess-1"
+    st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                  token="t-alice").statuses[0]
+    assert st.state == F.AGENT_SESSION_STATE_STOPPED
+
+
+def test_get_agent_status_lists_what_the_caller_may_see(hub):
+    hub.runner("runner-1").publish("sess-1", text("x"))
+
+    def listed(token):
+        return sorted(s.session_id for s in hub.call(
+            "GetAgentStatus", S.GetAgentStatusRequest(), token=token).statuses)
+    assert listed("t-admin") == ["sess-1", "sess-2"]
+    assert listed("t-alice") == ["sess-1"]
+    assert listed("t-bob") == ["sess-1"]
+    assert listed("t-carol") == ["sess-2"]
+    one = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                   token="t-bob").statuses
+    assert len(one) == 1 and one[0].agent_account_id == "agent-1" and one[0].last_seq >= 1
+    a = fail(hub.call, "GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+             token="t-carol")
+    b = fail(hub.call, "GetAgentStatus", S.GetAgentStatusRequest(session_id="nope"),
+             token="t-carol")
+    assert a.code() == NOT_FOUND and error_view(a) == error_view(b)
+    assert fail(hub.call, "GetAgentStatus", S.GetAgentStatusRequest()).code() == \
+        grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_get_server_info_and_who_am_i(hub):
+    info = hub.call("GetServerInfo", S.GetServerInfoRequest(), token="t-bob")
+    assert info.features & 0x4000
+    assert info.api_version == "compass.v1" and info.version
+    for token, who in (("t-alice", "alice"), ("t-admin", "admin"), ("t-agent-1", "agent-1")):
+        assert hub.call("WhoAmI", S.WhoAmIRequest(), token=token).account_id == who
+    err = fail(hub.call, "WhoAmI", S.WhoAmIRequest(), token="t-runner-1")
+    assert err.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert "t-runner-1" not in err.details()
