@@ -447,6 +447,8 @@ static size_t put_varint(uint8_t *at, uint64_t v)
 int agent_frames_publish_request(uint64_t runner_seq, const char *session_id, const uint8_t *frame,
                                  size_t frame_len, uint8_t **out, size_t *out_len)
 {
+    /* The id is copied as bytes (field 2 carries no terminator). */
+    const uint8_t *sid = (const uint8_t *)session_id;
     size_t sid_len = strlen(session_id);
     uint8_t *buf = malloc(3 * 11 + sid_len + frame_len);
     size_t n = 0;
@@ -457,7 +459,7 @@ int agent_frames_publish_request(uint64_t runner_seq, const char *session_id, co
     n += put_varint(buf + n, runner_seq);
     buf[n++] = 0x12; /* field 2, length-delimited */
     n += put_varint(buf + n, sid_len);
-    memcpy(buf + n, session_id, sid_len);
+    memcpy(buf + n, sid, sid_len);
     n += sid_len;
     buf[n++] = 0x1a; /* field 3, length-delimited */
     n += put_varint(buf + n, frame_len);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "grpc/grpc_wire.h"
 #include "runner/runner.h"
@@ -24,12 +25,20 @@
 #define CONN_UNARY_TIMEOUT  10000
 #define CONN_BLOB_TIMEOUT   15000
 #define CONN_LIVE_MAX       1024
+/* Liveness: a silent server (half-open TCP) is noticed by a health probe
+ * every CONN_PROBE_EVERY_MS that must answer within CONN_PROBE_WAIT_MS; a
+ * connect or Enroll that hangs is abandoned after CONN_ENROLL_WAIT_MS. */
+#define CONN_TICK_MS        1000
+#define CONN_PROBE_EVERY_MS 15000
+#define CONN_PROBE_WAIT_MS  10000
+#define CONN_ENROLL_WAIT_MS (CONN_ENROLL_TIMEOUT + 2000)
 
 #define PATH_ENROLL   "/compass.v1.RunnerService/Enroll"
 #define PATH_SESSIONS "/compass.v1.RunnerService/Sessions"
 #define PATH_PUBLISH  "/compass.v1.RunnerService/PublishEvents"
 #define PATH_UPLOAD   "/compass.v1.RunnerService/UploadSessionBlob"
 #define PATH_FETCH    "/compass.v1.RunnerService/FetchSessionBlob"
+#define PATH_HEALTH   "/grpc.health.v1.Health/Check"
 
 enum conn_state { CONN_IDLE, CONN_ENROLLING, CONN_READY, CONN_LOST, CONN_STOPPED };
 
@@ -45,6 +54,10 @@ struct conn {
     struct event *retry;    /* reconnect timer */
     struct event *teardown; /* zero-delay: free the client outside callbacks */
     struct event *stop_timer;
+    struct event *tick; /* liveness watchdog */
+    int64_t attempt_ms; /* when the current Enroll started */
+    int64_t probe_ms;   /* when the last probe started */
+    struct grpc_client_call *probe;
     void (*stop_done)(struct runner *r);
     /* The blocking side connection for blob relays. */
     struct event_base *blob_base;
@@ -83,7 +96,7 @@ static void free_client(struct conn *conn)
     conn->client = NULL;
     relay_detach(conn->r);
     grpc_client_free(client); /* ends open calls: their callbacks see !conn->client */
-    conn->enroll = conn->sessions = conn->publish = NULL;
+    conn->enroll = conn->sessions = conn->publish = conn->probe = NULL;
 }
 
 static void on_teardown(evutil_socket_t fd, short what, void *arg)
@@ -210,6 +223,7 @@ static void conn_open_streams(struct conn *conn)
     if (conn->failing)
         log_info("connected again to %s", r->cfg.addr);
     conn->state = CONN_READY;
+    conn->probe_ms = clock_monotonic_ms();
     conn->failing = 0;
     conn->backoff_ms = CONN_BACKOFF_MIN_MS;
     if (relay_attach(r, conn->publish, conn->last_runner_seq) != 0) {
@@ -275,6 +289,7 @@ static void conn_connect(struct conn *conn)
         return;
     }
     conn->state = CONN_ENROLLING;
+    conn->attempt_ms = clock_monotonic_ms();
     request.runner_version = (char *)RUNNER_VERSION;
     conn->enroll = grpc_client_call_start(conn->client, PATH_ENROLL, r->cfg.token,
                                           CONN_ENROLL_TIMEOUT, &handler, conn);
@@ -293,6 +308,47 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
         conn_connect(conn);
 }
 
+/* --- Liveness ------------------------------------------------------------------ */
+
+static void probe_on_done(void *arg, const struct grpc_client_result *result)
+{
+    struct conn *conn = arg;
+
+    /* Any answer, even UNIMPLEMENTED, shows the server is there. */
+    conn->probe = NULL;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    static const struct grpc_client_call_handler handler = {NULL, probe_on_done};
+    struct conn *conn = arg;
+    int64_t now = clock_monotonic_ms();
+
+    if (conn->state == CONN_ENROLLING && now - conn->attempt_ms > CONN_ENROLL_WAIT_MS) {
+        conn_lost(conn, "connect or Enroll timed out");
+        return;
+    }
+    if (conn->state != CONN_READY)
+        return;
+    if (conn->probe) {
+        if (now - conn->probe_ms > CONN_PROBE_WAIT_MS)
+            conn_lost(conn, "the server stopped answering health probes");
+        return;
+    }
+    if (now - conn->probe_ms < CONN_PROBE_EVERY_MS)
+        return;
+    conn->probe_ms = now;
+    conn->probe = grpc_client_call_start(conn->client, PATH_HEALTH, conn->r->cfg.token,
+                                         CONN_PROBE_WAIT_MS, &handler, conn);
+    if (!conn->probe)
+        return;
+    /* HealthCheckRequest{} (the whole server) is the empty message. */
+    if (grpc_client_call_send_encoded(conn->probe, NULL, 0) == 0)
+        grpc_client_call_close_send(conn->probe);
+    else
+        grpc_client_call_cancel(conn->probe);
+}
+
 /* --- Lifecycle ----------------------------------------------------------------- */
 
 struct conn *conn_new(struct runner *r)
@@ -306,8 +362,9 @@ struct conn *conn_new(struct runner *r)
     conn->retry = evtimer_new(r->base, on_retry, conn);
     conn->teardown = event_new(r->base, -1, 0, on_teardown, conn);
     conn->stop_timer = evtimer_new(r->base, on_teardown, conn);
+    conn->tick = event_new(r->base, -1, EV_PERSIST, on_tick, conn);
     conn->blob_base = event_base_new();
-    if (!conn->retry || !conn->teardown || !conn->stop_timer || !conn->blob_base) {
+    if (!conn->retry || !conn->teardown || !conn->stop_timer || !conn->tick || !conn->blob_base) {
         conn_free(conn);
         return NULL;
     }
@@ -330,6 +387,8 @@ void conn_free(struct conn *conn)
         event_free(conn->teardown);
     if (conn->stop_timer)
         event_free(conn->stop_timer);
+    if (conn->tick)
+        event_free(conn->tick);
     if (conn->blob_base)
         event_base_free(conn->blob_base);
     free(conn);
@@ -337,6 +396,10 @@ void conn_free(struct conn *conn)
 
 int conn_start(struct conn *conn)
 {
+    struct timeval tv = {CONN_TICK_MS / 1000, (CONN_TICK_MS % 1000) * 1000};
+
+    if (event_add(conn->tick, &tv) != 0)
+        return -1;
     conn->state = CONN_IDLE;
     conn_connect(conn);
     return 0;
@@ -355,6 +418,7 @@ void conn_stop(struct conn *conn, int timeout_ms, void (*done)(struct runner *r)
     conn->state = CONN_STOPPED;
     conn->stop_done = done;
     evtimer_del(conn->retry);
+    event_del(conn->tick);
     if (was_ready && conn->publish) {
         /* Half-close: the server answers once it has every frame. */
         grpc_client_call_close_send(conn->publish);

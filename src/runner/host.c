@@ -242,16 +242,9 @@ static void read_pb_frames(struct host_session *s, struct evbuffer *in)
     int rv;
 
     while ((have = evbuffer_get_length(in)) > 0) {
-        const uint8_t *data = evbuffer_pullup(in, have < 10 ? (ssize_t)have : 10);
-        rv = agent_frames_pb_next(data, have < 10 ? have : 10, &consumed, &frame, &frame_len);
-        if (rv == 0 && have >= 10) {
-            /* The prefix is complete; the body is not all here, or is. */
-            data = evbuffer_pullup(in, -1);
-            rv = agent_frames_pb_next(data, have, &consumed, &frame, &frame_len);
-        } else if (rv == 1) {
-            data = evbuffer_pullup(in, -1);
-            rv = agent_frames_pb_next(data, have, &consumed, &frame, &frame_len);
-        }
+        /* Frames are bounded (AGENT_FRAMES_MAX): keep the input contiguous. */
+        const uint8_t *data = evbuffer_pullup(in, -1);
+        rv = agent_frames_pb_next(data, have, &consumed, &frame, &frame_len);
         if (rv == 0)
             return;
         if (rv < 0) {
@@ -432,6 +425,11 @@ static int session_spawn(struct host_session *s, char *err, size_t err_size)
         signal(SIGPIPE, SIG_DFL);
         if (dup2(in_pipe[0], 0) < 0 || dup2(out_pipe[1], 1) < 0)
             _exit(127);
+        /* libevent's sockets are not close-on-exec: the agent must not
+         * hold the Runner's connections (or other agents' pipes) open. */
+        if (close_range(3, ~0U, 0) != 0)
+            for (long fd = sysconf(_SC_OPEN_MAX) - 1; fd > 2; fd--)
+                close((int)fd);
         setenv("AGENTHUB_SESSION_ID", s->id, 1);
         execl("/bin/sh", "sh", "-c", r->cfg.agent_cmd, (char *)NULL);
         _exit(127);

@@ -78,7 +78,7 @@ static void pending_to_sent(struct relay *relay)
         relay->sent = item;
     relay->sent_tail = item;
     relay->n_sent++;
-    while (relay->n_sent > RELAY_KEEP_SENT) {
+    while (relay->n_sent > RELAY_KEEP_SENT && relay->sent) {
         struct relay_item *old = relay->sent;
         relay->sent = old->next;
         relay->n_sent--;

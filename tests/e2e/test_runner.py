@@ -383,7 +383,8 @@ def test_uploader_disables_itself_without_blob_storage(tmp_path, pb):
 def test_make_demo_shows_the_scripted_agent(tmp_path):
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    env = dict(os.environ, TMPDIR=str(tmp_path))
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env["TMPDIR"] = str(tmp_path)
     out = subprocess.run(["make", "-s", "demo"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -511,5 +512,36 @@ def test_restart_under_load_neither_retries_nor_gaps(world, pb):
         m = server.metrics()
         assert m["agenthub_relay_retries_total"] == 0, m
         assert m["agenthub_relay_gaps_total"] == 0, m
+    finally:
+        runner.stop()
+
+
+def test_start_and_stop_agent_session_run_and_stop_the_agent(world, pb):
+    server, tmp = world
+    frames, services = pb
+    runner = Runner(server, tmp, idle_agent())
+    try:
+        deadline = time.monotonic() + 20
+        while "connected its Sessions stream" not in server.log():
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        started = server.call(pb, "StartAgentSession",
+                              services.StartAgentSessionRequest(container_name="ctr-1"),
+                              services.StartAgentSessionResponse)
+        sid = started.session_id
+        assert sid and sid != "sess-1"
+        deadline = time.monotonic() + 20
+        while "session %s: agent started" % sid not in runner.log():
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        server.call(pb, "StopAgentSession", services.StopAgentSessionRequest(session_id=sid),
+                    services.StopAgentSessionResponse)
+        deadline = time.monotonic() + 20
+        while "session %s: agent exited" % sid not in runner.log() and \
+                "session %s: agent killed" % sid not in runner.log():
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        # sess-1's agent is untouched.
+        send(server, pb, "still here?")
     finally:
         runner.stop()
