@@ -259,3 +259,19 @@ def test_get_server_info_and_who_am_i(hub):
     err = fail(hub.call, "WhoAmI", S.WhoAmIRequest(), token="t-runner-1")
     assert err.code() == grpc.StatusCode.UNAUTHENTICATED
     assert "t-runner-1" not in err.details()
+
+
+def test_an_ack_from_another_runner_does_not_complete_a_command(hub):
+    r1 = hub.runner("runner-1", auto_ack=False)
+    r1.open_sessions(["sess-1"])
+    r2 = hub.runner("runner-2", auto_ack=False)
+    r2.open_sessions(["sess-2"])
+    from rpc_harness import auth, method
+    parked = method(hub.channel(), "SkipBatchWindow").future(
+        skip("sess-1"), metadata=auth("t-alice"), timeout=30)
+    command = r1.wait_command("start_now")
+    r2.ack(command.request_id)  # forged: another Runner's request id
+    time.sleep(0.5)
+    assert not parked.done()
+    r1.ack(command.request_id)
+    assert parked.result(timeout=5) == S.SkipBatchWindowResponse()

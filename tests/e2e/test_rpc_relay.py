@@ -317,3 +317,23 @@ def test_subscribe_events_shows_only_sessions_of_the_callers_channels(hub):
     assert "sess-2" not in seen["t-bob"]
     for rd in readers.values():
         rd.cancel()
+
+
+def test_a_stalled_event_subscriber_gets_resync_required_and_ends_ok(start_hub):
+    from rpc_harness import COMPASS, RawStream
+    h = start_hub(flags=["--bus-bytes", "65536"])
+    r = h.runner("runner-1")
+    stalled = RawStream(h.public, COMPASS + "SubscribeEvents",
+                        S.SubscribeEventsRequest().SerializeToString(), token="t-admin")
+    fast = subscribe_events(h)
+    for i in range(20):  # 400 KB through a 64 KiB bus
+        r.publish("sess-1", *[text("%04d" % (i * 10 + j) + "q" * 2000) for j in range(10)])
+        fast.wait_count((i + 1) * 10)  # the fast one keeps up, unhindered
+    assert [int(e.agent_message_chunk.text[:4]) for e in fast.items] == list(range(200))
+    messages, trailers = stalled.read_to_end()
+    stalled.close()
+    events = [S.SubscribeEventsResponse.FromString(m) for m in messages]
+    assert trailers["grpc-status"] == "0"
+    assert events[-1].HasField("resync_required") and events[-1].seq == 0
+    assert [e.seq for e in events[:-1]] == list(range(1, len(events)))
+    fast.cancel()
