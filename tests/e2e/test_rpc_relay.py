@@ -337,3 +337,32 @@ def test_a_stalled_event_subscriber_gets_resync_required_and_ends_ok(start_hub):
     assert events[-1].HasField("resync_required") and events[-1].seq == 0
     assert [e.seq for e in events[:-1]] == list(range(1, len(events)))
     fast.cancel()
+
+
+def test_late_frames_never_resurrect_a_stopped_session(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    r.publish("sess-1", text("before"))
+    hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
+    bus = subscribe_events(hub)
+    m0 = hub.metrics()
+    r.publish("sess-1", text("late"), event_frame(tool_call=F.SessionToolCall(
+        tool_call_id="x", status=F.AGENT_TOOL_CALL_STATUS_IN_PROGRESS)))
+    r.call("ReportEvidence", S.ReportEvidenceRequest(
+        session_id="sess-1", rank=S.EVIDENCE_RANK_PROCESS, state=F.AGENT_SESSION_STATE_WORKING))
+    r.report(["sess-1"])
+    assert hub.metric("agenthub_relay_ended_frames_total") - m0.get(
+        "agenthub_relay_ended_frames_total", 0) == 2
+    st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                  token="t-alice").statuses[0]
+    assert st.state == F.AGENT_SESSION_STATE_STOPPED
+    # A subscriber to the stopped session ends OK at once, with nothing.
+    from rpc_harness import method
+    frames = list(method(hub.channel(), "SubscribeAgentSession")(
+        S.SubscribeAgentSessionRequest(session_id="sess-1", tail=100),
+        metadata=auth("t-alice"), timeout=5))
+    assert frames == []
+    import time
+    time.sleep(0.2)  # the publishes above returned after the server took them
+    assert bus.items == []
+    bus.cancel()
