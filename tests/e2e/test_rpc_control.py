@@ -275,3 +275,18 @@ def test_an_ack_from_another_runner_does_not_complete_a_command(hub):
     assert not parked.done()
     r1.ack(command.request_id)
     assert parked.result(timeout=5) == S.SkipBatchWindowResponse()
+
+
+def test_disconnected_reaches_sessions_known_only_by_a_subscriber_or_a_start(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions()  # connected, reports nothing
+    sid = hub.call("StartAgentSession", S.StartAgentSessionRequest(container_name="ctr-1"),
+                   token="t-bob").session_id
+    panes = [subscribe(hub, s, token="t-bob") for s in ("sess-1", sid)]
+    r.drop_sessions()
+    for s, pane in zip(("sess-1", sid), panes):
+        pane.wait(lambda items: any(f.state == F.AGENT_SESSION_STATE_DISCONNECTED
+                                    for f in items), what="DISCONNECTED for " + s)
+        assert hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id=s),
+                        token="t-bob").statuses[0].state == F.AGENT_SESSION_STATE_DISCONNECTED
+        pane.cancel()
