@@ -290,3 +290,26 @@ def test_disconnected_reaches_sessions_known_only_by_a_subscriber_or_a_start(hub
         assert hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id=s),
                         token="t-bob").statuses[0].state == F.AGENT_SESSION_STATE_DISCONNECTED
         pane.cancel()
+
+
+def test_every_public_not_found_pair_is_byte_identical_on_the_wire(hub):
+    hub.runner("runner-1").publish("sess-1", text("live"))
+    cases = [
+        ("SubscribeAgentSession", "t-carol", lambda s: S.SubscribeAgentSessionRequest(
+            session_id=s)),
+        ("SubscribeAgentSession", "t-carol", lambda s: S.SubscribeAgentSessionRequest(
+            session_id=s, since_seq=1, tail=5)),
+        ("GetAgentStatus", "t-carol", lambda s: S.GetAgentStatusRequest(session_id=s)),
+        ("SkipBatchWindow", "t-bob", skip),
+        ("StopAgentSession", "t-bob", lambda s: S.StopAgentSessionRequest(session_id=s)),
+        ("SendAgentMessage", "t-bob", lambda s: S.SendAgentMessageRequest(session_id=s,
+                                                                          text="hi")),
+    ]
+    for name, token, build in cases:
+        seen = raw_unary(hub.public, COMPASS + name, build("sess-1").SerializeToString(),
+                         token=token)
+        unknown = raw_unary(hub.public, COMPASS + name, build("sess-x").SerializeToString(),
+                            token=token)
+        assert seen == unknown, name
+        assert (b"grpc-status", b"5") in seen[0] + seen[2], (name, seen)
+        assert not any(k == b"agenthub-session" for k, _ in seen[0] + seen[2])
