@@ -366,3 +366,24 @@ def test_late_frames_never_resurrect_a_stopped_session(hub):
     time.sleep(0.2)  # the publishes above returned after the server took them
     assert bus.items == []
     bus.cancel()
+
+
+def test_each_door_serves_its_own_services_and_credentials(hub):
+    from rpc_harness import method
+    pub, run = hub.channel("public"), hub.channel("runner")
+    # RunnerService is not on the public door, CompassService not on the Runner door.
+    err = fail(method(pub, "Enroll"), S.EnrollRequest(), metadata=auth("t-runner-1"), timeout=5)
+    assert err.code() == grpc.StatusCode.UNIMPLEMENTED
+    err = fail(method(run, "WhoAmI"), S.WhoAmIRequest(), metadata=auth("t-alice"), timeout=5)
+    assert err.code() == grpc.StatusCode.UNIMPLEMENTED
+    # ResourceService is on both, each with its own kind of credential.
+    req = S.SpawnResourceRequest(kind=S.RESOURCE_KIND_TERMINAL, container_name="ctr-1")
+    for ch, token in ((pub, "t-runner-1"), (run, "t-alice"), (run, "t-agent-1")):
+        err = fail(method(ch, "SpawnResource"), req, metadata=auth(token), timeout=5)
+        assert err.code() == UNAUTHENTICATED, token
+    assert method(run, "SpawnResource")(req, metadata=auth("t-runner-1"), timeout=5).resource_id
+    # SubscribeEvents wants an account too.
+    for token in (None, "t-runner-1"):
+        err = fail(method(pub, "SubscribeEvents"), S.SubscribeEventsRequest(),
+                   metadata=auth(token), timeout=5)
+        assert err.code() == UNAUTHENTICATED
