@@ -387,3 +387,29 @@ def test_each_door_serves_its_own_services_and_credentials(hub):
         err = fail(method(pub, "SubscribeEvents"), S.SubscribeEventsRequest(),
                    metadata=auth(token), timeout=5)
         assert err.code() == UNAUTHENTICATED
+
+
+def test_report_evidence_feeds_the_arbiter_below_the_stream(hub):
+    r = hub.runner("runner-1")
+
+    def report(rank, st, live_child=False):
+        r.call("ReportEvidence", S.ReportEvidenceRequest(
+            session_id="sess-1", rank=rank, state=st, live_child=live_child))
+        return hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                        token="t-alice").statuses[0].state
+    assert report(S.EVIDENCE_RANK_SCREEN, F.AGENT_SESSION_STATE_WORKING) == \
+        F.AGENT_SESSION_STATE_WORKING
+    assert report(S.EVIDENCE_RANK_PROCESS, F.AGENT_SESSION_STATE_READY) == \
+        F.AGENT_SESSION_STATE_READY  # Process over Screen
+    r.publish("sess-1", state_frame("BLOCKED"))  # Stream over both
+    assert report(S.EVIDENCE_RANK_PROCESS, F.AGENT_SESSION_STATE_WORKING) == \
+        F.AGENT_SESSION_STATE_BLOCKED
+    # Newer screen evidence of idle corrects stale higher-rank evidence.
+    assert report(S.EVIDENCE_RANK_SCREEN, F.AGENT_SESSION_STATE_IDLE) == \
+        F.AGENT_SESSION_STATE_IDLE
+    err = fail(r.call, "ReportEvidence", S.ReportEvidenceRequest(session_id="sess-1", rank=0,
+                                                                 state=3))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    err = fail(r.call, "ReportEvidence", S.ReportEvidenceRequest(session_id="sess-1", rank=1,
+                                                                 state=42))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
