@@ -157,6 +157,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     struct store_container container;
     struct store_subject subject;
     char session_id[STORE_ID_MAX];
+    struct session *s;
     int rv;
 
     if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
@@ -183,7 +184,9 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
                          rv == STORE_FAULT ? GATE_FAULT_MESSAGE : "cannot create the session");
         return;
     }
-    hub_session(ctx, session_id);
+    s = hub_session(ctx, session_id);
+    if (s)
+        session_bind(s, container.runner_id);
     /* The Runner learns at once when it is connected; otherwise from its
      * next report.  The session exists either way. */
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START;

@@ -165,6 +165,10 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
+    /* Bound to the Runner hosting its container, so that Runner's stream
+     * dropping tells this subscriber DISCONNECTED. */
+    if (!session_binding(s) && row.runner_id[0])
+        session_bind(s, row.runner_id);
     ring = session_ring(s);
     sub = calloc(1, sizeof(*sub));
     if (!sub) {

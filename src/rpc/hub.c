@@ -16,6 +16,24 @@ struct session *hub_session(struct rpc_context *ctx, const char *session_id)
     return s;
 }
 
+enum hub_live hub_live_session(struct rpc_context *ctx, const char *session_id,
+                               struct session **out)
+{
+    struct store_session row;
+    int rv;
+
+    *out = session_find(ctx->sessions, session_id, strlen(session_id));
+    if (*out)
+        return HUB_LIVE;
+    rv = store_session_get(ctx->store, session_id, &row);
+    if (rv == STORE_FAULT)
+        return HUB_FAULT;
+    if (rv != STORE_OK || row.closed)
+        return HUB_ENDED;
+    *out = hub_session(ctx, session_id);
+    return *out ? HUB_LIVE : HUB_NOMEM;
+}
+
 /* Packs MESSAGE into a stack buffer when it fits, else the heap.  Returns
  * the bytes (free with pack_release) or NULL when memory is short. */
 static uint8_t *pack(const ProtobufCMessage *message, uint8_t *stack, size_t stack_size,

@@ -21,6 +21,19 @@
  * there.  Returns NULL when memory is short or the id is unusable. */
 struct session *hub_session(struct rpc_context *ctx, const char *session_id);
 
+enum hub_live {
+    HUB_LIVE = 0,  /* *OUT is the live session */
+    HUB_ENDED = 1, /* the session is closed in the store: never reopened */
+    HUB_FAULT = 2, /* the store could not say */
+    HUB_NOMEM = 3,
+};
+
+/* Like hub_session, for producers into an existing session: a session that
+ * is not in the registry is reopened only when the store says it is still
+ * open, so late frames never resurrect a stopped or closed session. */
+enum hub_live hub_live_session(struct rpc_context *ctx, const char *session_id,
+                               struct session **out);
+
 /* Appends EVENT to S (stamped now), projects it onto the bus, and feeds the
  * Stream evidence it carries to the arbiter: a typed tool call's own, or for
  * a record RECORD_EVIDENCE (the caller parsed it: arbiter_evidence_for_record,

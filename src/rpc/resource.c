@@ -273,6 +273,28 @@ static int producer_target(struct grpc_call *call, const struct store_subject *s
     return 0;
 }
 
+/* The live session SESSION_ID of an open resource.  Returns 0 with *S set,
+ * or -1 after finishing the call: a session stopped with StopAgentSession
+ * takes no more records (WRONG_RESOURCE_KIND, as a closed resource). */
+static int live_session_or_finish(struct grpc_call *call, const char *session_id,
+                                  struct session **s)
+{
+    switch (hub_live_session(grpc_call_door_data(call), session_id, s)) {
+    case HUB_LIVE:
+        return 0;
+    case HUB_ENDED:
+        rpc_finish_named(call, GRPC_STATUS_FAILED_PRECONDITION, "WRONG_RESOURCE_KIND",
+                         "the agent session is closed");
+        return -1;
+    case HUB_FAULT:
+        finish_store_fault(call);
+        return -1;
+    default:
+        rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
+        return -1;
+    }
+}
+
 /* Appends the parsed records of BATCH to S.  Returns 0 with the seq range, or
  * -1 when memory ran out part way (what was appended stays). */
 static int append_records(struct rpc_context *ctx, struct session *s,
@@ -334,8 +356,12 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
             rv == JSONL_NOMEM ? "OVERFLOW" : "RECORD_INVALID", error);
         return;
     }
-    s = hub_session(ctx, resource.session_id);
-    if (!s || append_records(ctx, s, &batch, &response.first_seq, &response.last_seq) != 0) {
+    rv = live_session_or_finish(call, resource.session_id, &s);
+    if (rv != 0) {
+        jsonl_batch_free(&batch);
+        return;
+    }
+    if (append_records(ctx, s, &batch, &response.first_seq, &response.last_seq) != 0) {
         jsonl_batch_free(&batch);
         rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
         return;
@@ -401,11 +427,8 @@ static void report_state_on_message(struct grpc_call *call, const ProtobufCMessa
                          "unknown state word");
         return;
     }
-    s = hub_session(ctx, resource.session_id);
-    if (!s) {
-        rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
+    if (live_session_or_finish(call, resource.session_id, &s) != 0)
         return;
-    }
     if (session_arbiter(s)->live_child) {
         /* ADR decision 6: with a live child the fallback becomes a record. */
         Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;

@@ -35,6 +35,7 @@ struct rpc_counters {
     uint64_t relay_retries;
     uint64_t relay_unknown_frames;
     uint64_t relay_unbound_frames;
+    uint64_t relay_ended_frames;
     uint64_t relay_invalid_records;
     uint64_t transcript_entries;
     uint64_t subscriber_lag_drops;

@@ -89,6 +89,9 @@ void rpc_write_metrics(const struct rpc_context *ctx, FILE *out)
             "sender.\n"
             "# TYPE agenthub_relay_unbound_frames_total counter\n"
             "agenthub_relay_unbound_frames_total %llu\n"
+            "# HELP agenthub_relay_ended_frames_total frames for a session that has ended.\n"
+            "# TYPE agenthub_relay_ended_frames_total counter\n"
+            "agenthub_relay_ended_frames_total %llu\n"
             "# TYPE agenthub_relay_invalid_records_total counter\n"
             "agenthub_relay_invalid_records_total %llu\n"
             "# TYPE agenthub_relay_transcript_entries_total counter\n"
@@ -107,7 +110,7 @@ void rpc_write_metrics(const struct rpc_context *ctx, FILE *out)
             "agenthub_sessions_live %zu\n",
             (unsigned long long)c->frames_accepted, (unsigned long long)c->relay_gaps,
             (unsigned long long)c->relay_retries, (unsigned long long)c->relay_unknown_frames,
-            (unsigned long long)c->relay_unbound_frames,
+            (unsigned long long)c->relay_unbound_frames, (unsigned long long)c->relay_ended_frames,
             (unsigned long long)c->relay_invalid_records, (unsigned long long)c->transcript_entries,
             (unsigned long long)c->subscriber_lag_drops, (unsigned long long)c->records_appended,
             (unsigned long long)c->status_changes, (unsigned long long)c->subscribers_open,

@@ -268,9 +268,8 @@ static void sessions_report(struct rpc_context *ctx, struct runner_link *link,
         struct session *s;
         if (gate_session_bound(ctx->store, link->id, sid) != GATE_BOUND)
             continue; /* not this Runner's (or unverifiable): never adopt it */
-        s = hub_session(ctx, sid);
-        if (!s)
-            continue;
+        if (hub_live_session(ctx, sid, &s) != HUB_LIVE)
+            continue; /* ended (never reopened), or unverifiable */
         session_bind(s, link->id);
         hub_announce_derived(ctx, s);
     }

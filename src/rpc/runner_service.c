@@ -224,8 +224,19 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
         ctx->counters.transcript_entries++;
         goto advance;
     }
-    s = hub_session(ctx, request->session_id);
-    if (!s) {
+    switch (hub_live_session(ctx, request->session_id, &s)) {
+    case HUB_LIVE:
+        break;
+    case HUB_ENDED:
+        ctx->counters.relay_ended_frames++;
+        log_info("runner %s: runner_seq %llu is for a session that has ended; dropped",
+                 stream->runner_id, (unsigned long long)request->runner_seq);
+        goto advance;
+    case HUB_FAULT:
+        runner_seq_persist(ctx, stream->runner_id);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    default:
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
         return;
     }
@@ -360,13 +371,20 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
         return;
     }
     evidence = request->state == 0 ? ARBITER_RETRACT : (int)request->state;
-    s = hub_session(ctx, request->session_id);
-    if (!s) {
+    switch (hub_live_session(ctx, request->session_id, &s)) {
+    case HUB_LIVE:
+        session_bind(s, subject.id);
+        hub_observe(ctx, s, rank, evidence, request->live_child ? 1 : 0);
+        break;
+    case HUB_ENDED:
+        break; /* evidence about an ended session changes nothing */
+    case HUB_FAULT:
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    default:
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
         return;
     }
-    session_bind(s, subject.id);
-    hub_observe(ctx, s, rank, evidence, request->live_child ? 1 : 0);
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }

@@ -386,7 +386,13 @@ class Runner:
         return response
 
     # --- Sessions control stream
-    def open_sessions(self, live_sessions=None):
+    def open_sessions(self, live_sessions=None, wait=True):
+        """Opens the Sessions stream; with WAIT, returns once the server has
+        registered it (so a command sent next reaches it)."""
+        older = [r for r in self.hub.runners
+                 if r is not self and r.id == self.id and r.sessions_call is not None and
+                 r.reader is not None and r.reader.is_alive()]
+        baseline = self.hub.metric("agenthub_grpc_calls_open") if wait and not older else 0
         requests = RequestQueue()
         call = method(self.channel, "Sessions")(requests, metadata=auth(self.token))
         self.requests = requests
@@ -396,6 +402,12 @@ class Runner:
         self.reader = threading.Thread(target=self._read_commands, args=(call, requests),
                                        daemon=True)
         self.reader.start()
+        if wait and older:  # the server replaces (ends) the older stream
+            for r in older:
+                r.reader.join(10)
+        elif wait:
+            wait_for(lambda: self.hub.metric("agenthub_grpc_calls_open") > baseline,
+                     what="the Sessions stream to open")
         return call
 
     def _read_commands(self, call, requests):

@@ -259,3 +259,57 @@ def test_get_server_info_and_who_am_i(hub):
     err = fail(hub.call, "WhoAmI", S.WhoAmIRequest(), token="t-runner-1")
     assert err.code() == grpc.StatusCode.UNAUTHENTICATED
     assert "t-runner-1" not in err.details()
+
+
+def test_an_ack_from_another_runner_does_not_complete_a_command(hub):
+    r1 = hub.runner("runner-1", auto_ack=False)
+    r1.open_sessions(["sess-1"])
+    r2 = hub.runner("runner-2", auto_ack=False)
+    r2.open_sessions(["sess-2"])
+    from rpc_harness import auth, method
+    parked = method(hub.channel(), "SkipBatchWindow").future(
+        skip("sess-1"), metadata=auth("t-alice"), timeout=30)
+    command = r1.wait_command("start_now")
+    r2.ack(command.request_id)  # forged: another Runner's request id
+    time.sleep(0.5)
+    assert not parked.done()
+    r1.ack(command.request_id)
+    assert parked.result(timeout=5) == S.SkipBatchWindowResponse()
+
+
+def test_disconnected_reaches_sessions_known_only_by_a_subscriber_or_a_start(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions()  # connected, reports nothing
+    sid = hub.call("StartAgentSession", S.StartAgentSessionRequest(container_name="ctr-1"),
+                   token="t-bob").session_id
+    panes = [subscribe(hub, s, token="t-bob") for s in ("sess-1", sid)]
+    r.drop_sessions()
+    for s, pane in zip(("sess-1", sid), panes):
+        pane.wait(lambda items: any(f.state == F.AGENT_SESSION_STATE_DISCONNECTED
+                                    for f in items), what="DISCONNECTED for " + s)
+        assert hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id=s),
+                        token="t-bob").statuses[0].state == F.AGENT_SESSION_STATE_DISCONNECTED
+        pane.cancel()
+
+
+def test_every_public_not_found_pair_is_byte_identical_on_the_wire(hub):
+    hub.runner("runner-1").publish("sess-1", text("live"))
+    cases = [
+        ("SubscribeAgentSession", "t-carol", lambda s: S.SubscribeAgentSessionRequest(
+            session_id=s)),
+        ("SubscribeAgentSession", "t-carol", lambda s: S.SubscribeAgentSessionRequest(
+            session_id=s, since_seq=1, tail=5)),
+        ("GetAgentStatus", "t-carol", lambda s: S.GetAgentStatusRequest(session_id=s)),
+        ("SkipBatchWindow", "t-bob", skip),
+        ("StopAgentSession", "t-bob", lambda s: S.StopAgentSessionRequest(session_id=s)),
+        ("SendAgentMessage", "t-bob", lambda s: S.SendAgentMessageRequest(session_id=s,
+                                                                          text="hi")),
+    ]
+    for name, token, build in cases:
+        seen = raw_unary(hub.public, COMPASS + name, build("sess-1").SerializeToString(),
+                         token=token)
+        unknown = raw_unary(hub.public, COMPASS + name, build("sess-x").SerializeToString(),
+                            token=token)
+        assert seen == unknown, name
+        assert (b"grpc-status", b"5") in seen[0] + seen[2], (name, seen)
+        assert not any(k == b"agenthub-session" for k, _ in seen[0] + seen[2])

@@ -59,3 +59,22 @@ def test_send_and_stop_without_the_runners_stream(hub):
     hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
     assert hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
                     token="t-alice").statuses[0].state == 4  # STOPPED
+
+
+def test_sigterm_mid_publish_keeps_the_last_runner_seq(start_hub):
+    from rpc_harness import RequestQueue
+    h = start_hub()
+    r = h.runner("runner-1")
+    requests = RequestQueue()
+    publish = method(r.channel, "PublishEvents").future(requests, metadata=auth("t-runner-1"),
+                                                        timeout=30)
+    pane = subscribe(h, "sess-1", tail=10)
+    for i in range(5):
+        requests.put(r.request("sess-1", text("x%d" % i)))
+    pane.wait_count(5)
+    h.proc.send_signal(signal.SIGTERM)
+    err = publish.exception(timeout=6)
+    assert err is not None and err.code() == grpc.StatusCode.UNAVAILABLE
+    assert h.proc.wait(6) == 0
+    again = start_hub(db=h.db)
+    assert again.runner("runner-1").enroll().last_runner_seq == 5

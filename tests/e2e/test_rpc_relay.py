@@ -317,3 +317,99 @@ def test_subscribe_events_shows_only_sessions_of_the_callers_channels(hub):
     assert "sess-2" not in seen["t-bob"]
     for rd in readers.values():
         rd.cancel()
+
+
+def test_a_stalled_event_subscriber_gets_resync_required_and_ends_ok(start_hub):
+    from rpc_harness import COMPASS, RawStream
+    h = start_hub(flags=["--bus-bytes", "65536"])
+    r = h.runner("runner-1")
+    stalled = RawStream(h.public, COMPASS + "SubscribeEvents",
+                        S.SubscribeEventsRequest().SerializeToString(), token="t-admin")
+    fast = subscribe_events(h)
+    for i in range(20):  # 400 KB through a 64 KiB bus
+        r.publish("sess-1", *[text("%04d" % (i * 10 + j) + "q" * 2000) for j in range(10)])
+        fast.wait_count((i + 1) * 10)  # the fast one keeps up, unhindered
+    assert [int(e.agent_message_chunk.text[:4]) for e in fast.items] == list(range(200))
+    messages, trailers = stalled.read_to_end()
+    stalled.close()
+    events = [S.SubscribeEventsResponse.FromString(m) for m in messages]
+    assert trailers["grpc-status"] == "0"
+    assert events[-1].HasField("resync_required") and events[-1].seq == 0
+    assert [e.seq for e in events[:-1]] == list(range(1, len(events)))
+    fast.cancel()
+
+
+def test_late_frames_never_resurrect_a_stopped_session(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    r.publish("sess-1", text("before"))
+    hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
+    bus = subscribe_events(hub)
+    m0 = hub.metrics()
+    r.publish("sess-1", text("late"), event_frame(tool_call=F.SessionToolCall(
+        tool_call_id="x", status=F.AGENT_TOOL_CALL_STATUS_IN_PROGRESS)))
+    r.call("ReportEvidence", S.ReportEvidenceRequest(
+        session_id="sess-1", rank=S.EVIDENCE_RANK_PROCESS, state=F.AGENT_SESSION_STATE_WORKING))
+    r.report(["sess-1"])
+    assert hub.metric("agenthub_relay_ended_frames_total") - m0.get(
+        "agenthub_relay_ended_frames_total", 0) == 2
+    st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                  token="t-alice").statuses[0]
+    assert st.state == F.AGENT_SESSION_STATE_STOPPED
+    # A subscriber to the stopped session ends OK at once, with nothing.
+    from rpc_harness import method
+    frames = list(method(hub.channel(), "SubscribeAgentSession")(
+        S.SubscribeAgentSessionRequest(session_id="sess-1", tail=100),
+        metadata=auth("t-alice"), timeout=5))
+    assert frames == []
+    import time
+    time.sleep(0.2)  # the publishes above returned after the server took them
+    assert bus.items == []
+    bus.cancel()
+
+
+def test_each_door_serves_its_own_services_and_credentials(hub):
+    from rpc_harness import method
+    pub, run = hub.channel("public"), hub.channel("runner")
+    # RunnerService is not on the public door, CompassService not on the Runner door.
+    err = fail(method(pub, "Enroll"), S.EnrollRequest(), metadata=auth("t-runner-1"), timeout=5)
+    assert err.code() == grpc.StatusCode.UNIMPLEMENTED
+    err = fail(method(run, "WhoAmI"), S.WhoAmIRequest(), metadata=auth("t-alice"), timeout=5)
+    assert err.code() == grpc.StatusCode.UNIMPLEMENTED
+    # ResourceService is on both, each with its own kind of credential.
+    req = S.SpawnResourceRequest(kind=S.RESOURCE_KIND_TERMINAL, container_name="ctr-1")
+    for ch, token in ((pub, "t-runner-1"), (run, "t-alice"), (run, "t-agent-1")):
+        err = fail(method(ch, "SpawnResource"), req, metadata=auth(token), timeout=5)
+        assert err.code() == UNAUTHENTICATED, token
+    assert method(run, "SpawnResource")(req, metadata=auth("t-runner-1"), timeout=5).resource_id
+    # SubscribeEvents wants an account too.
+    for token in (None, "t-runner-1"):
+        err = fail(method(pub, "SubscribeEvents"), S.SubscribeEventsRequest(),
+                   metadata=auth(token), timeout=5)
+        assert err.code() == UNAUTHENTICATED
+
+
+def test_report_evidence_feeds_the_arbiter_below_the_stream(hub):
+    r = hub.runner("runner-1")
+
+    def report(rank, st, live_child=False):
+        r.call("ReportEvidence", S.ReportEvidenceRequest(
+            session_id="sess-1", rank=rank, state=st, live_child=live_child))
+        return hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                        token="t-alice").statuses[0].state
+    assert report(S.EVIDENCE_RANK_SCREEN, F.AGENT_SESSION_STATE_WORKING) == \
+        F.AGENT_SESSION_STATE_WORKING
+    assert report(S.EVIDENCE_RANK_PROCESS, F.AGENT_SESSION_STATE_READY) == \
+        F.AGENT_SESSION_STATE_READY  # Process over Screen
+    r.publish("sess-1", state_frame("BLOCKED"))  # Stream over both
+    assert report(S.EVIDENCE_RANK_PROCESS, F.AGENT_SESSION_STATE_WORKING) == \
+        F.AGENT_SESSION_STATE_BLOCKED
+    # Newer screen evidence of idle corrects stale higher-rank evidence.
+    assert report(S.EVIDENCE_RANK_SCREEN, F.AGENT_SESSION_STATE_IDLE) == \
+        F.AGENT_SESSION_STATE_IDLE
+    err = fail(r.call, "ReportEvidence", S.ReportEvidenceRequest(session_id="sess-1", rank=0,
+                                                                 state=3))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    err = fail(r.call, "ReportEvidence", S.ReportEvidenceRequest(session_id="sess-1", rank=1,
+                                                                 state=42))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -272,3 +272,17 @@ def test_close_resource_ends_the_session(hub):
     err = fail(append, hub, rid, lines({"type": "prompt", "data": {}}))
     assert err.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert err.details().startswith("WRONG_RESOURCE_KIND")
+
+
+def test_a_stopped_agent_session_takes_no_more_records(hub):
+    spawned = agent_session(hub, terminal(hub))
+    append(hub, spawned.resource_id, lines({"type": "prompt", "data": {}}))
+    hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id=spawned.session_id),
+             token="t-agent-1")
+    for call in (lambda: append(hub, spawned.resource_id, lines({"type": "stop", "data": {}})),
+                 lambda: hub.call("ReportAgentState", S.ReportAgentStateRequest(
+                     resource_id=spawned.resource_id, state="working"), token="t-agent-1")):
+        err = fail(call)
+        assert err.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert err.details().startswith("WRONG_RESOURCE_KIND")
+    assert status(hub, spawned.session_id).state == F.AGENT_SESSION_STATE_STOPPED
