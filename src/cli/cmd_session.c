@@ -88,26 +88,25 @@ static int session_open(struct cli_env *env, int argc, char **argv)
 }
 
 static const char session_close_usage[] =
-    "usage: agenthub session close S [--terminal ID]\n"
-    "Closes agent session S: #RESOURCE_ID, a session id or provider:native_id.  A\n"
-    "session id or provider:native_id is mapped to its resource through a terminal the\n"
-    "caller produces into (--terminal, env AGENTHUB_TERMINAL_ID).\n";
+    "usage: agenthub session close S\n"
+    "Closes agent session S: #RESOURCE_ID, a session id or provider:native_id.\n"
+    "The caller must be a producer of the session (its agent account, its Runner,\n"
+    "or an admin).\n";
 
 static int session_close(struct cli_env *env, int argc, char **argv)
 {
-    const char *terminal = getenv("AGENTHUB_TERMINAL_ID"), *pos[1];
-    const struct cli_flag flags[] = {{"--terminal", NULL, &terminal}, {NULL, NULL, NULL}};
+    const char *pos[1];
+    const struct cli_flag flags[] = {{NULL, NULL, NULL}};
     Compass__V1__CloseResourceRequest request = COMPASS__V1__CLOSE_RESOURCE_REQUEST__INIT;
     Compass__V1__CloseResourceResponse *response = NULL;
     struct grpc_client_result result;
     struct cli_target target;
-    uint64_t parent = 0;
     int n_pos, rv;
 
     rv = cli_parse(env, argc, argv, flags, pos, 1, &n_pos, session_close_usage);
     if (rv != 0)
         return rv > 0 ? CLI_OK : CLI_EUSAGE;
-    if (n_pos != 1 || (terminal && terminal[0] && parse_resource_id(terminal, &parent) != 0)) {
+    if (n_pos != 1) {
         fputs(session_close_usage, stderr);
         return CLI_EUSAGE;
     }
@@ -119,33 +118,14 @@ static int session_close(struct cli_env *env, int argc, char **argv)
     } else if (cli_target_parse(pos[0], &target) != 0) {
         fputs(session_close_usage, stderr);
         return CLI_EUSAGE;
+    } else if (target.session_id[0]) {
+        request.session_id = target.session_id;
+    } else {
+        request.provider = target.provider;
+        request.native_id = target.native_id;
     }
     if (cli_connect(env, 0) != 0)
         return CLI_ESERVER;
-    if (!request.resource_id) {
-        Compass__V1__SpawnResourceResponse *spawned = NULL;
-        if (target.session_id[0]) {
-            Compass__V1__GetAgentStatusResponse *status = NULL;
-            if (cli_session_status(env, target.session_id, &status, &result) != GRPC_STATUS_OK)
-                return cli_fail(env, &result);
-            snprintf(target.provider, sizeof(target.provider), "%s", status->statuses[0]->provider);
-            snprintf(target.native_id, sizeof(target.native_id), "%s",
-                     status->statuses[0]->native_id);
-            protobuf_c_message_free_unpacked(&status->base, NULL);
-        }
-        if (!target.native_id[0] || !parent) {
-            fprintf(stderr, "agenthub: FAILED_PRECONDITION: %s\n",
-                    !target.native_id[0]
-                        ? "the session has no native id: close it by #RESOURCE_ID"
-                        : "name a terminal (--terminal or AGENTHUB_TERMINAL_ID) or #RESOURCE_ID");
-            return CLI_ESERVER;
-        }
-        if (spawn_agent_session(env, parent, target.provider, target.native_id, &spawned,
-                                &result) != GRPC_STATUS_OK)
-            return cli_fail(env, &result);
-        request.resource_id = spawned->resource_id;
-        protobuf_c_message_free_unpacked(&spawned->base, NULL);
-    }
     if (cli_unary(env, CLOSE_PATH, &request.base, &compass__v1__close_resource_response__descriptor,
                   (ProtobufCMessage **)&response, &result) != GRPC_STATUS_OK)
         return cli_fail(env, &result);

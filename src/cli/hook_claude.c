@@ -187,18 +187,22 @@ static int op_send(struct hook_ctx *ctx, const json_t *ops, size_t i, size_t *co
     }
     if (strcmp(kind, "open") != 0 && strcmp(kind, "close") != 0)
         return GRPC_STATUS_OK;
-    if (!ctx->terminal) {
-        hook_log(ctx, kind, "AGENTHUB_TERMINAL_ID is not set; skipped");
-        return GRPC_STATUS_OK;
-    }
-    rv = op_spawn(ctx, op, &resource_id, &result);
-    if (rv == GRPC_STATUS_OK && strcmp(kind, "close") == 0) {
+    if (strcmp(kind, "close") == 0) {
+        /* Closing names the session by (provider, native_id): no terminal needed. */
         Compass__V1__CloseResourceRequest close = COMPASS__V1__CLOSE_RESOURCE_REQUEST__INIT;
-        close.resource_id = resource_id;
+        close.provider = (char *)json_string_value(json_object_get(op, "provider"));
+        close.native_id = (char *)json_string_value(json_object_get(op, "native_id"));
+        if (!close.provider || !close.native_id)
+            return GRPC_STATUS_OK;
         rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/CloseResource", &close.base,
                        &compass__v1__close_resource_response__descriptor, &response, &result);
         if (response)
             protobuf_c_message_free_unpacked(response, NULL);
+    } else if (!ctx->terminal) {
+        hook_log(ctx, kind, "AGENTHUB_TERMINAL_ID is not set; skipped");
+        return GRPC_STATUS_OK;
+    } else {
+        rv = op_spawn(ctx, op, &resource_id, &result);
     }
     if (rv != GRPC_STATUS_OK) {
         char detail[1100];

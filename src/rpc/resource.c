@@ -164,11 +164,20 @@ static void spawn_agent_session(struct grpc_call *call,
             return;
         }
         if (rv == STORE_OK) {
-            if (existing.closed) {
+            if (strcmp(existing.container_name, parent.container_name) != 0) {
                 rpc_finish_named(call, GRPC_STATUS_ALREADY_EXISTS, "ALREADY_EXISTS",
-                                 "that (provider, native_id) names a closed session");
+                                 "that (provider, native_id) lives in another container");
                 return;
             }
+            /* A resumed agent (claude --resume) continues its session. */
+            if (existing.closed && ctx->store->ops->session_reopen(
+                                       ctx->store->impl, existing.session_id) != STORE_OK) {
+                finish_store_fault(call);
+                return;
+            }
+            s = hub_session(ctx, existing.session_id);
+            if (s && parent.runner_id[0] && !session_binding(s))
+                session_bind(s, parent.runner_id);
             spawn_reply(call, existing.resource_id, existing.session_id);
             return;
         }
@@ -383,16 +392,19 @@ static void close_on_message(struct grpc_call *call, const ProtobufCMessage *mes
     struct store_subject subject;
     struct store_resource resource;
     struct session *s;
+    uint64_t id;
     int rv;
 
-    if (rpc_authenticate(call, &subject) != 0)
+    if (rpc_authenticate(call, &subject) != 0 ||
+        resolve_target(call, request->resource_id, request->session_id, request->provider,
+                       request->native_id, &id) != 0)
         return;
-    rv = gate_may_produce(ctx->store, &subject, request->resource_id, &resource);
+    rv = gate_may_produce(ctx->store, &subject, id, &resource);
     if (rv != GATE_ALLOWED) {
         finish_produce_refusal(call, rv);
         return;
     }
-    if (ctx->store->ops->resource_close(ctx->store->impl, request->resource_id) == STORE_FAULT) {
+    if (ctx->store->ops->resource_close(ctx->store->impl, id) == STORE_FAULT) {
         finish_store_fault(call);
         return;
     }

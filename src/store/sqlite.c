@@ -535,6 +535,7 @@ static const struct store_ops sqlite_ops = {
     .read_end = sq_read_end,
     .session_create = sq_session_create,
     .session_close = sq_session_close,
+    .session_reopen = sq_session_reopen,
     .session_list = sq_session_list,
     .terminal_create = sq_terminal_create,
     .agent_session_create = sq_agent_session_create,

@@ -28,6 +28,8 @@ enum sq_id {
     SQ_SESSION_INSERT,
     SQ_SESSION_CLOSE,
     SQ_SESSION_CLOSE_RESOURCE,
+    SQ_SESSION_REOPEN,
+    SQ_SESSION_REOPEN_RESOURCE,
     SQ_RESOURCE_INSERT,
     SQ_RESOURCE_CLOSE,
     SQ_RESOURCE_CLOSE_SESSION,
@@ -127,6 +129,7 @@ int sq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out
 /* Session and resource writes, runner sequence numbers (sqlite_sessions.c). */
 int sq_session_create(void *impl, const struct store_session_spec *spec, char out_id[STORE_ID_MAX]);
 int sq_session_close(void *impl, const char *session_id);
+int sq_session_reopen(void *impl, const char *session_id);
 int sq_terminal_create(void *impl, const char *container_name, uint64_t *out_id);
 int sq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
                             const char *native_id, const char *owner_account_id, uint64_t *out_id,

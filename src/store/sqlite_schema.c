@@ -119,6 +119,9 @@ static const char *const sql_text[SQ_COUNT] = {
     [SQ_SESSION_CLOSE] = "UPDATE sessions SET closed = 1 WHERE id = ?1",
     [SQ_SESSION_CLOSE_RESOURCE] = "UPDATE resources SET closed = 1 "
                                   "WHERE id = (SELECT resource_id FROM sessions WHERE id = ?1)",
+    [SQ_SESSION_REOPEN] = "UPDATE sessions SET closed = 0 WHERE id = ?1",
+    [SQ_SESSION_REOPEN_RESOURCE] = "UPDATE resources SET closed = 0 "
+                                   "WHERE id = (SELECT resource_id FROM sessions WHERE id = ?1)",
     [SQ_RESOURCE_INSERT] = "INSERT INTO resources (kind, container_name, parent_id, closed) "
                            "VALUES (?1, ?2, nullif(?3, 0), 0)",
     [SQ_RESOURCE_CLOSE] = "UPDATE resources SET closed = 1 WHERE id = ?1",

@@ -89,9 +89,9 @@ static int write_one(struct sqlite_store *st, enum sq_id id, const char *text, u
     return rv;
 }
 
-int sq_session_close(void *impl, const char *session_id)
+/* Sets SESSION_ID and its resource closed (CLOSED 1) or open (0). */
+static int session_set_closed(struct sqlite_store *st, const char *session_id, int closed)
 {
-    struct sqlite_store *st = impl;
     int rv, n = 0;
 
     rv = sq_savepoint(st);
@@ -99,16 +99,27 @@ int sq_session_close(void *impl, const char *session_id)
         return rv;
     /* An UPDATE counts every row it matched, so closing twice is OK and
      * closing nothing is NOT_FOUND. */
-    rv = write_one(st, SQ_SESSION_CLOSE, session_id, 0, &n);
+    rv = write_one(st, closed ? SQ_SESSION_CLOSE : SQ_SESSION_REOPEN, session_id, 0, &n);
     if (rv == STORE_OK && n == 0)
         rv = STORE_NOT_FOUND;
     if (rv == STORE_OK)
-        rv = write_one(st, SQ_SESSION_CLOSE_RESOURCE, session_id, 0, NULL);
+        rv = write_one(st, closed ? SQ_SESSION_CLOSE_RESOURCE : SQ_SESSION_REOPEN_RESOURCE,
+                       session_id, 0, NULL);
     if (rv != STORE_OK) {
         sq_rollback_savepoint(st);
         return rv;
     }
     return sq_release_savepoint(st);
+}
+
+int sq_session_close(void *impl, const char *session_id)
+{
+    return session_set_closed(impl, session_id, 1);
+}
+
+int sq_session_reopen(void *impl, const char *session_id)
+{
+    return session_set_closed(impl, session_id, 0);
 }
 
 /* Inserts a resource row; *OUT_ID gets its id. */

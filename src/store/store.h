@@ -199,6 +199,10 @@ struct store_ops {
                           char out_id[STORE_ID_MAX]);
     /* Marks a session closed (and its resource); NOT_FOUND if unknown. */
     int (*session_close)(void *impl, const char *session_id);
+    /* Opens a closed session (and its resource) again: a resumed agent
+     * (same provider and native_id) continues its session.  NOT_FOUND if
+     * unknown; OK when it was already open. */
+    int (*session_reopen)(void *impl, const char *session_id);
     int (*session_list)(void *impl, const struct store_session_filter *filter, store_session_cb cb,
                         void *arg);
     /* A new terminal resource in CONTAINER; INVALID if no such container. */

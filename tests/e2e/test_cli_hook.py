@@ -187,6 +187,21 @@ def test_session_end_emits_then_closes(server, hooks):
     assert json.loads(server.ok("show", session_id, "--json"))["state"] == "stopped"
 
 
+def test_session_start_after_session_end_resumes_the_same_session(server, hooks):
+    sid = started(hooks)
+    session_id = json.loads(server.ok("show", f"claude:{sid}", "--json"))["session_id"]
+    hooks.fire(shapes(sid)["SessionEnd"])
+    assert json.loads(server.ok("show", session_id, "--json"))["state"] == "stopped"
+    # `claude --resume` sends SessionStart for the same session id: nothing
+    # it records afterwards may be lost.
+    hooks.fire(dict(shapes(sid)["SessionStart"], source="resume"))
+    hooks.fire(shapes(sid)["UserPromptSubmit"])
+    assert json.loads(server.ok("show", f"claude:{sid}", "--json"))["session_id"] == session_id
+    assert records(server, sid)[-2:] == [("session_start", {"source": "resume"}),
+                                         ("prompt", {"length": len(SECRET_PROMPT)})]
+    assert json.loads(server.ok("show", session_id, "--json"))["state"] == "working"
+
+
 def test_provider_raw_only_with_emit_raw(server, hooks):
     sid = started(hooks)
     hooks.fire(shapes(sid)["PreToolUse"])

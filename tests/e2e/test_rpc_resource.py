@@ -124,11 +124,15 @@ def test_provider_and_native_id_are_unique_and_addressable(hub):
     assert by_session.first_seq > by_native.last_seq
     assert status(hub, first.session_id).native_id == "abc-123"
     assert status(hub, first.session_id).provider == "claude"
-    # Once closed, the pair is not handed out again.
-    hub.call("CloseResource", S.CloseResourceRequest(resource_id=first.resource_id),
+    # Closed (by its native id), then resumed: the same pair reopens the same
+    # session, as a `claude --resume` SessionStart must.
+    hub.call("CloseResource", S.CloseResourceRequest(provider="claude", native_id="abc-123"),
              token="t-agent-1")
-    assert fail(agent_session, hub, tid, native_id="abc-123").code() == \
-        grpc.StatusCode.ALREADY_EXISTS
+    assert fail(append, hub, data=lines({"type": "prompt", "data": {}}),
+                session_id=first.session_id).code() == grpc.StatusCode.FAILED_PRECONDITION
+    resumed = agent_session(hub, tid, native_id="abc-123")
+    assert (resumed.resource_id, resumed.session_id) == (first.resource_id, first.session_id)
+    append(hub, data=lines({"type": "prompt", "data": {"length": 2}}), session_id=first.session_id)
     err = fail(append, hub, data=lines({"type": "prompt", "data": {}}), provider="nobody",
                native_id="abc-123")
     assert err.code() == grpc.StatusCode.NOT_FOUND

@@ -4053,7 +4053,7 @@ const ProtobufCMessageDescriptor compass__v1__append_resource_output_response__d
   (ProtobufCMessageInit) compass__v1__append_resource_output_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__close_resource_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor compass__v1__close_resource_request__field_descriptors[4] =
 {
   {
     "resource_id",
@@ -4067,14 +4067,54 @@ static const ProtobufCFieldDescriptor compass__v1__close_resource_request__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "session_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__CloseResourceRequest, session_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "provider",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__CloseResourceRequest, provider),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "native_id",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__CloseResourceRequest, native_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__close_resource_request__field_indices_by_name[] = {
+  3,   /* field[3] = native_id */
+  2,   /* field[2] = provider */
   0,   /* field[0] = resource_id */
+  1,   /* field[1] = session_id */
 };
-static const ProtobufCIntRange compass__v1__close_resource_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__close_resource_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 3, 1 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor compass__v1__close_resource_request__descriptor =
 {
@@ -4084,10 +4124,10 @@ const ProtobufCMessageDescriptor compass__v1__close_resource_request__descriptor
   "Compass__V1__CloseResourceRequest",
   "compass.v1",
   sizeof(Compass__V1__CloseResourceRequest),
-  1,
+  4,
   compass__v1__close_resource_request__field_descriptors,
   compass__v1__close_resource_request__field_indices_by_name,
-  1,  compass__v1__close_resource_request__number_ranges,
+  2,  compass__v1__close_resource_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__close_resource_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -565,11 +565,18 @@ struct  Compass__V1__AppendResourceOutputResponse
 struct  Compass__V1__CloseResourceRequest
 {
   ProtobufCMessage base;
+  /*
+   * The target, as in AppendResourceOutputRequest: resource_id, or
+   * session_id, or (provider, native_id).
+   */
   uint64_t resource_id;
+  char *session_id;
+  char *provider;
+  char *native_id;
 };
 #define COMPASS__V1__CLOSE_RESOURCE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__close_resource_request__descriptor) \
-    , 0 }
+    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Compass__V1__CloseResourceResponse
