@@ -256,3 +256,20 @@ def test_a_subscriber_that_joins_mid_window_sees_no_count_until_the_next_arm(hub
         what="count 0")
     assert counts == [2, 0]
     late.cancel()
+
+
+def test_when_the_agent_ends_its_terminal_status_closes_the_window(hub):
+    runner = hub.runner("runner-1", batch_ms=60000)
+    runner.enroll()
+    runner.open_sessions(["sess-1"])
+    pane = subscribe(hub, "sess-1", token="t-bob")
+    hub.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="x"),
+             token="t-alice")
+    hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
+    code, _ = pane.finish()
+    assert code == grpc.StatusCode.OK
+    assert [f.event.batch_pending.count for f in pane.items
+            if f.event.HasField("batch_pending")] == [1]
+    assert pane.items[-1].state == F.AGENT_SESSION_STATE_STOPPED
+    runner.wait_command("stop")
+    wait_for(lambda: runner.fired == [("sess-1", 1, "closed")], what="the window to close")
