@@ -48,8 +48,9 @@ def test_unknown_and_foreign_sessions_do_not_reveal_liveness(hub):
     make_live(hub, "runner-2", "sess-2")
     runner1 = hub.runner("runner-1")
     runner1.enroll()
-    bus.wait(lambda items: any(e.session_id == "sess-2" and e.WhichOneof("payload") ==
-                               "agent_message_chunk" for e in items), what="sess-2 alive")
+    # sess-2 is live: its Runner's report (a status) and its frame are in.
+    bus.wait(lambda items: {e.WhichOneof("payload") for e in items if e.session_id == "sess-2"}
+             >= {"agent_message_chunk", "agent_session_status"}, what="sess-2 alive")
     before = len(bus.items)
     status_before = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-2"),
                              token="t-admin")
