@@ -429,6 +429,8 @@ class Runner:
             self._batch_add(command.session_id)
         elif kind == "start_now" and self.batch_ms > 0:
             self._batch_fire(command.session_id, "start_now")
+        elif kind == "stop" and self.batch_ms > 0:
+            self._batch_close(command.session_id)
         if not self.auto_ack:
             return
 
@@ -492,6 +494,14 @@ class Runner:
             entry[1].cancel()
             self.fired.append((sid, entry[0], why))
             self.publish(sid, batch_pending(0, 0))
+
+    def _batch_close(self, sid):
+        """The agent ends: its terminal status closes the window, no count 0."""
+        with self.lock:
+            entry = self.batches.pop(sid, None)
+            if entry:
+                entry[1].cancel()
+                self.fired.append((sid, entry[0], "closed"))
 
     # --- PublishEvents
     def next_seq(self):

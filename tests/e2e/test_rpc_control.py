@@ -41,6 +41,8 @@ def test_a_dropped_runner_stream_publishes_disconnected_for_its_sessions(hub):
     other = hub.runner("runner-2")
     other.open_sessions(["sess-2"])
     other.publish("sess-2", text("unaffected"))
+    # Both Runners' reports have been announced (one status each).
+    hub.wait_metric("agenthub_status_changes_total", lambda v: v >= 2)
     pane = subscribe(hub, "sess-1", token="t-bob")
     bus = subscribe_events(hub, token="t-admin")
     r.drop_sessions()

@@ -48,8 +48,9 @@ def test_unknown_and_foreign_sessions_do_not_reveal_liveness(hub):
     make_live(hub, "runner-2", "sess-2")
     runner1 = hub.runner("runner-1")
     runner1.enroll()
-    bus.wait(lambda items: any(e.session_id == "sess-2" and e.WhichOneof("payload") ==
-                               "agent_message_chunk" for e in items), what="sess-2 alive")
+    # sess-2 is live: its Runner's report (a status) and its frame are in.
+    bus.wait(lambda items: {e.WhichOneof("payload") for e in items if e.session_id == "sess-2"}
+             >= {"agent_message_chunk", "agent_session_status"}, what="sess-2 alive")
     before = len(bus.items)
     status_before = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-2"),
                              token="t-admin")
@@ -256,3 +257,20 @@ def test_a_subscriber_that_joins_mid_window_sees_no_count_until_the_next_arm(hub
         what="count 0")
     assert counts == [2, 0]
     late.cancel()
+
+
+def test_when_the_agent_ends_its_terminal_status_closes_the_window(hub):
+    runner = hub.runner("runner-1", batch_ms=60000)
+    runner.enroll()
+    runner.open_sessions(["sess-1"])
+    pane = subscribe(hub, "sess-1", token="t-bob")
+    hub.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="x"),
+             token="t-alice")
+    hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
+    code, _ = pane.finish()
+    assert code == grpc.StatusCode.OK
+    assert [f.event.batch_pending.count for f in pane.items
+            if f.event.HasField("batch_pending")] == [1]
+    assert pane.items[-1].state == F.AGENT_SESSION_STATE_STOPPED
+    runner.wait_command("stop")
+    wait_for(lambda: runner.fired == [("sess-1", 1, "closed")], what="the window to close")
