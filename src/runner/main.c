@@ -177,9 +177,8 @@ int main(int argc, char **argv)
     parse_flags(r, argc, argv, &verbose);
     log_setup("agenthub-runner", verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
     signal(SIGPIPE, SIG_IGN);
-    relay_init(&r->relay);
     r->base = event_base_new();
-    if (!r->base)
+    if (!r->base || relay_init(&r->relay, r->base) != 0)
         goto cleanup;
     r->conn = conn_new(r);
     if (!r->conn)

@@ -5,7 +5,12 @@
  * even after a restart of the Runner.  Sent frames are kept (up to
  * RELAY_KEEP_SENT) until an Enroll confirms them; after a reconnect those the
  * server did not accept are resent with their original runner_seq, so the
- * server neither loses them nor counts a retry. */
+ * server neither loses them nor counts a retry.
+ *
+ * Writes pause while more than RELAY_HIGH_WATER bytes wait in the stream's
+ * send queue (a slow server); frames then wait in the pending queue, which
+ * drops its oldest beyond RELAY_MAX_PENDING (the server logs the gap). */
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,8 @@
 
 #define RELAY_MAX_PENDING 65536
 #define RELAY_KEEP_SENT   4096
+#define RELAY_HIGH_WATER  (1024 * 1024)
+#define RELAY_PACE_MS     20
 
 static void item_free(struct relay_item *item)
 {
@@ -33,10 +40,19 @@ static void list_free(struct relay_item *item)
     }
 }
 
-void relay_init(struct relay *relay)
+static void relay_flush(struct relay *relay);
+
+static void on_pace(evutil_socket_t fd, short what, void *arg)
+{
+    relay_flush(arg);
+}
+
+int relay_init(struct relay *relay, struct event_base *base)
 {
     memset(relay, 0, sizeof(*relay));
     relay->next_seq = 1;
+    relay->pace = evtimer_new(base, on_pace, relay);
+    return relay->pace ? 0 : -1;
 }
 
 void relay_free(struct relay *relay)
@@ -45,6 +61,9 @@ void relay_free(struct relay *relay)
     list_free(relay->sent);
     relay->pending = relay->pending_tail = relay->sent = relay->sent_tail = NULL;
     relay->n_pending = relay->n_sent = 0;
+    if (relay->pace)
+        event_free(relay->pace);
+    relay->pace = NULL;
 }
 
 /* Writes ITEM on the stream.  Returns 0 or -1. */
@@ -93,6 +112,11 @@ static void relay_flush(struct relay *relay)
 {
     while (relay->call && relay->pending) {
         struct relay_item *item = relay->pending;
+        if (grpc_client_call_pending_bytes(relay->call) > RELAY_HIGH_WATER) {
+            struct timeval tv = {0, RELAY_PACE_MS * 1000};
+            evtimer_add(relay->pace, &tv);
+            return;
+        }
         item->seq = relay->next_seq;
         if (item_write(relay, item) != 0) {
             item->seq = 0;

@@ -52,7 +52,8 @@ struct relay {
     size_t n_pending;
     struct relay_item *sent, *sent_tail; /* sent, not yet confirmed by Enroll */
     size_t n_sent;
-    uint64_t dropped; /* frames dropped because the queue was full */
+    uint64_t dropped;   /* frames dropped because the queue was full */
+    struct event *pace; /* retries a flush paused by a full send queue */
 };
 
 struct runner {
@@ -68,7 +69,8 @@ struct runner {
 
 /* --- relay.c --------------------------------------------------------------- */
 
-void relay_init(struct relay *relay);
+/* Returns 0, or -1 when memory runs out. */
+int relay_init(struct relay *relay, struct event_base *base);
 void relay_free(struct relay *relay);
 /* Queues FRAME (taking it) for SESSION_ID and sends it when a stream is open.
  * Returns 0, or -1 when memory runs out (the frame is freed). */
