@@ -129,7 +129,7 @@ static int append_run(struct hook_ctx *ctx, const json_t *ops, size_t first, siz
                 taken = 1; /* a record no call can carry: dropped */
             break;
         }
-        memcpy(body + len, line, n);
+        memcpy(body + len, line, n); /* NOLINT(bugprone-not-null-terminated-result): bytes */
         body[len + n] = '\n';
         len += n + 1;
         free(line);
