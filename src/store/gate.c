@@ -66,6 +66,15 @@ static int load_session(struct store *s, const char *session_id, struct store_se
     return rc == STORE_NOT_FOUND ? GATE_NOT_FOUND : GATE_FAULT;
 }
 
+/* A refusal must not depend on whether the session exists, not even while
+ * membership reads are failing: a refusal that needed no membership read
+ * still makes one, so a fault answers FAULT (UNAVAILABLE) either way. */
+static int membership_probe(struct store *s, const struct store_subject *subject)
+{
+    int rv = s->ops->member_check(s->impl, subject->id, subject->id);
+    return rv == STORE_FAULT ? GATE_FAULT : GATE_NOT_FOUND;
+}
+
 /* The membership half of a view decision, SESS already read. */
 static int may_view_session(struct store *s, const struct store_subject *subject,
                             const struct store_session *sess)
@@ -76,7 +85,7 @@ static int may_view_session(struct store *s, const struct store_subject *subject
         return GATE_ALLOWED;
     /* An agent without a home channel is visible to admins only. */
     if (sess->home_channel_id[0] == '\0')
-        return GATE_NOT_FOUND;
+        return membership_probe(s, subject);
     rv = s->ops->member_check(s->impl, subject->id, sess->home_channel_id);
     if (rv == STORE_OK)
         return GATE_ALLOWED;
@@ -93,6 +102,8 @@ static int may_view(struct store *s, const struct store_subject *subject, const 
     rv = load_session(s, session_id, &sess);
     if (rv == GATE_ALLOWED)
         rv = may_view_session(s, subject, &sess);
+    else if (rv == GATE_NOT_FOUND && !subject->is_admin)
+        rv = membership_probe(s, subject);
     if (rv == GATE_ALLOWED && out)
         *out = sess;
     return rv;

@@ -25,10 +25,13 @@ def test_a_membership_fault_is_unavailable_on_the_public_door(start_hub):
     h = start_hub(env={"AGENTHUB_FAILPOINTS": "store.membership=fault"})
     h.runner("runner-1").publish("sess-1", text("live"))
     for token in ("t-bob", "t-carol"):
-        err = fail(h.call, SUB, sub_req("sess-1"), token=token)
-        assert err.code() == UNAVAILABLE, token
-        assert err.details() == "ownership store unavailable"
-        no_secrets(h, err)
+        # An unknown session answers exactly like a known one: the fault
+        # must not reveal which sessions exist.
+        for sid in ("sess-1", "sess-unknown"):
+            err = fail(h.call, SUB, sub_req(sid), token=token)
+            assert err.code() == UNAVAILABLE, (token, sid)
+            assert err.details() == "ownership store unavailable"
+            no_secrets(h, err)
     assert fail(h.call, "GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
                 token="t-bob").code() == UNAVAILABLE
     assert fail(h.call, "GetAgentStatus", S.GetAgentStatusRequest(),
