@@ -89,28 +89,41 @@ static int require_seam(struct grpc_call *call)
     return 0;
 }
 
+/* The checks every owner's control call makes, in the issue's order: the
+ * Runner seam, the caller, a session id, then owner-or-admin (NOT_FOUND for
+ * unknown and forbidden alike).  Returns 0 with *ROW filled, or -1 after
+ * finishing the call. */
+static int control_precheck(struct grpc_call *call, const char *session_id,
+                            struct store_session *row)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct store_subject subject;
+    int rv;
+
+    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+        return -1;
+    if (session_id[0] == '\0') {
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "session_id is required");
+        return -1;
+    }
+    rv = gate_may_control(ctx->store, &subject, session_id, row);
+    if (rv != GATE_ALLOWED) {
+        rpc_finish_gate_refusal(call, rv);
+        return -1;
+    }
+    return 0;
+}
+
 static void skip_batch_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__SkipBatchWindowRequest *request =
         (const Compass__V1__SkipBatchWindowRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
     Compass__V1__StartNowCommand start_now = COMPASS__V1__START_NOW_COMMAND__INIT;
-    struct store_subject subject;
     struct store_session row;
-    int rv;
 
-    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+    if (control_precheck(call, request->session_id, &row) != 0)
         return;
-    if (request->session_id[0] == '\0') {
-        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "session_id is required");
-        return;
-    }
-    rv = gate_may_control(ctx->store, &subject, request->session_id, &row);
-    if (rv != GATE_ALLOWED) {
-        rpc_finish_gate_refusal(call, rv);
-        return;
-    }
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START_NOW;
     command.start_now = &start_now;
     dispatch_and_wait(call, &row, &command);
@@ -120,24 +133,12 @@ static void send_message_on_message(struct grpc_call *call, const ProtobufCMessa
 {
     const Compass__V1__SendAgentMessageRequest *request =
         (const Compass__V1__SendAgentMessageRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
     Compass__V1__DeliverCommand deliver = COMPASS__V1__DELIVER_COMMAND__INIT;
-    struct store_subject subject;
     struct store_session row;
-    int rv;
 
-    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+    if (control_precheck(call, request->session_id, &row) != 0)
         return;
-    if (request->session_id[0] == '\0') {
-        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "session_id is required");
-        return;
-    }
-    rv = gate_may_control(ctx->store, &subject, request->session_id, &row);
-    if (rv != GATE_ALLOWED) {
-        rpc_finish_gate_refusal(call, rv);
-        return;
-    }
     deliver.text = request->text;
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER;
     command.deliver = &deliver;
@@ -207,18 +208,12 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
         COMPASS__V1__STOP_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
     Compass__V1__StopCommand stop = COMPASS__V1__STOP_COMMAND__INIT;
-    struct store_subject subject;
     struct store_session row;
     struct session *s;
     int rv;
 
-    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+    if (control_precheck(call, request->session_id, &row) != 0)
         return;
-    rv = gate_may_control(ctx->store, &subject, request->session_id, &row);
-    if (rv != GATE_ALLOWED) {
-        rpc_finish_gate_refusal(call, rv);
-        return;
-    }
     rv = ctx->store->ops->session_close(ctx->store->impl, row.session_id);
     if (rv == STORE_FAULT) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
