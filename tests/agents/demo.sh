@@ -74,14 +74,16 @@ follow_pid=$!
 sleep 2 # the follower subscribes; the pane is a live tail
 
 "$build/agenthub-runner" --addr "$runner_addr" --token t-runner-1 --session sess-1 \
-    --agent "/usr/bin/python3 $root/tests/agents/scripted-agent --speed 1.3" \
+    --agent "/usr/bin/python3 $root/tests/agents/scripted-agent --speed 1.5" \
     2>"$tmp/runner.log" &
 runner_pid=$!
 say "agenthub-runner hosts sess-1 with tests/agents/scripted-agent"
 
-# Alice sends two messages in quick succession once the scripted turn is over.
+# Alice sends two messages in quick succession as the scripted turn ends (about
+# 9 s in): the window arms, re-arms, fires 1.5 s later and the agent replies,
+# leaving a few seconds of slack before the follower stops.
 /usr/bin/python3 "$root/tests/agents/tail_session.py" --addr "$public" --token t-alice \
-    --no-follow --send-after 9.5 --send "also update the changelog" \
+    --no-follow --send-after 8 --send "also update the changelog" \
     --send "and bump the version" sess-1 &
 send_pid=$!
 
