@@ -312,10 +312,13 @@ static void sessions_on_close(struct grpc_call *call)
         return;
     log_info("runner %s disconnected its Sessions stream", link->id);
     link_drop(ctx, link, "the runner disconnected");
-    /* Every session this Runner hosts is now unreachable. */
+    /* Every session this Runner hosts is now unreachable, except those
+     * whose agent already stopped: "stopped" stays their last word. */
     for (struct session *s = session_first(ctx->sessions); s; s = session_next(s)) {
         const char *binding = session_binding(s);
-        if (binding && strcmp(binding, link->id) == 0)
+        enum arbiter_state state = arbiter_state(session_arbiter(s));
+        if (binding && strcmp(binding, link->id) == 0 && state != ARBITER_STOPPED &&
+            state != ARBITER_ERRORED)
             hub_announce_state(ctx, s, ARBITER_DISCONNECTED);
     }
     free(link);

@@ -315,3 +315,20 @@ def test_every_public_not_found_pair_is_byte_identical_on_the_wire(hub):
         assert seen == unknown, name
         assert (b"grpc-status", b"5") in seen[0] + seen[2], (name, seen)
         assert not any(k == b"agenthub-session" for k, _ in seen[0] + seen[2])
+
+
+def test_a_stopped_agent_is_not_reported_disconnected_when_its_runner_leaves(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    r.call("ReportEvidence", S.ReportEvidenceRequest(
+        session_id="sess-1", rank=S.EVIDENCE_RANK_PROCESS,
+        state=F.AGENT_SESSION_STATE_STOPPED, live_child=False))
+    assert hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                    token="t-alice").statuses[0].state == F.AGENT_SESSION_STATE_STOPPED
+    pane = subscribe(hub, "sess-1", token="t-bob")
+    r.drop_sessions()
+    time.sleep(0.5)
+    assert not [f for f in pane.items if f.state == F.AGENT_SESSION_STATE_DISCONNECTED]
+    assert hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                    token="t-alice").statuses[0].state == F.AGENT_SESSION_STATE_STOPPED
+    pane.cancel()
