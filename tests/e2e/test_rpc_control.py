@@ -132,7 +132,6 @@ def test_skip_batch_window_is_unavailable_when_the_runner_refuses(hub):
 def test_skip_batch_window_is_unavailable_when_the_runner_goes_away_mid_call(hub):
     r = hub.runner("runner-1", auto_ack=False)
     r.open_sessions(["sess-1"])
-    future = hub._ch["public"] if hasattr(hub, "_ch") else None  # noqa: F841
     ch = hub.channel()
     from rpc_harness import auth, method
     call = method(ch, "SkipBatchWindow").future(skip("sess-1"), metadata=auth("t-alice"),
@@ -142,7 +141,8 @@ def test_skip_batch_window_is_unavailable_when_the_runner_goes_away_mid_call(hub
     r.drop_sessions()
     err = call.exception(timeout=10)
     assert err is not None and err.code() == UNAVAILABLE
-    assert time.monotonic() - started < 2
+    # At once, not by the 5 s acknowledgement deadline.
+    assert time.monotonic() - started < 4
 
 
 def test_skip_batch_window_gives_up_after_the_5_second_deadline(hub):
