@@ -81,3 +81,20 @@ for k in 10 100; do
     echo "K=$k server CPU per delivery: agenthubd $ours_us us, reference $ref_us us," \
         "ratio $(awk -v a="$ours_us" -v b="$ref_us" 'BEGIN { if (a > 0) printf "%.1fx less", b / a; else print "n/a" }')"
 done
+
+echo "== the same gRPC C++ load client against both servers (deliveries/s)"
+start_agenthubd --agent-log-bytes 536870912 --subscriber-buffer-bytes 268435456
+"$work/ref/fanout_server" 127.0.0.1:50081 >"$work/ref-server.log" 2>&1 &
+ref_pid=$!
+pids="$pids $ref_pid"
+sleep 0.5
+for k in 10 100; do
+    n=$((200000 / k))
+    ref_rate=$("$work/ref/fanout_client" 127.0.0.1:50081 127.0.0.1:50081 "$k" "$n" 200 |
+        sed -n 's/.* = \([0-9]*\) deliveries\/s.*/\1/p')
+    ours_rate=$("$work/ref/fanout_client" "$public" "$runner" "$k" "$n" 200 0 t-admin t-runner-1 \
+        sess-1 | sed -n 's/.* = \([0-9]*\) deliveries\/s.*/\1/p')
+    echo "K=$k deliveries/s with the reference client: agenthubd $ours_rate, reference $ref_rate," \
+        "ratio $(awk -v a="$ours_rate" -v b="$ref_rate" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }')"
+done
+stop_server
