@@ -221,7 +221,7 @@ const struct grpc_method compass_subscribe_agent_session_method = {
 
 /* --- SubscribeEvents ----------------------------------------------------- */
 
-struct bus_subscriber {
+struct events_subscriber {
     struct watcher watcher;
     struct grpc_call *call;
     struct rpc_context *ctx;
@@ -230,7 +230,7 @@ struct bus_subscriber {
     int attached;
 };
 
-static void bus_detach(struct bus_subscriber *sub)
+static void events_detach(struct events_subscriber *sub)
 {
     if (sub->attached) {
         bus_unwatch(sub->ctx->bus, &sub->watcher);
@@ -240,7 +240,7 @@ static void bus_detach(struct bus_subscriber *sub)
 }
 
 /* Sends resync_required (seq 0) and ends the stream cleanly. */
-static void bus_resync(struct grpc_call *call, struct rpc_context *ctx)
+static void events_resync(struct grpc_call *call, struct rpc_context *ctx)
 {
     Compass__V1__SubscribeEventsResponse response = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
     Compass__V1__ResyncRequired resync = COMPASS__V1__RESYNC_REQUIRED__INIT;
@@ -304,7 +304,7 @@ static int payload_session_id(const uint8_t *p, size_t len, const char **id, siz
 }
 
 /* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault. */
-static int bus_visible(struct bus_subscriber *sub, const struct bus_event *event)
+static int events_visible(struct events_subscriber *sub, const struct bus_event *event)
 {
     char sid[STORE_ID_MAX];
     const char *id;
@@ -322,7 +322,7 @@ static int bus_visible(struct bus_subscriber *sub, const struct bus_event *event
     return rv == GATE_ALLOWED ? 1 : rv == GATE_FAULT ? -1 : 0;
 }
 
-static void bus_pump(struct bus_subscriber *sub)
+static void events_pump(struct events_subscriber *sub)
 {
     struct bus_event event;
     uint8_t prefix[40];
@@ -332,13 +332,13 @@ static void bus_pump(struct bus_subscriber *sub)
         if (status == BUS_NONE)
             return;
         if (status == BUS_RESYNC) {
-            bus_detach(sub);
-            bus_resync(sub->call, sub->ctx);
+            events_detach(sub);
+            events_resync(sub->call, sub->ctx);
             return;
         }
-        int visible = bus_visible(sub, &event);
+        int visible = events_visible(sub, &event);
         if (visible < 0) {
-            bus_detach(sub);
+            events_detach(sub);
             grpc_call_finish(sub->call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
             return;
         }
@@ -353,19 +353,19 @@ static void bus_pump(struct bus_subscriber *sub)
     }
 }
 
-static void bus_wake(struct watcher *watcher)
+static void events_wake(struct watcher *watcher)
 {
-    struct bus_subscriber *sub = container_of(watcher, struct bus_subscriber, watcher);
+    struct events_subscriber *sub = container_of(watcher, struct events_subscriber, watcher);
 
     grpc_call_want_writable(sub->call);
 }
 
-static void bus_on_writable(struct grpc_call *call)
+static void events_on_writable(struct grpc_call *call)
 {
-    struct bus_subscriber *sub = grpc_call_user(call);
+    struct events_subscriber *sub = grpc_call_user(call);
 
     if (sub)
-        bus_pump(sub);
+        events_pump(sub);
 }
 
 static void events_on_message(struct grpc_call *call, const ProtobufCMessage *message)
@@ -373,14 +373,14 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     const Compass__V1__SubscribeEventsRequest *request =
         (const Compass__V1__SubscribeEventsRequest *)message;
     struct rpc_context *ctx = grpc_call_door_data(call);
-    struct bus_subscriber *sub;
+    struct events_subscriber *sub;
     struct store_subject subject;
     uint64_t cursor;
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
     if (bus_cursor_open(ctx->bus, request->since_seq, request->instance_epoch, &cursor) != BUS_OK) {
-        bus_resync(call, ctx);
+        events_resync(call, ctx);
         return;
     }
     sub = calloc(1, sizeof(*sub));
@@ -392,22 +392,22 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->ctx = ctx;
     sub->subject = subject;
     sub->cursor = cursor;
-    sub->watcher.wake = bus_wake;
+    sub->watcher.wake = events_wake;
     sub->attached = 1;
     ctx->counters.bus_subscribers_open++;
     bus_watch(ctx->bus, &sub->watcher);
     grpc_call_set_user(call, sub);
     grpc_call_start_response(call);
-    bus_pump(sub);
+    events_pump(sub);
 }
 
 static void events_on_close(struct grpc_call *call)
 {
-    struct bus_subscriber *sub = grpc_call_user(call);
+    struct events_subscriber *sub = grpc_call_user(call);
 
     if (!sub)
         return;
-    bus_detach(sub);
+    events_detach(sub);
     free(sub);
 }
 
@@ -416,6 +416,6 @@ const struct grpc_method compass_subscribe_events_method = {
     .kind = GRPC_METHOD_SERVER_STREAMING,
     .request_type = &compass__v1__subscribe_events_request__descriptor,
     .on_message = events_on_message,
-    .on_writable = bus_on_writable,
+    .on_writable = events_on_writable,
     .on_close = events_on_close,
 };

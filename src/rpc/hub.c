@@ -54,8 +54,8 @@ static void pack_release(uint8_t *bytes, uint8_t *stack)
         free(bytes);
 }
 
-static uint64_t ring_append_frame(struct rpc_context *ctx, struct session *s,
-                                  const Compass__V1__AgentSessionFrame *frame)
+static uint64_t hub_ring_append(struct rpc_context *ctx, struct session *s,
+                                const Compass__V1__AgentSessionFrame *frame)
 {
     uint8_t stack[1024];
     size_t len;
@@ -69,8 +69,8 @@ static uint64_t ring_append_frame(struct rpc_context *ctx, struct session *s,
     return seq;
 }
 
-static void bus_publish_message(struct rpc_context *ctx,
-                                const Compass__V1__SubscribeEventsResponse *event)
+static void hub_bus_publish(struct rpc_context *ctx,
+                            const Compass__V1__SubscribeEventsResponse *event)
 {
     uint8_t stack[1024];
     size_t len;
@@ -91,7 +91,7 @@ static void publish_status(struct rpc_context *ctx, struct session *s, int state
 
     frame.session_id = (char *)session_id(s);
     frame.state = (Compass__V1__AgentSessionState)state;
-    ring_append_frame(ctx, s, &frame);
+    hub_ring_append(ctx, s, &frame);
 
     status.session_id = (char *)session_id(s);
     status.state = (Compass__V1__AgentSessionState)state;
@@ -106,7 +106,7 @@ static void publish_status(struct rpc_context *ctx, struct session *s, int state
     event.session_id = (char *)session_id(s);
     event.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_SESSION_STATUS;
     event.agent_session_status = &status;
-    bus_publish_message(ctx, &event);
+    hub_bus_publish(ctx, &event);
     ctx->counters.status_changes++;
 }
 
@@ -189,7 +189,7 @@ static void project_event(struct rpc_context *ctx, const char *sid,
     default:
         return;
     }
-    bus_publish_message(ctx, &out);
+    hub_bus_publish(ctx, &out);
 }
 
 /* The Stream evidence EVENT carries (a state, RETRACT or NONE). */
@@ -214,7 +214,7 @@ uint64_t hub_append_event(struct rpc_context *ctx, struct session *s,
 
     frame.session_id = (char *)session_id(s);
     frame.event = (Compass__V1__SessionEvent *)event;
-    seq = ring_append_frame(ctx, s, &frame);
+    seq = hub_ring_append(ctx, s, &frame);
     if (seq == 0)
         return 0;
     project_event(ctx, session_id(s), event);
