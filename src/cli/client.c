@@ -193,43 +193,6 @@ void cli_env_free(struct cli_env *env)
     env->base = NULL;
 }
 
-struct bounded_unary {
-    const ProtobufCMessageDescriptor *response_type;
-    ProtobufCMessage *response;
-    int extra;
-    int done;
-    int timed_out;
-    struct grpc_client_result result;
-};
-
-static void bounded_on_message(void *arg, const uint8_t *data, size_t len)
-{
-    struct bounded_unary *state = arg;
-
-    if (state->response) {
-        state->extra = 1;
-        return;
-    }
-    state->response = protobuf_c_message_unpack(state->response_type, NULL, len, data);
-    if (!state->response)
-        state->extra = 1;
-}
-
-static void bounded_on_done(void *arg, const struct grpc_client_result *result)
-{
-    struct bounded_unary *state = arg;
-
-    state->result = *result;
-    state->done = 1;
-}
-
-static void bounded_on_timeout(evutil_socket_t fd, short what, void *arg)
-{
-    struct bounded_unary *state = arg;
-
-    state->timed_out = 1;
-}
-
 static void result_set(struct grpc_client_result *result, int status, const char *message)
 {
     memset(result, 0, sizeof(*result));
@@ -241,66 +204,28 @@ int cli_unary(struct cli_env *env, const char *path, const ProtobufCMessage *req
               const ProtobufCMessageDescriptor *response_type, ProtobufCMessage **response,
               struct grpc_client_result *result)
 {
-    static const struct grpc_client_call_handler handler = {bounded_on_message, bounded_on_done};
-    struct bounded_unary state;
-    struct grpc_client_call *call;
-    struct event *timer = NULL;
+    struct grpc_client_result local;
     uint32_t timeout_ms = 0;
 
-    memset(&state, 0, sizeof(state));
-    state.response_type = response_type;
+    if (!result)
+        result = &local;
     *response = NULL;
     if (!env->client) {
-        result_set(&state.result, GRPC_STATUS_UNAVAILABLE, "not connected");
-        goto out;
+        result_set(result, GRPC_STATUS_UNAVAILABLE, "not connected");
+        return result->status;
     }
+    /* Every call of a command shares the command's deadline (the hook's
+     * 2 s bound); the client enforces it locally even against a hung peer. */
     if (env->deadline_ms) {
         uint64_t now = cli_now_ms();
         if (now >= env->deadline_ms) {
-            result_set(&state.result, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
-            goto out;
+            result_set(result, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
+            return result->status;
         }
         timeout_ms = (uint32_t)(env->deadline_ms - now);
     }
-    call = grpc_client_call_start(env->client, path, env->token, timeout_ms, &handler, &state);
-    if (!call) {
-        result_set(&state.result, GRPC_STATUS_UNAVAILABLE, "connection unavailable");
-        goto out;
-    }
-    if (grpc_client_call_send(call, request) != 0)
-        grpc_client_call_cancel(call);
-    grpc_client_call_close_send(call);
-    if (timeout_ms) {
-        struct timeval tv = {(time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000};
-        timer = evtimer_new(env->base, bounded_on_timeout, &state);
-        if (timer)
-            evtimer_add(timer, &tv);
-    }
-    while (!state.done && !state.timed_out)
-        if (event_base_loop(env->base, EVLOOP_ONCE) != 0)
-            break;
-    if (timer)
-        event_free(timer);
-    if (!state.done) {
-        /* Dropping the connection ends the call (on_done runs now). */
-        grpc_client_free(env->client);
-        env->client = NULL;
-        result_set(&state.result, GRPC_STATUS_DEADLINE_EXCEEDED,
-                   state.timed_out ? "deadline exceeded" : "event loop failed");
-    }
-    if (state.result.status == GRPC_STATUS_OK && (state.extra || !state.response))
-        result_set(&state.result, GRPC_STATUS_INTERNAL,
-                   "the server's response could not be parsed");
-    if (state.result.status == GRPC_STATUS_OK) {
-        *response = state.response;
-        state.response = NULL;
-    }
-out:
-    if (state.response)
-        protobuf_c_message_free_unpacked(state.response, NULL);
-    if (result)
-        *result = state.result;
-    return state.result.status;
+    return grpc_client_unary(env->client, path, env->token, timeout_ms, request, response_type,
+                             response, result);
 }
 
 int cli_fail(const struct cli_env *env, const struct grpc_client_result *result)

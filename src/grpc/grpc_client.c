@@ -37,6 +37,8 @@ struct grpc_client_call {
     int http_status;
     int have_status;
     int done;
+    int reported; /* on_done ran (the deadline may report before the stream closes) */
+    struct event *deadline;
     struct grpc_client_result result;
     struct grpc_client_call *prev, *next;
 };
@@ -56,6 +58,16 @@ struct grpc_client {
 
 static void client_flush(struct grpc_client *client);
 
+/* Tells the caller how the call ended, once. */
+static void call_report(struct grpc_client_call *call)
+{
+    if (call->reported)
+        return;
+    call->reported = 1;
+    if (call->handler.on_done)
+        call->handler.on_done(call->arg, &call->result);
+}
+
 static void call_finish(struct grpc_client_call *call)
 {
     struct grpc_client *client = call->client;
@@ -69,8 +81,9 @@ static void call_finish(struct grpc_client_call *call)
         client->calls = call->next;
     if (call->next)
         call->next->prev = call->prev;
-    if (call->handler.on_done)
-        call->handler.on_done(call->arg, &call->result);
+    call_report(call);
+    if (call->deadline)
+        event_free(call->deadline);
     grpc_reader_free(&call->reader);
     byte_queue_free(&call->out);
     free(call);
@@ -472,6 +485,25 @@ int grpc_client_broken(const struct grpc_client *client)
 
 /* --- Calls --------------------------------------------------------------- */
 
+/* The caller's deadline passed: it hears DEADLINE_EXCEEDED now, even when
+ * the server or the network never answers; the stream is reset and the
+ * call is freed when HTTP/2 lets go of it. */
+static void on_call_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct grpc_client_call *call = arg;
+
+    if (call->reported)
+        return;
+    call->result.status = GRPC_STATUS_DEADLINE_EXCEEDED;
+    snprintf(call->result.message, sizeof(call->result.message), "deadline exceeded");
+    call->have_status = 1;
+    call->handler.on_message = NULL;
+    call_report(call);
+    nghttp2_submit_rst_stream(call->client->session, NGHTTP2_FLAG_NONE, call->stream_id,
+                              NGHTTP2_CANCEL);
+    schedule_flush(call->client);
+}
+
 struct grpc_client_call *grpc_client_call_start(struct grpc_client *client, const char *path,
                                                 const char *token, uint32_t timeout_ms,
                                                 const struct grpc_client_call_handler *handler,
@@ -526,6 +558,12 @@ struct grpc_client_call *grpc_client_call_start(struct grpc_client *client, cons
     if (call->next)
         call->next->prev = call;
     client->calls = call;
+    if (timeout_ms > 0) {
+        struct timeval tv = {(time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000};
+        call->deadline = evtimer_new(client->base, on_call_deadline, call);
+        if (call->deadline)
+            evtimer_add(call->deadline, &tv);
+    }
     schedule_flush(client);
     return call;
 }

@@ -1,7 +1,12 @@
 /* The gRPC server and client layers against each other in one process:
  * the client must speak to the server exactly as a real peer would. */
 #include <check.h>
+#include <arpa/inet.h>
 #include <event2/event.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +211,37 @@ START_TEST(test_client_cancel_frees_the_server_call)
 }
 END_TEST
 
+START_TEST(test_client_deadline_fires_against_a_peer_that_never_answers)
+{
+    Grpc__Health__V1__HealthCheckRequest request = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+    struct sockaddr_in addr = {0};
+    socklen_t len = sizeof(addr);
+    ProtobufCMessage *response = NULL;
+    struct grpc_client_result result;
+    struct grpc_client *silent;
+    char target[64], err[256];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    /* A listener nobody accepts on: the kernel completes the handshake, then
+     * nothing is ever read or written. */
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    ck_assert_int_eq(listen(fd, 4), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+    snprintf(target, sizeof(target), "127.0.0.1:%u", ntohs(addr.sin_port));
+    silent = grpc_client_new(fx.base, target, NULL, err, sizeof(err));
+    ck_assert_ptr_nonnull(silent);
+    ck_assert_int_eq(
+        grpc_client_unary(silent, "/grpc.health.v1.Health/Check", NULL, 100, &request.base,
+                          &grpc__health__v1__health_check_response__descriptor, &response, &result),
+        GRPC_STATUS_DEADLINE_EXCEEDED);
+    ck_assert_ptr_null(response);
+    grpc_client_free(silent);
+    close(fd);
+}
+END_TEST
+
 int main(void)
 {
     Suite *suite = suite_create("grpc_loopback");
@@ -221,6 +257,7 @@ int main(void)
     tcase_add_test(tc, test_bidi_echoes_each_message_then_finishes_on_half_close);
     tcase_add_test(tc, test_deadline_ends_a_held_stream_with_deadline_exceeded);
     tcase_add_test(tc, test_client_cancel_frees_the_server_call);
+    tcase_add_test(tc, test_client_deadline_fires_against_a_peer_that_never_answers);
     suite_add_tcase(suite, tc);
     runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
