@@ -53,6 +53,11 @@ int sq_read_guard(struct sqlite_store *st, const char *name)
     return 0;
 }
 
+sqlite3_stmt *sq_read_stmt(struct sqlite_store *st, const char *name, enum sq_id id)
+{
+    return sq_read_guard(st, name) ? NULL : sq_stmt(st, id);
+}
+
 int sq_read_fault(struct sqlite_store *st, int rc)
 {
     log_warn("store: read failed: %s", sqlite3_errstr(rc));

@@ -77,9 +77,7 @@ int sq_account_get(void *impl, const char *id, struct store_account *out)
     sqlite3_stmt *stmt;
     int rv;
 
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, SQ_ACCOUNT_GET);
+    stmt = sq_read_stmt(st, NULL, SQ_ACCOUNT_GET);
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, id);
@@ -103,9 +101,7 @@ int sq_account_list(void *impl, store_account_cb cb, void *arg)
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, SQ_ACCOUNT_LIST);
+    stmt = sq_read_stmt(st, NULL, SQ_ACCOUNT_LIST);
     if (!stmt)
         return STORE_FAULT;
     return run_list(st, stmt, account_row, (void *)cb, arg);
@@ -137,9 +133,7 @@ static int list_ids(struct sqlite_store *st, enum sq_id id, store_id_cb cb, void
 {
     sqlite3_stmt *stmt;
 
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, id);
+    stmt = sq_read_stmt(st, NULL, id);
     if (!stmt)
         return STORE_FAULT;
     return run_list(st, stmt, id_row, (void *)cb, arg);
@@ -211,9 +205,7 @@ int sq_member_list(void *impl, const char *channel_id, store_member_cb cb, void 
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, SQ_MEMBER_LIST);
+    stmt = sq_read_stmt(st, NULL, SQ_MEMBER_LIST);
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, channel_id ? channel_id : "");
@@ -261,9 +253,7 @@ int sq_container_get(void *impl, const char *name, struct store_container *out)
     sqlite3_stmt *stmt;
     int rv;
 
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, SQ_CONTAINER_GET);
+    stmt = sq_read_stmt(st, NULL, SQ_CONTAINER_GET);
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, name);
@@ -287,9 +277,7 @@ int sq_container_list(void *impl, const char *runner_id, store_container_cb cb, 
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, SQ_CONTAINER_LIST);
+    stmt = sq_read_stmt(st, NULL, SQ_CONTAINER_LIST);
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, runner_id ? runner_id : "");
@@ -311,9 +299,7 @@ int sq_exists(void *impl, enum store_entity kind, const char *id)
 
     if ((unsigned)kind > STORE_ENTITY_SESSION)
         return STORE_INVALID;
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, ids[kind]);
+    stmt = sq_read_stmt(st, NULL, ids[kind]);
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, id);
@@ -460,9 +446,7 @@ int sq_token_list(void *impl, store_token_cb cb, void *arg)
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
 
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, SQ_TOKEN_LIST);
+    stmt = sq_read_stmt(st, NULL, SQ_TOKEN_LIST);
     if (!stmt)
         return STORE_FAULT;
     return run_list(st, stmt, token_row, (void *)cb, arg);

@@ -98,6 +98,9 @@ int sq_read_fault(struct sqlite_store *st, int rc);
  * STORE_FAULT) when failpoint NAME (may be NULL) or "store.read" is set, or
  * when the database file no longer starts like a SQLite database; else 0. */
 int sq_read_guard(struct sqlite_store *st, const char *name);
+/* sq_read_guard, then the cached statement ID.  Returns NULL (a fault) when
+ * the guard refuses or the statement cannot be had. */
+sqlite3_stmt *sq_read_stmt(struct sqlite_store *st, const char *name, enum sq_id id);
 
 /* Copies text column COL of STMT into BUF ("" for NULL), truncating. */
 void sq_text(sqlite3_stmt *stmt, int col, char *buf, size_t len);

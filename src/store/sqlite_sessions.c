@@ -222,9 +222,7 @@ int sq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out)
     sqlite3_stmt *stmt;
     int rc, ret;
 
-    if (sq_read_guard(st, NULL))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, SQ_RUNNER_SEQ_GET);
+    stmt = sq_read_stmt(st, NULL, SQ_RUNNER_SEQ_GET);
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, runner_id);
