@@ -125,23 +125,10 @@ static int call_send_headers(struct grpc_call *call, int trailers_only)
     return h2_stream_respond(call->stream, headers, n, !trailers_only);
 }
 
-int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
-                           const uint8_t *body, size_t body_len)
+/* A message was queued: the first one sends the response headers, later
+ * ones wake a deferred data provider.  Returns 0 or -1. */
+static int call_queued(struct grpc_call *call)
 {
-    uint8_t *at;
-
-    if (call->finished || !call->stream)
-        return -1;
-    if (prefix_len + body_len > UINT32_MAX)
-        return -1;
-    at = byte_queue_reserve(&call->out, GRPC_FRAME_HEADER_LEN + prefix_len + body_len);
-    if (!at)
-        return -1;
-    grpc_frame_header(at, (uint32_t)(prefix_len + body_len));
-    if (prefix_len)
-        memcpy(at + GRPC_FRAME_HEADER_LEN, prefix, prefix_len);
-    if (body_len)
-        memcpy(at + GRPC_FRAME_HEADER_LEN + prefix_len, body, body_len);
     if (!call->headers_sent)
         return call_send_headers(call, 0);
     if (call->deferred) {
@@ -151,25 +138,34 @@ int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t
     return 0;
 }
 
-int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
+int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
+                           const uint8_t *body, size_t body_len)
 {
-    size_t len = protobuf_c_message_get_packed_size(message);
     uint8_t *at;
 
-    if (call->finished || !call->stream || len > UINT32_MAX)
+    if (call->finished || !call->stream)
         return -1;
-    at = byte_queue_reserve(&call->out, GRPC_FRAME_HEADER_LEN + len);
+    at = grpc_frame_reserve(&call->out, prefix_len + body_len);
     if (!at)
         return -1;
-    grpc_frame_header(at, (uint32_t)len);
-    protobuf_c_message_pack(message, at + GRPC_FRAME_HEADER_LEN);
-    if (!call->headers_sent)
-        return call_send_headers(call, 0);
-    if (call->deferred) {
-        call->deferred = 0;
-        h2_stream_resume(call->stream);
-    }
-    return 0;
+    if (prefix_len)
+        memcpy(at, prefix, prefix_len);
+    if (body_len)
+        memcpy(at + prefix_len, body, body_len);
+    return call_queued(call);
+}
+
+int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    uint8_t *at;
+
+    if (call->finished || !call->stream)
+        return -1;
+    at = grpc_frame_reserve(&call->out, protobuf_c_message_get_packed_size(message));
+    if (!at)
+        return -1;
+    protobuf_c_message_pack(message, at);
+    return call_queued(call);
 }
 
 int grpc_call_start_response(struct grpc_call *call)

@@ -581,30 +581,27 @@ int grpc_client_call_send_encoded(struct grpc_client_call *call, const uint8_t *
 {
     uint8_t *at;
 
-    if (call->send_closed || len > UINT32_MAX)
+    if (call->send_closed)
         return -1;
-    at = byte_queue_reserve(&call->out, GRPC_FRAME_HEADER_LEN + len);
+    at = grpc_frame_reserve(&call->out, len);
     if (!at)
         return -1;
-    grpc_frame_header(at, (uint32_t)len);
     if (len)
-        memcpy(at + GRPC_FRAME_HEADER_LEN, data, len);
+        memcpy(at, data, len);
     call_wake(call);
     return 0;
 }
 
 int grpc_client_call_send(struct grpc_client_call *call, const ProtobufCMessage *message)
 {
-    size_t len = protobuf_c_message_get_packed_size(message);
     uint8_t *at;
 
-    if (call->send_closed || len > UINT32_MAX)
+    if (call->send_closed)
         return -1;
-    at = byte_queue_reserve(&call->out, GRPC_FRAME_HEADER_LEN + len);
+    at = grpc_frame_reserve(&call->out, protobuf_c_message_get_packed_size(message));
     if (!at)
         return -1;
-    grpc_frame_header(at, (uint32_t)len);
-    protobuf_c_message_pack(message, at + GRPC_FRAME_HEADER_LEN);
+    protobuf_c_message_pack(message, at);
     call_wake(call);
     return 0;
 }

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/byte_queue.h"
+
 static const char *const status_names[GRPC_STATUS_COUNT] = {
     "OK",
     "CANCELLED",
@@ -45,6 +47,19 @@ void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER_LEN], uint32_t len)
     out[2] = (uint8_t)(len >> 16);
     out[3] = (uint8_t)(len >> 8);
     out[4] = (uint8_t)len;
+}
+
+uint8_t *grpc_frame_reserve(struct byte_queue *queue, size_t len)
+{
+    uint8_t *at;
+
+    if (len > UINT32_MAX)
+        return NULL;
+    at = byte_queue_reserve(queue, GRPC_FRAME_HEADER_LEN + len);
+    if (!at)
+        return NULL;
+    grpc_frame_header(at, (uint32_t)len);
+    return at + GRPC_FRAME_HEADER_LEN;
 }
 
 void grpc_reader_init(struct grpc_reader *reader, size_t max_len)

@@ -41,6 +41,14 @@ int grpc_status_from_name(const char *name);
 /* Writes the 5-byte message header (compressed flag 0) for a LEN-byte body. */
 void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER_LEN], uint32_t len);
 
+struct byte_queue;
+
+/* Appends a message header for a LEN-byte body to QUEUE and reserves the
+ * body.  Returns where the caller writes the LEN body bytes, or NULL (the
+ * queue unchanged) when LEN does not fit the 32-bit length or memory is
+ * short. */
+uint8_t *grpc_frame_reserve(struct byte_queue *queue, size_t len);
+
 enum grpc_reader_result {
     GRPC_READER_NEED_MORE = 0, /* consumed everything given; no whole message yet */
     GRPC_READER_MESSAGE = 1,   /* a whole message is ready: see grpc_reader_message */
