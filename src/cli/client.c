@@ -272,6 +272,8 @@ int cli_target_resolve(struct cli_env *env, struct cli_target *target,
                    (ProtobufCMessage **)&response, result);
     if (rv != GRPC_STATUS_OK)
         return rv;
+    /* grpc_client_unary returns OK only with a parsed response. */
+    // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
     for (size_t i = 0; i < response->n_statuses; i++) {
         const Compass__V1__AgentSessionStatus *s = response->statuses[i];
         if (strcmp(s->provider, target->provider) == 0 &&
