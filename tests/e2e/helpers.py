@@ -83,3 +83,39 @@ def rpc_error(fn, *args, **kwargs):
     except grpc.RpcError as e:
         return e
     raise AssertionError("expected an RpcError, got %r" % (result,))
+
+
+def vm_rss_kib(pid):
+    """The resident set size of process PID, in KiB (VmRSS of /proc/PID/status)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+class GoodClient:
+    """A well-behaved client on a connection of its own, made before an attack
+    starts: assert_served() makes one health Check and asserts it is answered
+    SERVING within WITHIN seconds (the hostile-input tests' "everyone else is
+    still served" rule)."""
+
+    def __init__(self, address, pb, within=0.1):
+        self.pb = pb
+        self.within = within
+        self.channel = grpc.insecure_channel(address)
+        self.health = Health(self.channel, pb)
+        self.health.check(timeout=10)  # connected and warm before the attack
+
+    def assert_served(self):
+        import time
+        start = time.monotonic()
+        status = self.health.status(timeout=5)
+        took = time.monotonic() - start
+        assert status == Health.SERVING, status
+        assert took <= self.within, "a good client waited %.3f s (limit %.3f s)" % (took,
+                                                                                     self.within)
+        return took
+
+    def close(self):
+        self.channel.close()
