@@ -14,6 +14,7 @@
 #include "h2/h2.h"
 #include "rpc/rpc.h"
 #include "rpc/runner_control.h"
+#include "rpc/rpc_validate.h"
 #include "store/store.h"
 #include "server/metrics_http.h"
 
@@ -269,6 +270,11 @@ static void write_metrics(void *arg, FILE *out)
             (unsigned long long)stats->connections_total, (unsigned long long)stats->streams_open,
             (unsigned long long)stats->streams_total, (unsigned long long)stats->bytes_in,
             (unsigned long long)stats->bytes_out);
+    fprintf(out,
+            "# HELP agenthub_log_lines_dropped_total log lines stderr did not take in time.\n"
+            "# TYPE agenthub_log_lines_dropped_total counter\n"
+            "agenthub_log_lines_dropped_total %llu\n",
+            (unsigned long long)log_dropped_lines());
     grpc_server_write_metrics(server->grpc, out);
     rpc_write_metrics(&server->rpc, out);
 }
@@ -352,8 +358,10 @@ static void server_free(struct server *server)
         event_free(server->shutdown_poll);
     if (server->shutdown_deadline)
         event_free(server->shutdown_deadline);
-    if (server->base)
+    if (server->base) {
+        log_detach(500);
         event_base_free(server->base);
+    }
 }
 
 int main(int argc, char **argv)
@@ -387,6 +395,8 @@ int main(int argc, char **argv)
     server.base = event_base_new();
     if (!server.base)
         goto fail;
+    if (log_attach(server.base) != 0)
+        log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the server");
     server.rpc.runners = runner_registry_new(server.base);
     if (!server.rpc.runners)
         goto fail;
@@ -396,6 +406,7 @@ int main(int argc, char **argv)
     server.rpc.health = health_new();
     if (!server.grpc || !server.rpc.health)
         goto fail;
+    grpc_server_set_request_check(server.grpc, rpc_validate_strings);
 
     public_door = grpc_door_new(server.grpc, "public", &server.rpc);
     if (!public_door || register_door(&server, public_door, 0) != 0)
