@@ -58,6 +58,14 @@ struct grpc_server *grpc_server_new(struct event_base *base, struct h2_server *h
                                     const struct grpc_limits *limits);
 void grpc_server_free(struct grpc_server *server);
 
+/* Checks a request message's wire bytes before they are decoded.  Returns 0,
+ * or -1 with a message in WHY (WHY_SIZE bytes). */
+typedef int (*grpc_request_check)(const ProtobufCMessageDescriptor *type, const uint8_t *bytes,
+                                  size_t len, char *why, size_t why_size);
+/* Runs CHECK on every request message of every method; a message it refuses
+ * fails the call with INVALID_ARGUMENT and CHECK's message. */
+void grpc_server_set_request_check(struct grpc_server *server, grpc_request_check check);
+
 /* A door is a method table served on one listener.  door_data is handed to
  * handlers through grpc_call_door_data.  Returns NULL on allocation failure. */
 struct grpc_door *grpc_door_new(struct grpc_server *server, const char *name, void *door_data);

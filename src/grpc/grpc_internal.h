@@ -42,6 +42,7 @@ struct grpc_server {
     struct h2_server *h2;
     struct grpc_limits limits;
     struct grpc_door *doors;
+    grpc_request_check request_check; /* NULL: none */
     struct grpc_call *calls;
     size_t call_count;
     int shutting_down;

@@ -42,6 +42,11 @@ void grpc_server_free(struct grpc_server *server)
     free(server);
 }
 
+void grpc_server_set_request_check(struct grpc_server *server, grpc_request_check check)
+{
+    server->request_check = check;
+}
+
 struct grpc_door *grpc_door_new(struct grpc_server *server, const char *name, void *door_data)
 {
     struct grpc_door *door = calloc(1, sizeof(*door));
@@ -319,8 +324,15 @@ static int method_is_unary_request(const struct grpc_method *method)
 static void call_deliver(struct grpc_call *call, const uint8_t *bytes, size_t len)
 {
     const struct grpc_method *method = call->entry->method;
-    ProtobufCMessage *request = protobuf_c_message_unpack(method->request_type, NULL, len, bytes);
+    ProtobufCMessage *request;
+    char why[256];
 
+    if (call->server->request_check &&
+        call->server->request_check(method->request_type, bytes, len, why, sizeof(why)) != 0) {
+        grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT, why);
+        return;
+    }
+    request = protobuf_c_message_unpack(method->request_type, NULL, len, bytes);
     if (!request) {
         grpc_call_fail(call, GRPC_STATUS_INTERNAL, "cannot parse the request message");
         return;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compass/v1/frames.pb-c.h"
+#include "rpc/rpc_validate.h"
 
 #define PLAN_MAX 256
 
@@ -22,6 +23,20 @@ static int pack_message(const ProtobufCMessage *message, uint8_t **out, size_t *
     *out = buf;
     *out_len = len;
     return 0;
+}
+
+/* Checks a frame's strings as the server will (rpc_validate.h): a frame it
+ * would refuse is skipped here, or resending it would wedge the relay.
+ * Returns 0, or -1 with the reason in ERR. */
+static int frame_strings_ok(const uint8_t *frame, size_t len, char *err, size_t err_size)
+{
+    char why[256];
+
+    if (rpc_validate_strings(&compass__v1__agent_frame__descriptor, frame, len, why, sizeof(why)) ==
+        0)
+        return 0;
+    snprintf(err, err_size, "frame refused: %s", why);
+    return -1;
 }
 
 /* Looks WORD up in ENUM_DESC by its full name, by PREFIX + WORD upper-cased,
@@ -310,6 +325,8 @@ int agent_line_parse_json(const char *text, size_t len, int64_t now_ms, struct a
         snprintf(err, err_size, "out of memory");
         goto cleanup;
     }
+    if (frame_strings_ok(out->frame, out->frame_len, err, err_size) != 0)
+        goto cleanup;
     out->kind = AGENT_LINE_FRAME;
     rv = 0;
 cleanup:
@@ -328,6 +345,8 @@ int agent_line_from_pb(const uint8_t *data, size_t len, struct agent_line *out, 
     Compass__V1__AgentFrame *frame;
 
     memset(out, 0, sizeof(*out));
+    if (frame_strings_ok(data, len, err, err_size) != 0)
+        return -1;
     frame = compass__v1__agent_frame__unpack(NULL, len, data);
     if (!frame) {
         snprintf(err, err_size, "not a compass.v1 AgentFrame");
