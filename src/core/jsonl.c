@@ -63,6 +63,31 @@ static void jsonl_err(char *err, size_t line, const char *fmt, ...)
     }
 }
 
+/* Sets REC's data_json to the compact form of the validated object
+ * DATA[0..DATA_END) (NULL: absent, {}), which holds WS bytes of whitespace
+ * outside strings.  Returns JSONL_OK or JSONL_NOMEM. */
+static enum jsonl_result jsonl_take_data(struct jsonl_record *rec, const uint8_t *data,
+                                         const uint8_t *data_end, size_t ws)
+{
+    if (data == NULL) {
+        rec->kind[0] = rec->state[0] = '\0';
+        rec->data_json = strdup("{}");
+        rec->data_len = 2;
+        return rec->data_json ? JSONL_OK : JSONL_NOMEM;
+    }
+    rec->data_json = malloc((size_t)(data_end - data) + 1);
+    if (rec->data_json == NULL)
+        return JSONL_NOMEM;
+    if (ws == 0) {
+        rec->data_len = (size_t)(data_end - data);
+        memcpy(rec->data_json, data, rec->data_len);
+    } else {
+        rec->data_len = jsonv_compact(data, (size_t)(data_end - data), rec->data_json);
+    }
+    rec->data_json[rec->data_len] = '\0';
+    return JSONL_OK;
+}
+
 /* Parses one line into *REC.  Returns JSONL_OK, JSONL_RECORD_INVALID (ERR
  * set) or JSONL_NOMEM. */
 static enum jsonl_result jsonl_parse_line(const char *line, size_t n, size_t lineno,
@@ -183,28 +208,7 @@ closed:
         goto out;
     }
     rec->type = (enum jsonl_type)type;
-    if (data == NULL) {
-        rec->data_json = strdup("{}");
-        rec->kind[0] = rec->state[0] = '\0';
-    } else {
-        rec->data_json = malloc((size_t)(data_end - data) + 1);
-    }
-    if (rec->data_json == NULL) {
-        rv = JSONL_NOMEM;
-        goto out;
-    }
-    if (data != NULL) {
-        if (data_ws == 0) {
-            rec->data_len = (size_t)(data_end - data);
-            memcpy(rec->data_json, data, rec->data_len);
-        } else {
-            rec->data_len = jsonv_compact(data, (size_t)(data_end - data), rec->data_json);
-        }
-        rec->data_json[rec->data_len] = '\0';
-    } else {
-        rec->data_len = 2;
-    }
-    rv = JSONL_OK;
+    rv = jsonl_take_data(rec, data, data_end, data_ws);
     goto out;
 bad:
     if (jp.nomem)
@@ -271,6 +275,67 @@ enum jsonl_result jsonl_parse_batch(const void *bytes, size_t len, struct jsonl_
     return JSONL_OK;
 fail:
     jsonl_batch_free(out);
+    return rv;
+}
+
+enum jsonl_result jsonl_parse_record(const char *type, size_t type_len, const char *data,
+                                     size_t data_len, struct jsonl_record *rec, char *err)
+{
+    /* The bytes {"type":"","data":} around TYPE and DATA in a line. */
+    static const size_t line_overhead = 19;
+    struct jsonv_parser jp;
+    const uint8_t *start, *end;
+    struct jsonv_watch w;
+    size_t ws0;
+    int t;
+    enum jsonl_result rv = JSONL_RECORD_INVALID;
+
+    if (err != NULL)
+        err[0] = '\0';
+    memset(rec, 0, sizeof(*rec));
+    t = jsonl_type_from_name(type, type_len);
+    if (t < 0) {
+        jsonl_err(err, 1, "unknown type \"%.*s\"", (int)(type_len < 40 ? type_len : 40), type);
+        return JSONL_RECORD_INVALID;
+    }
+    rec->type = (enum jsonl_type)t;
+    if (data_len > JSONL_MAX_LINE - line_overhead - type_len) {
+        jsonl_err(err, 1, "line over %u bytes", JSONL_MAX_LINE);
+        return JSONL_RECORD_INVALID;
+    }
+    if (data_len == 0)
+        return jsonl_take_data(rec, NULL, NULL, 0);
+    w.name[0] = "kind";
+    w.name[1] = "state";
+    w.word[0] = rec->kind;
+    w.word[1] = rec->state;
+    jsonv_init(&jp, data, data_len);
+    jsonv_skip_ws(&jp);
+    if (jp.p >= jp.end || *jp.p != '{') {
+        jsonl_err(err, 1, "data is not an object");
+        goto out;
+    }
+    ws0 = jp.ws;
+    start = jp.p;
+    if (jsonv_object(&jp, 1, &w) != 0) {
+        if (jp.nomem)
+            rv = JSONL_NOMEM;
+        else
+            jsonl_err(err, 1, "invalid JSON: %s at byte %zu", jp.why ? jp.why : "syntax error",
+                      (size_t)(jp.p - jp.start) + 1);
+        goto out;
+    }
+    end = jp.p;
+    ws0 = jp.ws - ws0;
+    jsonv_skip_ws(&jp);
+    if (jp.p != jp.end) {
+        jsonl_err(err, 1, "trailing bytes after the data object at byte %zu",
+                  (size_t)(jp.p - jp.start) + 1);
+        goto out;
+    }
+    rv = jsonl_take_data(rec, start, end, ws0);
+out:
+    jsonv_release(&jp);
     return rv;
 }
 

@@ -74,6 +74,16 @@ enum jsonl_result jsonl_parse_batch(const void *bytes, size_t len, struct jsonl_
                                     char *err);
 void jsonl_batch_free(struct jsonl_batch *b);
 
+/* Validates a record given as its parts (a relayed compass.v1 AgentRecord)
+ * exactly as the line {"type":TYPE,"data":DATA} would be: TYPE is in the v1
+ * set, DATA[0..DATA_LEN) is one JSON object and nothing else (empty means
+ * {}), and the line fits JSONL_MAX_LINE.  On JSONL_OK *REC holds the record
+ * with data_json in the codec's compact form (free rec->data_json).
+ * Otherwise JSONL_RECORD_INVALID with a reason in ERR (JSONL_ERR_SIZE bytes,
+ * may be NULL), or JSONL_NOMEM. */
+enum jsonl_result jsonl_parse_record(const char *type, size_t type_len, const char *data,
+                                     size_t data_len, struct jsonl_record *rec, char *err);
+
 /* "session_start" ... "provider_raw"; NULL for an out-of-range value. */
 const char *jsonl_type_name(enum jsonl_type t);
 /* Returns the type named NAME[0..LEN), or -1 when it is not in the v1 set. */

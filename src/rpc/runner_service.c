@@ -26,7 +26,8 @@
 /* Persist the accepted runner_seq at least this often (frames). */
 #define SEQ_PERSIST_EVERY 1024
 /* How long a PublishEvents stream trusts one binding check. */
-#define BINDING_TRUST_MS 1000
+#define BINDING_TRUST_MS         1000
+#define RUNNER_SEQ_RANGE_MESSAGE "runner_seq must be 1 to 9223372036854775807"
 
 /* Authenticates and checks SESSION_ID's binding to the calling Runner.
  * Returns 0, or -1 after finishing the call with the refusal. */
@@ -125,46 +126,37 @@ static int publish_binding(struct rpc_context *ctx, struct publish_stream *strea
     return rv;
 }
 
-/* Validates a relayed record against the codec.  Returns its Stream
- * evidence, or -100 when it is not a valid AgentEventsJsonlV1 record. */
-static int record_evidence(const Compass__V1__AgentRecord *record)
-{
-    char line[JSONL_MAX_LINE + 64];
-    struct jsonl_batch batch;
-    int evidence = ARBITER_NONE;
-    int n;
-
-    if (jsonl_type_from_name(record->type, strlen(record->type)) < 0)
-        return -100;
-    n = snprintf(line, sizeof(line), "{\"type\":\"%s\",\"data\":%s}", record->type,
-                 record->data_json[0] ? record->data_json : "{}");
-    if (n <= 0 || (size_t)n >= sizeof(line) ||
-        jsonl_parse_batch(line, (size_t)n, &batch, NULL) != JSONL_OK)
-        return -100;
-    if (batch.count == 1)
-        evidence = arbiter_evidence_for_record(&batch.records[0]);
-    jsonl_batch_free(&batch);
-    return evidence;
-}
-
 static void publish_accept(struct rpc_context *ctx, struct publish_stream *stream,
                            struct session *s, const Compass__V1__SessionFrame *frame,
                            uint64_t runner_seq)
 {
     const Compass__V1__SessionEvent *event = frame->typed_event;
+    Compass__V1__SessionEvent checked_event;
+    Compass__V1__AgentRecord checked_record;
+    struct jsonl_record rec = {0};
     int evidence = ARBITER_NONE;
 
     if (event && event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_RECORD) {
-        evidence = record_evidence(event->record);
-        if (evidence == -100) {
+        /* A record is what one appended line would be: the same codec
+         * checks it, and its compact data_json is what gets relayed. */
+        const Compass__V1__AgentRecord *record = event->record;
+        if (jsonl_parse_record(record->type, strlen(record->type), record->data_json,
+                               strlen(record->data_json), &rec, NULL) != JSONL_OK) {
             ctx->counters.relay_invalid_records++;
             log_warn("runner %s: runner_seq %llu carries an invalid record; dropped",
                      stream->runner_id, (unsigned long long)runner_seq);
             return;
         }
+        evidence = arbiter_evidence_for_record(&rec);
+        checked_record = *record;
+        checked_record.data_json = rec.data_json;
+        checked_event = *event;
+        checked_event.record = &checked_record;
+        event = &checked_event;
     }
     if (event)
         hub_append_event(ctx, s, event, evidence);
+    free(rec.data_json);
     if (frame->state != COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED)
         hub_observe(ctx, s, ARBITER_RANK_STREAM, arbiter_evidence_for_frame_state(frame->state),
                     ARBITER_LIVE_UNCHANGED);
@@ -184,6 +176,11 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
 
     if (!stream)
         return;
+    /* The store keeps runner_seq as a signed 64-bit integer. */
+    if (request->runner_seq == 0 || request->runner_seq > (uint64_t)INT64_MAX) {
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, RUNNER_SEQ_RANGE_MESSAGE);
+        return;
+    }
     last = *stream->last_seq;
     if (request->runner_seq <= last) {
         ctx->counters.relay_retries++;
