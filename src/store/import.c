@@ -52,6 +52,18 @@ static void count(struct imp *im, int changed)
         im->changes++;
 }
 
+/* 1 when KEY could be a misspelt key name (1 to 32 of a-z and _), so it is
+ * safe to print: anything else may be token material in the wrong place. */
+static int key_is_word(const char *key)
+{
+    size_t n = 0;
+
+    for (; key[n]; n++)
+        if (n >= 32 || !((key[n] >= 'a' && key[n] <= 'z') || key[n] == '_'))
+            return 0;
+    return n > 0;
+}
+
 /* Fails unless every key of OBJ is in ALLOWED (NULL-terminated). */
 static int check_keys(struct imp *im, json_t *obj, const char *path, const char *const *allowed)
 {
@@ -65,6 +77,9 @@ static int check_keys(struct imp *im, json_t *obj, const char *path, const char 
         for (i = 0; allowed[i]; i++)
             if (strcmp(key, allowed[i]) == 0)
                 break;
+        if (!allowed[i] && !key_is_word(key))
+            return fail(im, STORE_INVALID, path,
+                        "an unknown key that is not a lowercase word (not shown)");
         if (!allowed[i]) {
             snprintf(p, sizeof(p), "%s.%s", path, key);
             return fail(im, STORE_INVALID, p, "unknown key");
@@ -560,6 +575,33 @@ int store_import_json(struct store *s, json_t *root, int *changes, char *err, si
     return rv;
 }
 
+/* What went wrong in a file jansson could not parse, in our own words:
+ * jansson's text quotes the bytes "near" the error, which may be a token. */
+static const char *parse_error_reason(const json_error_t *jerr)
+{
+    switch (json_error_code(jerr)) {
+    case json_error_out_of_memory:
+        return "out of memory";
+    case json_error_stack_overflow:
+        return "nested too deeply";
+    case json_error_invalid_utf8:
+        return "not valid UTF-8";
+    case json_error_premature_end_of_input:
+        return "unexpected end of the file";
+    case json_error_end_of_input_expected:
+        return "text after the JSON value";
+    case json_error_null_character:
+    case json_error_null_byte_in_key:
+        return "a NUL character";
+    case json_error_duplicate_key:
+        return "a duplicate object key";
+    case json_error_numeric_overflow:
+        return "a number out of range";
+    default:
+        return "invalid JSON";
+    }
+}
+
 int store_import_file(struct store *s, const char *path, int *changes, char *err, size_t errlen)
 {
     json_error_t jerr;
@@ -567,11 +609,17 @@ int store_import_file(struct store *s, const char *path, int *changes, char *err
     int rv;
 
     root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root && json_error_code(&jerr) == json_error_cannot_open_file) {
+        snprintf(err, errlen, "%s", jerr.text); /* the path and errno: no content */
+        return STORE_INVALID;
+    }
     if (!root) {
+        /* Line and column only: never the text, which may be a token. */
         if (jerr.line > 0)
-            snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+            snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column,
+                     parse_error_reason(&jerr));
         else
-            snprintf(err, errlen, "%s", jerr.text);
+            snprintf(err, errlen, "%s: %s", path, parse_error_reason(&jerr));
         return STORE_INVALID;
     }
     rv = store_import_json(s, root, changes, err, errlen);
