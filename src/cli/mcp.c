@@ -138,7 +138,9 @@ static int tool_emit(void *arg, const char *session, const char *type, json_t *d
 static const char mcp_usage[] =
     "usage: agenthub mcp\n"
     "An MCP server on stdio (newline-delimited JSON-RPC 2.0) with the tools\n"
-    "agenthub_agent_log {session, tail} and agenthub_agent_emit {session, type, data}.\n";
+    "agenthub_agent_log {session, tail} and agenthub_agent_emit {session, type, data}.\n"
+    "A line over 1 MiB is answered with a JSON-RPC Invalid Request error (-32600)\n"
+    "and skipped.\n";
 
 int cli_mcp_main(int argc, char **argv)
 {
@@ -147,8 +149,8 @@ int cli_mcp_main(int argc, char **argv)
     struct mcp_tools tools = {tool_log, tool_emit, &ctx};
     const char *pos[1];
     char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
+    size_t cap = 0, len = 0;
+    enum mcp_read got;
     int n_pos, rv;
 
     memset(&ctx, 0, sizeof(ctx));
@@ -158,12 +160,9 @@ int cli_mcp_main(int argc, char **argv)
         return rv > 0 ? CLI_OK : CLI_EUSAGE;
     ctx.env.quiet = 1;
     mcp_server_init(&server, &tools);
-    while ((n = getline(&line, &cap, stdin)) >= 0) {
-        char *reply;
-        size_t len = (size_t)n;
-        if (len > 0 && line[len - 1] == '\n')
-            len--;
-        reply = mcp_handle_line(&server, line, len);
+    while ((got = mcp_read_line(stdin, &line, &cap, &len)) != MCP_READ_EOF) {
+        char *reply =
+            got == MCP_READ_LINE ? mcp_handle_line(&server, line, len) : mcp_unread_line_reply(got);
         if (reply) {
             fputs(reply, stdout);
             fputc('\n', stdout);

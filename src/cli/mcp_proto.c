@@ -211,3 +211,49 @@ char *mcp_handle_line(struct mcp_server *server, const char *line, size_t len)
     json_decref(message);
     return finish(reply);
 }
+
+enum mcp_read mcp_read_line(FILE *in, char **buf, size_t *cap, size_t *len)
+{
+    enum mcp_read result = MCP_READ_LINE;
+    size_t n = 0;
+    int c = EOF;
+
+    while ((c = getc_unlocked(in)) != EOF && c != '\n') {
+        if (result != MCP_READ_LINE)
+            continue; /* skipping the rest of a line that cannot be kept */
+        if (n == MCP_LINE_MAX) {
+            result = MCP_READ_TOO_LONG;
+            continue;
+        }
+        if (n + 1 >= *cap) {
+            size_t bigger = *cap ? *cap * 2 : 4096;
+            char *grown;
+            if (bigger > MCP_LINE_MAX + 1)
+                bigger = MCP_LINE_MAX + 1;
+            grown = realloc(*buf, bigger);
+            if (!grown) {
+                result = MCP_READ_NOMEM;
+                continue;
+            }
+            *buf = grown;
+            *cap = bigger;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    if (c == EOF && n == 0 && result == MCP_READ_LINE)
+        return MCP_READ_EOF;
+    *len = n;
+    if (*buf)
+        (*buf)[n] = '\0';
+    return result;
+}
+
+char *mcp_unread_line_reply(enum mcp_read result)
+{
+    char message[96];
+
+    if (result == MCP_READ_NOMEM)
+        return finish(reply_error(NULL, MCP_INTERNAL_ERROR, "Internal error: out of memory"));
+    snprintf(message, sizeof(message), "Invalid Request: a message over %d bytes", MCP_LINE_MAX);
+    return finish(reply_error(NULL, MCP_INVALID_REQUEST, message));
+}
