@@ -226,6 +226,54 @@ START_TEST(malformed_json_file_is_refused_with_its_position)
 }
 END_TEST
 
+/* Writes TEXT to DIR/NAME and imports it; returns the result (err set). */
+static int import_file_text(const char *name, const char *text)
+{
+    char path[400];
+    FILE *f;
+    int rc;
+
+    snprintf(path, sizeof(path), "%s/%s", fx.dir, name);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    rc = store_import_file(fx.s, path, NULL, err, sizeof(err));
+    unlink(path);
+    return rc;
+}
+
+START_TEST(a_malformed_file_never_echoes_token_material)
+{
+    static const char *const files[] = {
+        /* A missing comma between two tokens: jansson would quote the second. */
+        "{\"accounts\": [{\"id\": \"a\", \"tokens\": [\"s3cret-one\" \"s3cret-two\"]}]}",
+        /* An unterminated token string. */
+        "{\"accounts\": [{\"id\": \"a\", \"tokens\": [\"s3cret-one\n\"]}]}",
+        /* Text after the document. */
+        "{\"accounts\": []} s3cret-one",
+        /* A token where a key belongs, twice. */
+        "{\"accounts\": [{\"id\": \"a\", \"s3cret-one\": 1, \"s3cret-one\": 2}]}",
+        /* Bytes that are not UTF-8 inside a token. */
+        "{\"accounts\": [{\"id\": \"a\", \"tokens\": [\"s3cret-one\xff\"]}]}",
+    };
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        ck_assert_int_eq(import_file_text("bad.json", files[i]), STORE_INVALID);
+        ck_assert_msg(strstr(err, "s3cret") == NULL && strstr(err, "near") == NULL, "file %zu: %s",
+                      i, err);
+        ck_assert_msg(strstr(err, "bad.json:1:") != NULL, "file %zu: %s", i, err);
+    }
+    ck_assert_int_eq(import_file_text("bad.json", files[0]), STORE_INVALID);
+    ck_assert_msg(strstr(err, ": invalid JSON") != NULL, "%s", err);
+    ck_assert_int_eq(import_file_text("bad.json", files[3]), STORE_INVALID);
+    ck_assert_msg(strstr(err, ": a duplicate object key") != NULL, "%s", err);
+    /* A well-formed file with a token where a key belongs names no key. */
+    refused("{\"accounts\": [{\"id\": \"a\", \"s3cret-one\": 1}]}",
+            "accounts[0]: an unknown key that is not a lowercase word (not shown)");
+}
+END_TEST
+
 /* --- the command line --- */
 
 static char agenthub[PATH_MAX + 16];
@@ -457,6 +505,7 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, half_bad_file_leaves_the_database_untouched);
     tcase_add_test(tc, plain_text_tokens_never_reach_the_database_file);
     tcase_add_test(tc, malformed_json_file_is_refused_with_its_position);
+    tcase_add_test(tc, a_malformed_file_never_echoes_token_material);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cli");

@@ -256,6 +256,62 @@ START_TEST(tool_failure_is_is_error)
 }
 END_TEST
 
+START_TEST(an_overlong_line_is_answered_and_the_next_one_is_read)
+{
+    size_t big = MCP_LINE_MAX + 10, len = 0, cap = 0;
+    char *input = malloc(big + 64), *line = NULL, *reply;
+    FILE *in;
+    json_t *r;
+
+    ck_assert_ptr_nonnull(input);
+    memset(input, ' ', big);
+    memcpy(input + big, "\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\nlast", 47);
+    in = fmemopen(input, big + 46, "r");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_int_eq(mcp_read_line(in, &line, &cap, &len), MCP_READ_TOO_LONG);
+    ck_assert_uint_le(cap, MCP_LINE_MAX + 1);
+    reply = mcp_unread_line_reply(MCP_READ_TOO_LONG);
+    r = json_loads(reply, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    ck_assert(json_is_null(json_object_get(r, "id")));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "error"), "code")),
+                     MCP_INVALID_REQUEST);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+                     "Invalid Request: a message over 1048576 bytes");
+    json_decref(r);
+    free(reply);
+    ck_assert_int_eq(mcp_read_line(in, &line, &cap, &len), MCP_READ_LINE);
+    ck_assert_str_eq(line, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}");
+    ck_assert_uint_eq(len, strlen(line));
+    /* A last line without a newline still counts; then the end. */
+    ck_assert_int_eq(mcp_read_line(in, &line, &cap, &len), MCP_READ_LINE);
+    ck_assert_str_eq(line, "last");
+    ck_assert_int_eq(mcp_read_line(in, &line, &cap, &len), MCP_READ_EOF);
+    fclose(in);
+    free(line);
+    free(input);
+}
+END_TEST
+
+START_TEST(a_line_of_exactly_the_limit_is_kept)
+{
+    size_t len = 0, cap = 0;
+    char *input = malloc(MCP_LINE_MAX + 1), *line = NULL;
+    FILE *in;
+
+    ck_assert_ptr_nonnull(input);
+    memset(input, 'x', MCP_LINE_MAX);
+    input[MCP_LINE_MAX] = '\n';
+    in = fmemopen(input, MCP_LINE_MAX + 1, "r");
+    ck_assert_int_eq(mcp_read_line(in, &line, &cap, &len), MCP_READ_LINE);
+    ck_assert_uint_eq(len, MCP_LINE_MAX);
+    ck_assert_int_eq(mcp_read_line(in, &line, &cap, &len), MCP_READ_EOF);
+    fclose(in);
+    free(line);
+    free(input);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_mcp");
@@ -273,6 +329,8 @@ int main(void)
     tcase_add_test(tc, log_tool_arguments);
     tcase_add_test(tc, emit_tool_arguments);
     tcase_add_test(tc, tool_failure_is_is_error);
+    tcase_add_test(tc, an_overlong_line_is_answered_and_the_next_one_is_read);
+    tcase_add_test(tc, a_line_of_exactly_the_limit_is_kept);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

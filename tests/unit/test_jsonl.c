@@ -500,6 +500,76 @@ START_TEST(validator_agrees_with_jansson_on_mutations)
 }
 END_TEST
 
+/* A relayed record's parts are checked as the line they would make. */
+static enum jsonl_result record(const char *type, const char *data, struct jsonl_record *rec,
+                                char *err)
+{
+    return jsonl_parse_record(type, strlen(type), data, strlen(data), rec, err);
+}
+
+START_TEST(record_parts_are_one_object_compacted_like_a_line)
+{
+    struct jsonl_record rec;
+    char err[JSONL_ERR_SIZE];
+
+    ck_assert_int_eq(
+        record("notification", " {\"kind\" : \"permission\",\n \"n\": [1, 2]}\n", &rec, err),
+        JSONL_OK);
+    ck_assert_int_eq(rec.type, JSONL_TYPE_NOTIFICATION);
+    ck_assert_str_eq(rec.data_json, "{\"kind\":\"permission\",\"n\":[1,2]}");
+    ck_assert_uint_eq(rec.data_len, strlen(rec.data_json));
+    ck_assert_str_eq(rec.kind, "permission");
+    ck_assert(jsonl_record_blocks(&rec));
+    free(rec.data_json);
+    ck_assert_int_eq(record("stop", "", &rec, err), JSONL_OK);
+    ck_assert_str_eq(rec.data_json, "{}");
+    free(rec.data_json);
+}
+END_TEST
+
+START_TEST(record_data_that_is_not_exactly_one_object_is_invalid)
+{
+    struct jsonl_record rec;
+    char err[JSONL_ERR_SIZE];
+
+    /* A second record smuggled after a newline. */
+    ck_assert_int_eq(record("prompt", "{}\n{\"type\":\"stop\",\"data\":{}}", &rec, err),
+                     JSONL_RECORD_INVALID);
+    ck_assert_str_eq(err, "line 1: trailing bytes after the data object at byte 4");
+    /* Members of the line smuggled after the object. */
+    ck_assert_int_eq(record("prompt", "{},\"seq\":5", &rec, err), JSONL_RECORD_INVALID);
+    ck_assert_int_eq(record("prompt", "{}}", &rec, err), JSONL_RECORD_INVALID);
+    ck_assert_int_eq(record("prompt", "[1]", &rec, err), JSONL_RECORD_INVALID);
+    ck_assert_str_eq(err, "line 1: data is not an object");
+    ck_assert_int_eq(record("prompt", "{\"a\":\"x\ny\"}", &rec, err), JSONL_RECORD_INVALID);
+    ck_assert_int_eq(record("prompt", "{\"a\":1,\"a\":2}", &rec, err), JSONL_RECORD_INVALID);
+    ck_assert_int_eq(record("prompt", "{\"a\":\"\xff\"}", &rec, err), JSONL_RECORD_INVALID);
+    ck_assert_int_eq(record("bogus\n", "{}", &rec, err), JSONL_RECORD_INVALID);
+    ck_assert_str_eq(err, "line 1: unknown type \"bogus?\"");
+}
+END_TEST
+
+START_TEST(record_is_bounded_like_a_line)
+{
+    struct jsonl_record rec;
+    char err[JSONL_ERR_SIZE];
+    /* {"type":"stop","data":{"k":"..."}} is exactly JSONL_MAX_LINE bytes. */
+    size_t fill = JSONL_MAX_LINE - strlen("{\"type\":\"stop\",\"data\":{\"k\":\"\"}}");
+    char *data = malloc(fill + 16);
+
+    ck_assert_ptr_nonnull(data);
+    memcpy(data, "{\"k\":\"", 6);
+    memset(data + 6, 'x', fill);
+    memcpy(data + 6 + fill, "\"}", 3);
+    ck_assert_int_eq(record("stop", data, &rec, err), JSONL_OK);
+    free(rec.data_json);
+    memcpy(data + 6 + fill, "x\"}", 4);
+    ck_assert_int_eq(record("stop", data, &rec, err), JSONL_RECORD_INVALID);
+    ck_assert_str_eq(err, "line 1: line over 16384 bytes");
+    free(data);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jsonl");
@@ -536,6 +606,9 @@ int main(void)
     tcase_add_test(tc, number_grammar_is_strict);
     tcase_add_test(tc, nesting_over_the_limit_is_invalid);
     tcase_add_test(tc, validator_agrees_with_jansson_on_mutations);
+    tcase_add_test(tc, record_parts_are_one_object_compacted_like_a_line);
+    tcase_add_test(tc, record_data_that_is_not_exactly_one_object_is_invalid);
+    tcase_add_test(tc, record_is_bounded_like_a_line);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -259,6 +259,30 @@ START_TEST(varint_delimited_stream)
 }
 END_TEST
 
+START_TEST(frames_the_server_would_refuse_are_skipped_here)
+{
+    /* An id with a control character (JSON can carry one), and a pb frame
+     * whose text is not UTF-8: resending either would wedge the relay. */
+    static const uint8_t bad_text[] = {0x1a, 0x08, 0x12, 0x06, 0x1a, 0x04, 0x0a, 0x02, 'h', 0xff};
+    struct agent_line out;
+    char err[256];
+
+    ck_assert_int_eq(agent_line_parse_json("{\"assistant_text\":{\"text\":\"a\\nb\","
+                                           "\"message_id\":\"m\\u001b[2J\"}}",
+                                           strlen("{\"assistant_text\":{\"text\":\"a\\nb\","
+                                                  "\"message_id\":\"m\\u001b[2J\"}}"),
+                                           NOW, &out, err, sizeof(err)),
+                     -1);
+    ck_assert_str_eq(err, "frame refused: session.typed_event.assistant_text.message_id holds a "
+                          "control character");
+    ck_assert_ptr_null(out.frame);
+    ck_assert_int_eq(agent_line_from_pb(bad_text, sizeof(bad_text), &out, err, sizeof(err)), -1);
+    ck_assert_str_eq(err,
+                     "frame refused: session.typed_event.assistant_text.text is not valid UTF-8");
+    ck_assert_ptr_null(out.frame);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runner_frames");
@@ -276,6 +300,7 @@ int main(void)
     tcase_add_test(tc, batch_pending_and_state_frames);
     tcase_add_test(tc, publish_request_encodes_like_protobuf_c);
     tcase_add_test(tc, varint_delimited_stream);
+    tcase_add_test(tc, frames_the_server_would_refuse_are_skipped_here);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,150 @@
+/* Unit tests for the request string check (src/rpc/rpc_validate.c). */
+#include "rpc/rpc_validate.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compass/v1/frames.pb-c.h"
+#include "compass/v1/services.pb-c.h"
+
+static char why[256];
+
+static int check_message(const ProtobufCMessage *message)
+{
+    uint8_t buf[4096];
+    size_t len = protobuf_c_message_get_packed_size(message);
+
+    ck_assert_uint_le(len, sizeof(buf));
+    protobuf_c_message_pack(message, buf);
+    why[0] = '\0';
+    return rpc_validate_strings(message->descriptor, buf, len, why, sizeof(why));
+}
+
+static int check_bytes(const ProtobufCMessageDescriptor *type, const char *bytes, size_t len)
+{
+    why[0] = '\0';
+    return rpc_validate_strings(type, (const uint8_t *)bytes, len, why, sizeof(why));
+}
+
+START_TEST(a_nul_inside_an_id_is_refused_though_the_decoder_would_cut_there)
+{
+    /* SubscribeAgentSessionRequest{session_id = "sess-1\0junk", tail = 5}. */
+    static const char wire[] = "\x0a\x0bsess-1\0junk\x18\x05";
+    Compass__V1__SubscribeAgentSessionRequest *decoded;
+
+    ck_assert_int_eq(check_bytes(&compass__v1__subscribe_agent_session_request__descriptor, wire,
+                                 sizeof(wire) - 1),
+                     -1);
+    ck_assert_str_eq(why, "session_id holds a NUL byte");
+    /* What a handler would otherwise have seen. */
+    decoded = compass__v1__subscribe_agent_session_request__unpack(NULL, sizeof(wire) - 1,
+                                                                   (const uint8_t *)wire);
+    ck_assert_ptr_nonnull(decoded);
+    ck_assert_str_eq(decoded->session_id, "sess-1");
+    compass__v1__subscribe_agent_session_request__free_unpacked(decoded, NULL);
+}
+END_TEST
+
+START_TEST(text_may_hold_newlines_and_escapes_but_ids_may_not)
+{
+    Compass__V1__SendAgentMessageRequest send = COMPASS__V1__SEND_AGENT_MESSAGE_REQUEST__INIT;
+    Compass__V1__SessionsRequest report = COMPASS__V1__SESSIONS_REQUEST__INIT;
+    char *live[] = {"sess-1", "sess-\x1b[2J", "sess-3"};
+
+    send.session_id = "sess-1";
+    send.text = "line one\nline two\t\x1b[1mbold\x1b[0m \xc3\xa9";
+    ck_assert_int_eq(check_message(&send.base), 0);
+    send.session_id = "sess-1\n";
+    ck_assert_int_eq(check_message(&send.base), -1);
+    ck_assert_str_eq(why, "session_id holds a control character");
+
+    report.error = "a multi-line\nerror";
+    report.request_id = "17";
+    report.n_live_sessions = 3;
+    report.live_sessions = live;
+    ck_assert_int_eq(check_message(&report.base), -1);
+    ck_assert_str_eq(why, "live_sessions[1] holds a control character");
+    live[1] = "sess-2";
+    report.request_id = "17\xc2\x9b"; /* U+009B, a C1 control (CSI) */
+    ck_assert_int_eq(check_message(&report.base), -1);
+    ck_assert_str_eq(why, "request_id holds a control character");
+    report.request_id = "17";
+    ck_assert_int_eq(check_message(&report.base), 0);
+}
+END_TEST
+
+START_TEST(invalid_utf8_is_refused_in_any_string_and_named_by_its_path)
+{
+    Compass__V1__PublishEventsRequest request = COMPASS__V1__PUBLISH_EVENTS_REQUEST__INIT;
+    Compass__V1__AgentFrame frame = COMPASS__V1__AGENT_FRAME__INIT;
+    Compass__V1__SessionFrame session = COMPASS__V1__SESSION_FRAME__INIT;
+    Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
+    Compass__V1__SessionPlan plan = COMPASS__V1__SESSION_PLAN__INIT;
+    Compass__V1__AgentPlanEntry e0 = COMPASS__V1__AGENT_PLAN_ENTRY__INIT;
+    Compass__V1__AgentPlanEntry e1 = COMPASS__V1__AGENT_PLAN_ENTRY__INIT;
+    Compass__V1__AgentPlanEntry *entries[] = {&e0, &e1};
+    Compass__V1__EnrollRequest enroll = COMPASS__V1__ENROLL_REQUEST__INIT;
+
+    e0.content = "fine";
+    e1.content = "cut \xe2\x82";
+    plan.n_entries = 2;
+    plan.entries = entries;
+    event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_PLAN;
+    event.plan = &plan;
+    session.typed_event = &event;
+    frame.frame_case = COMPASS__V1__AGENT_FRAME__FRAME_SESSION;
+    frame.session = &session;
+    request.runner_seq = 1;
+    request.session_id = "sess-1";
+    request.frame = &frame;
+    ck_assert_int_eq(check_message(&request.base), -1);
+    ck_assert_str_eq(why, "frame.session.typed_event.plan.entries[1].content is not valid UTF-8");
+    e1.content = "also fine \xf0\x9f\x99\x82";
+    ck_assert_int_eq(check_message(&request.base), 0);
+
+    enroll.runner_version = "v1 \xed\xa0\x80"; /* a surrogate */
+    ck_assert_int_eq(check_message(&enroll.base), -1);
+    ck_assert_str_eq(why, "runner_version is not valid UTF-8");
+}
+END_TEST
+
+START_TEST(bytes_that_do_not_parse_are_left_to_the_decoder)
+{
+    /* A length running past the end, a truncated varint, a group: the
+     * decoder refuses these itself (INTERNAL), the check passes them. */
+    ck_assert_int_eq(
+        check_bytes(&compass__v1__send_agent_message_request__descriptor, "\x0a\x10sess", 6), 0);
+    ck_assert_int_eq(
+        check_bytes(&compass__v1__send_agent_message_request__descriptor, "\x08\xff", 2), 0);
+    ck_assert_int_eq(check_bytes(&compass__v1__send_agent_message_request__descriptor, "\x0b", 1),
+                     0);
+    /* Unknown fields and bytes fields are not strings. */
+    ck_assert_int_eq(
+        check_bytes(&compass__v1__send_agent_message_request__descriptor, "\x7a\x02\xff\x00", 4),
+        0);
+    ck_assert_int_eq(
+        check_bytes(&compass__v1__upload_session_blob_request__descriptor, "\x1a\x02\xff\x00", 4),
+        0);
+    ck_assert_int_eq(check_bytes(&compass__v1__send_agent_message_request__descriptor, "", 0), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("rpc_validate");
+    TCase *tc = tcase_create("rpc_validate");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, a_nul_inside_an_id_is_refused_though_the_decoder_would_cut_there);
+    tcase_add_test(tc, text_may_hold_newlines_and_escapes_but_ids_may_not);
+    tcase_add_test(tc, invalid_utf8_is_refused_in_any_string_and_named_by_its_path);
+    tcase_add_test(tc, bytes_that_do_not_parse_are_left_to_the_decoder);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
