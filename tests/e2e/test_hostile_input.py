@@ -316,11 +316,6 @@ def test_strings_that_are_not_utf8_are_refused_naming_the_field(start_hub, pb):
     err = fail(raw_unary(public, RESOURCE + "AppendResourceOutput"), body,
                metadata=auth("t-agent-1"), timeout=10)
     assert (err.code(), err.details()) == (INVALID_ARGUMENT, "provider is not valid UTF-8")
-    # An unauthenticated caller is refused the same way (nothing was looked up).
-    err = fail(raw_unary(public, COMPASS + "SendAgentMessage"),
-               swap(S.SendAgentMessageRequest(session_id="PLACEHOLD"), "PLACEHOLD",
-                    b"sess-1\xff\xff\xff"), timeout=10)
-    assert (err.code(), err.details()) == (INVALID_ARGUMENT, "session_id is not valid UTF-8")
     good.assert_served()
     r.publish("sess-1", text("marker"))
     pane.wait(lambda items: [i for i in items if i.event.HasField("assistant_text")],
