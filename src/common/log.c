@@ -245,11 +245,11 @@ static void log_emit(const char *line, size_t len)
         log_write_blocking(line, len);
         return;
     }
-    log_sink_put_summary();
+    /* After a drop, lines keep being dropped until stderr takes bytes
+     * again and the line saying how many went missing is in place. */
     if (log_sink.pending > 0 || log_sink_put(line, len) != 0) {
         log_sink.dropped++;
         log_sink.pending++;
-        return;
     }
     log_sink_flush();
 }
