@@ -180,6 +180,10 @@ int main(int argc, char **argv)
     r->base = event_base_new();
     if (!r->base || relay_init(&r->relay, r->base) != 0)
         goto cleanup;
+    /* Agents write what they like and the Runner logs some of it: a stderr
+     * nobody reads must not stop the relay. */
+    if (log_attach(r->base) != 0)
+        log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the relay");
     r->conn = conn_new(r);
     if (!r->conn)
         goto cleanup;
@@ -202,8 +206,10 @@ cleanup:
         event_free(sig_term);
     if (sig_int)
         event_free(sig_int);
-    if (r->base)
+    if (r->base) {
+        log_detach(500);
         event_base_free(r->base);
+    }
     free(r->cfg.sessions);
     return rv;
 }
