@@ -317,6 +317,13 @@ void log_msg(enum log_level level, const char *fmt, ...)
 
     if (level < log_min_level)
         return;
+    /* Dropping until the loop sees stderr take bytes: do not even format. */
+    if (log_sink.attached && log_sink.pending > 0 && log_sink.ev &&
+        event_pending(log_sink.ev, EV_WRITE, NULL)) {
+        log_sink.dropped++;
+        log_sink.pending++;
+        return;
+    }
     va_start(ap, fmt);
     n = vsnprintf(message, sizeof(message), log_cap_fields(fmt, capped, sizeof(capped)), ap);
     va_end(ap);
