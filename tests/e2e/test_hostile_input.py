@@ -77,7 +77,8 @@ def test_client_strings_reach_the_log_as_one_escaped_line_each(start_hub, pb):
     r.enroll(version=version)
     shown = version.encode()[:64].decode()  # the handler logs 64 bytes of it
     shown = shown.replace("\n", "\\n").replace("\x1b", "\\x1b").replace("\u202e", "\\u202e")
-    enrolled = [line for line in log_lines(h) if "enrolled (version" in line]
+    enrolled = wait_for(lambda: [line for line in log_lines(h) if "enrolled (version" in line],
+                        what="the enrolled line")
     assert enrolled == ["agenthubd: info: runner runner-1 enrolled (version %s, last runner_seq "
                         "0)" % shown], enrolled
 
@@ -91,7 +92,8 @@ def test_client_strings_reach_the_log_as_one_escaped_line_each(start_hub, pb):
         "agenthubd: debug: runner runner-1 answered unknown request 42\\u202e"]
     sid = "sess-" + "\u202e" * 100
     r.publish_raw([r.request(sid, F.AgentFrame())])
-    line = [line for line in log_lines(h) if "unrecognized variant" in line]
+    line = wait_for(lambda: [line for line in log_lines(h) if "unrecognized variant" in line],
+                    what="the unrecognized-variant line")
     assert len(line) == 1 and "sess-" + "\\u202e" * 41 + " has" in line[0], line
 
     # Ids holding newlines or escapes never get that far.
