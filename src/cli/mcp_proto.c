@@ -39,8 +39,8 @@ static json_t *reply_result(const json_t *id, json_t *result)
 static json_t *reply_error(const json_t *id, int code, const char *message)
 {
     if (!id)
-        return json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code,
-                         "message", message);
+        return json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code, "message",
+                         message);
     return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", code,
                      "message", message);
 }
@@ -134,10 +134,9 @@ static json_t *tools_call(struct mcp_server *server, const json_t *id, const jso
         return reply_error(id, MCP_INVALID_PARAMS, "unknown tool");
     if (args && !json_is_object(args))
         return reply_error(id, MCP_INVALID_PARAMS, "arguments must be an object");
-    if (args && arguments_known(args,
-                                strcmp(name, "agenthub_agent_log") == 0 ? log_arguments
-                                                                        : emit_arguments,
-                                &unknown) != 0) {
+    if (args && arguments_known(
+                    args, strcmp(name, "agenthub_agent_log") == 0 ? log_arguments : emit_arguments,
+                    &unknown) != 0) {
         snprintf(message, sizeof(message), "unknown argument '%.100s'", unknown);
         return reply_error(id, MCP_INVALID_PARAMS, message);
     }
