@@ -4,13 +4,13 @@
 #   make FAILPOINTS=1 compile in AGENTHUB_FAILPOINTS (into build-fp/)
 
 CC ?= cc
-PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson
+PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib
 DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-dev \
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
-  libjansson-dev check python3 python3-grpcio python3-protobuf python3-h2 \
+  libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps \
-  libgrpc++-dev protobuf-compiler-grpc g++
+  libgrpc++-dev protobuf-compiler-grpc g++ nodejs npm
 
 ifeq ($(SAN),1)
 BUILD ?= build-asan
@@ -59,9 +59,11 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 all: $(PROGRAMS) $(UNIT_BIN)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
-# unless every tool and library they use is already there.
+# unless every tool and library they use is already there; then the npm
+# packages of the clients the e2e suites drive (tests/node, from its lock
+# file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin
+  cppcheck valgrind openssl grpc_cpp_plugin node npm
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -71,6 +73,11 @@ deps:
 	  echo "deps: already installed"; \
 	else \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PACKAGES); \
+	fi
+	@if [ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ]; then \
+	  echo "deps: tests/node is installed"; \
+	else \
+	  cd tests/node && npm ci --no-audit --no-fund; \
 	fi
 
 $(BUILD)/obj/%.o: %.c

@@ -1,11 +1,13 @@
 /* agenthubd: the server.  main wires the layers: h2 listeners, the gRPC
  * method tables, the handlers and their shared context, the metrics port. */
 #include <event2/event.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "core/bus.h"
@@ -15,6 +17,7 @@
 #include "rpc/rpc.h"
 #include "rpc/runner_control.h"
 #include "rpc/rpc_validate.h"
+#include "store/blob.h"
 #include "store/store.h"
 #include "server/metrics_http.h"
 
@@ -73,7 +76,10 @@ static void usage(FILE *out)
           "  --idle-timeout-ms N           close idle connections (default 300000)\n"
           "  --max-recv-bytes N            largest request message (default 4194304)\n"
           "  --verbose                     debug logging\n"
-          "  --version, --help\n",
+          "  --version, --help\n"
+          "\n"
+          "Every file and directory a flag names is checked at start; a missing or\n"
+          "unusable one exits 2 with a message naming the flag.\n",
           out);
 }
 
@@ -248,6 +254,45 @@ static int parse_args(int argc, char **argv, struct config *config)
     return 0;
 }
 
+/* 0 when FILE can be opened for reading; otherwise -1 after naming FLAG. */
+static int check_readable(const char *flag, const char *file)
+{
+    FILE *f;
+
+    if (!file)
+        return 0;
+    f = fopen(file, "r");
+    if (!f) {
+        fprintf(stderr, "agenthubd: %s %s: %s\n", flag, file, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Finds a misconfigured path before anything listens: every file and
+ * directory a flag names is checked now, so a mistake is a usage error at
+ * start rather than a failed call later.  Returns 0, or -1 after a message
+ * that names the flag. */
+static int check_paths(const struct config *config)
+{
+    char err[256];
+
+    if (config->blob_dir && blob_dir_check(config->blob_dir, err, sizeof(err)) != 0) {
+        fprintf(stderr, "agenthubd: --blob-dir %s: %s\n", config->blob_dir, err);
+        return -1;
+    }
+    if (check_readable("--tls-cert", config->tls.cert_file) != 0 ||
+        check_readable("--tls-key", config->tls.key_file) != 0 ||
+        check_readable("--tls-client-ca", config->tls.client_ca_file) != 0)
+        return -1;
+    if (config->tls.cert_file && h2_tls_check(&config->tls, err, sizeof(err)) != 0) {
+        fprintf(stderr, "agenthubd: --tls-cert/--tls-key/--tls-client-ca: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
 static void write_metrics(void *arg, FILE *out)
 {
     struct server *server = arg;
@@ -376,11 +421,14 @@ int main(int argc, char **argv)
     rv = parse_args(argc, argv, &server.config);
     if (rv != 0)
         return rv > 0 ? 0 : 2;
+    if (check_paths(&server.config) != 0)
+        return 2;
     signal(SIGPIPE, SIG_IGN);
 
     if (sqlite_store_open(server.config.db_path, &server.rpc.store, err, sizeof(err)) != STORE_OK) {
-        log_error("cannot open the store %s: %s", server.config.db_path, err);
-        return 1;
+        fprintf(stderr, "agenthubd: --db %s: cannot open the store: %s\n", server.config.db_path,
+                err);
+        return 2;
     }
     session_registry_init(&server.sessions, server.config.agent_log_bytes);
     bus_init(&server.bus, server.config.bus_bytes, 0);

@@ -320,6 +320,12 @@ const char *cli_state_name(int state)
     return names[state];
 }
 
+int cli_state_ended(int state)
+{
+    return state == COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_STOPPED ||
+           state == COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_ERRORED;
+}
+
 const char *cli_tool_status_name(int status)
 {
     static const char *const names[] = {"unspecified", "pending", "in_progress", "completed",

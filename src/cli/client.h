@@ -115,6 +115,9 @@ int cli_emit_record(struct cli_env *env, const struct cli_target *target, const 
                     struct grpc_client_result *result);
 
 /* "working", "blocked", ...; "unspecified" for unknown values. */
+/* 1 when STATE is one a session ends in (stopped or errored): its agent is
+ * gone and its log will not grow. */
+int cli_state_ended(int state);
 const char *cli_state_name(int state);
 const char *cli_tool_status_name(int status);
 const char *cli_plan_status_name(int status);

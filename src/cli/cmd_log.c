@@ -147,32 +147,40 @@ static int flush_stdout(void)
     return fflush(stdout) == 0 || errno != EPIPE ? 0 : -1;
 }
 
+struct log_view {
+    int json;
+    struct render_pane pane; /* the human view's open paragraph */
+};
+
 static int print_frame(void *arg, const Compass__V1__AgentSessionFrame *frame)
 {
-    const int *json = arg;
-    json_t *object = render_frame_json(frame);
-    char line[512];
+    struct log_view *view = arg;
+    json_t *object;
 
+    if (view->pane.hide_state && !frame->event)
+        return 0;
+    object = render_frame_json(frame);
     if (!object)
         return 0;
-    if (*json) {
+    if (view->json) {
         char *text = json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (text)
             printf("%s\n", text);
         free(text);
     } else {
-        render_line(object, line, sizeof(line));
-        printf("%s\n", line);
+        render_pane_frame(&view->pane, object, stdout);
     }
     json_decref(object);
     return flush_stdout();
 }
 
 static const char log_usage[] =
-    "usage: agenthub log S [--follow] [--json] [--tail N]\n"
+    "usage: agenthub log S [--follow] [--json] [--tail N] [--no-state]\n"
     "Prints session S's retained log (a session id or provider:native_id): time, seq,\n"
-    "type and a summary per line, or with --json one {\"seq\",\"ts_ms\",\"type\",\"data\"}\n"
-    "object per line.  --tail N starts N frames from the end.  Without --follow it\n"
+    "type and a summary per line, the streamed deltas of one thinking or assistant\n"
+    "message joined into one paragraph; or with --json one\n"
+    "{\"seq\",\"ts_ms\",\"type\",\"data\"} object per frame.  --tail N starts N frames\n"
+    "from the end.  --no-state hides the derived state frames.  Without --follow it\n"
     "exits at the live edge; with it, it keeps following, across lag drops, until\n"
     "the session ends.\n";
 
@@ -191,12 +199,11 @@ static int parse_u64(const char *text, uint64_t *out)
 int cli_log_main(int argc, char **argv)
 {
     const char *tail_text = NULL, *pos[1];
-    int follow = 0, json = 0, n_pos, rv;
-    const struct cli_flag flags[] = {{"--follow", &follow, NULL},
-                                     {"-f", &follow, NULL},
-                                     {"--json", &json, NULL},
-                                     {"--tail", NULL, &tail_text},
-                                     {NULL, NULL, NULL}};
+    int follow = 0, json = 0, no_state = 0, n_pos, rv;
+    const struct cli_flag flags[] = {{"--follow", &follow, NULL},     {"-f", &follow, NULL},
+                                     {"--json", &json, NULL},         {"--tail", NULL, &tail_text},
+                                     {"--no-state", &no_state, NULL}, {NULL, NULL, NULL}};
+    struct log_view view;
     struct grpc_client_result result;
     struct log_stream stream;
     struct cli_target target;
@@ -219,13 +226,19 @@ int cli_log_main(int argc, char **argv)
         stream.session_id = target.session_id;
         stream.follow = follow;
         stream.tail = (uint32_t)tail;
+        memset(&view, 0, sizeof(view));
+        view.json = json;
+        view.pane.hide_state = no_state;
         stream.emit = print_frame;
-        stream.arg = &json;
+        stream.arg = &view;
         if (cli_target_resolve(&env, &target, &result) != GRPC_STATUS_OK ||
             log_stream_run(&stream, &result) != GRPC_STATUS_OK)
-            rv = cli_fail(&env, &result);
+            rv = CLI_ESERVER;
         else
             rv = CLI_OK;
+        render_pane_end(&view.pane, stdout);
+        if (rv != CLI_OK)
+            rv = cli_fail(&env, &result);
     }
     cli_env_free(&env);
     return rv;

@@ -316,9 +316,10 @@ int cli_emit_main(int argc, char **argv)
 
 static json_t *status_json(const Compass__V1__AgentSessionStatus *s)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "session_id", s->session_id, "state",
-                     cli_state_name(s->state), "agent_account_id", s->agent_account_id, "provider",
-                     s->provider, "native_id", s->native_id, "last_seq", (json_int_t)s->last_seq);
+    return json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:I}", "session_id", s->session_id, "state",
+                     cli_state_name(s->state), "ended", cli_state_ended(s->state),
+                     "agent_account_id", s->agent_account_id, "provider", s->provider, "native_id",
+                     s->native_id, "last_seq", (json_int_t)s->last_seq);
 }
 
 static void print_status(const Compass__V1__AgentSessionStatus *s, int json, int table)
@@ -331,15 +332,17 @@ static void print_status(const Compass__V1__AgentSessionStatus *s, int json, int
         free(text);
         json_decref(o);
     } else if (table) {
-        printf("%-24s %-12s %-16s %-10s %-24s %llu\n", s->session_id, cli_state_name(s->state),
+        printf("%-24s %-12s %-6s %-16s %-10s %-24s %llu\n", s->session_id, cli_state_name(s->state),
+               cli_state_ended(s->state) ? "ended" : "live",
                s->agent_account_id[0] ? s->agent_account_id : "-",
                s->provider[0] ? s->provider : "-", s->native_id[0] ? s->native_id : "-",
                (unsigned long long)s->last_seq);
     } else {
-        printf("session    %s\nstate      %s\nagent      %s\nprovider   %s\nnative_id  %s\n"
+        printf("session    %s\nstate      %s%s\nagent      %s\nprovider   %s\nnative_id  %s\n"
                "last_seq   %llu\n",
-               s->session_id, cli_state_name(s->state), s->agent_account_id, s->provider,
-               s->native_id, (unsigned long long)s->last_seq);
+               s->session_id, cli_state_name(s->state),
+               cli_state_ended(s->state) ? " (ended: its log stays readable)" : "",
+               s->agent_account_id, s->provider, s->native_id, (unsigned long long)s->last_seq);
     }
 }
 
@@ -347,9 +350,11 @@ static const char show_usage[] =
     "usage: agenthub show S [--json]\n"
     "Prints session S's status (a session id or provider:native_id).\n";
 static const char list_usage[] =
-    "usage: agenthub list [--json]\n"
-    "Lists every session the caller may see: id, state, agent, provider, native id,\n"
-    "last seq (--json: one object per line).\n";
+    "usage: agenthub list [--live | --ended] [--json]\n"
+    "Lists every session the caller may see: id, state, whether it ended (its agent\n"
+    "stopped or errored), agent, provider, native id, last seq (--json: one object\n"
+    "per line).  --live lists only sessions that have not ended, --ended only those\n"
+    "that have.\n";
 
 int cli_show_main(int argc, char **argv)
 {
@@ -387,8 +392,11 @@ int cli_show_main(int argc, char **argv)
 int cli_list_main(int argc, char **argv)
 {
     const char *pos[1];
-    int json = 0, n_pos, rv;
-    const struct cli_flag flags[] = {{"--json", &json, NULL}, {NULL, NULL, NULL}};
+    int json = 0, live = 0, ended = 0, n_pos, rv;
+    const struct cli_flag flags[] = {{"--json", &json, NULL},
+                                     {"--live", &live, NULL},
+                                     {"--ended", &ended, NULL},
+                                     {NULL, NULL, NULL}};
     Compass__V1__GetAgentStatusRequest request = COMPASS__V1__GET_AGENT_STATUS_REQUEST__INIT;
     Compass__V1__GetAgentStatusResponse *response = NULL;
     struct grpc_client_result result;
@@ -398,6 +406,10 @@ int cli_list_main(int argc, char **argv)
     rv = cli_parse(&env, argc, argv, flags, pos, 0, &n_pos, list_usage);
     if (rv != 0)
         return rv > 0 ? CLI_OK : CLI_EUSAGE;
+    if (live && ended) {
+        fputs(list_usage, stderr);
+        return CLI_EUSAGE;
+    }
     rv = CLI_ESERVER;
     if (cli_connect(&env, 0) == 0) {
         if (cli_unary(&env, "/compass.v1.CompassService/GetAgentStatus", &request.base,
@@ -406,10 +418,14 @@ int cli_list_main(int argc, char **argv)
             rv = cli_fail(&env, &result);
         } else {
             if (!json)
-                printf("%-24s %-12s %-16s %-10s %-24s %s\n", "SESSION", "STATE", "AGENT",
-                       "PROVIDER", "NATIVE_ID", "LAST_SEQ");
-            for (size_t i = 0; i < response->n_statuses; i++)
+                printf("%-24s %-12s %-6s %-16s %-10s %-24s %s\n", "SESSION", "STATE", "ENDED",
+                       "AGENT", "PROVIDER", "NATIVE_ID", "LAST_SEQ");
+            for (size_t i = 0; i < response->n_statuses; i++) {
+                int is_ended = cli_state_ended(response->statuses[i]->state);
+                if ((live && is_ended) || (ended && !is_ended))
+                    continue;
                 print_status(response->statuses[i], json, 1);
+            }
             protobuf_c_message_free_unpacked(&response->base, NULL);
             rv = CLI_OK;
         }

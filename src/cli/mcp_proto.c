@@ -8,7 +8,9 @@
 #define MCP_LOG_TAIL_DEFAULT 50
 #define MCP_LOG_TAIL_MAX     100000
 
-static const char *const supported_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+/* Newest first: a client asking for a version not listed gets the newest. */
+static const char *const supported_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
+                                                 "2024-11-05"};
 
 void mcp_server_init(struct mcp_server *server, const struct mcp_tools *tools)
 {
@@ -31,10 +33,38 @@ static json_t *reply_result(const json_t *id, json_t *result)
                      result ? result : json_object());
 }
 
+/* An error reply.  Without an id to echo (unparsable JSON, a missing or
+ * invalid id) the reply has no "id" member: MCP's schema allows only a
+ * string or a number there, and SDK clients drop a reply with "id": null. */
 static json_t *reply_error(const json_t *id, int code, const char *message)
 {
-    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-                     "error", "code", code, "message", message);
+    if (!id)
+        return json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code, "message",
+                         message);
+    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", code,
+                     "message", message);
+}
+
+/* 0 when every key of ARGS is one of ALLOWED (NULL-terminated); otherwise
+ * -1 with the first other key in *UNKNOWN.  Both tools declare
+ * additionalProperties: false, so an argument they do not know is refused
+ * rather than silently ignored. */
+static int arguments_known(const json_t *args, const char *const *allowed, const char **unknown)
+{
+    const char *key;
+    json_t *value;
+
+    json_object_foreach((json_t *)args, key, value)
+    {
+        size_t i = 0;
+        while (allowed[i] && strcmp(allowed[i], key) != 0)
+            i++;
+        if (!allowed[i]) {
+            *unknown = key;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static json_t *initialize_result(struct mcp_server *server, const json_t *params)
@@ -92,8 +122,10 @@ static json_t *tools_call(struct mcp_server *server, const json_t *id, const jso
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
-    const char *session;
-    char *text = NULL;
+    static const char *const log_arguments[] = {"session", "tail", NULL};
+    static const char *const emit_arguments[] = {"session", "type", "data", NULL};
+    const char *session, *unknown;
+    char *text = NULL, message[160];
     int rv;
 
     if (!name)
@@ -102,6 +134,12 @@ static json_t *tools_call(struct mcp_server *server, const json_t *id, const jso
         return reply_error(id, MCP_INVALID_PARAMS, "unknown tool");
     if (args && !json_is_object(args))
         return reply_error(id, MCP_INVALID_PARAMS, "arguments must be an object");
+    if (args && arguments_known(
+                    args, strcmp(name, "agenthub_agent_log") == 0 ? log_arguments : emit_arguments,
+                    &unknown) != 0) {
+        snprintf(message, sizeof(message), "unknown argument '%.100s'", unknown);
+        return reply_error(id, MCP_INVALID_PARAMS, message);
+    }
     session = json_string_value(json_object_get(args, "session"));
     if (!session || !session[0])
         return reply_error(id, MCP_INVALID_PARAMS, "argument 'session' (a string) is required");

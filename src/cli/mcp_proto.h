@@ -2,7 +2,8 @@
  * stdio loop are the caller's).  Newline-delimited JSON-RPC 2.0: initialize
  * with version negotiation, notifications/initialized, ping, tools/list and
  * tools/call for agenthub_agent_log and agenthub_agent_emit.  A JSON-RPC
- * batch (an array, as protocol 2025-03-26 allows) is answered with an array. */
+ * batch (an array, as protocol 2025-03-26 allows) is answered with an array.
+ * Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05. */
 #ifndef AGENTHUB_CLI_MCP_PROTO_H
 #define AGENTHUB_CLI_MCP_PROTO_H
 

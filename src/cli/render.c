@@ -200,3 +200,53 @@ void render_line(const json_t *object, char *out, size_t out_size)
     snprintf(out, out_size, "%s  %6lld  %-16s %s", when,
              (long long)json_integer_value(json_object_get(object, "seq")), type, summary);
 }
+
+/* Writes agent TEXT, control characters other than newline and tab shown as
+ * '?' (an escape sequence from an agent must not reach the terminal). */
+static void write_agent_text(const char *text, FILE *out)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        fputc((*c < 0x20 && *c != '\n' && *c != '\t') || *c == 0x7f ? '?' : *c, out);
+}
+
+static int is_delta_type(const char *type)
+{
+    return strcmp(type, "thinking") == 0 || strcmp(type, "assistant_text") == 0;
+}
+
+void render_pane_end(struct render_pane *pane, FILE *out)
+{
+    if (pane->kind[0] == '\0')
+        return;
+    fputc('\n', out);
+    pane->kind[0] = '\0';
+    pane->message_id[0] = '\0';
+}
+
+void render_pane_frame(struct render_pane *pane, const json_t *object, FILE *out)
+{
+    const char *type = str_field(object, "type");
+    const json_t *data = json_object_get(object, "data");
+    char line[512], when[32];
+
+    if (pane->hide_state && strcmp(type, "state") == 0)
+        return;
+    if (!is_delta_type(type)) {
+        render_pane_end(pane, out);
+        render_line(object, line, sizeof(line));
+        write_agent_text(line, out);
+        fputc('\n', out);
+        return;
+    }
+    if (strcmp(pane->kind, type) != 0 ||
+        strcmp(pane->message_id, str_field(data, "message_id")) != 0) {
+        render_pane_end(pane, out);
+        snprintf(pane->kind, sizeof(pane->kind), "%s", type);
+        snprintf(pane->message_id, sizeof(pane->message_id), "%s", str_field(data, "message_id"));
+        cli_format_time((int64_t)json_integer_value(json_object_get(object, "ts_ms")), when,
+                        sizeof(when));
+        fprintf(out, "%s  %6lld  %-16s ", when,
+                (long long)json_integer_value(json_object_get(object, "seq")), type);
+    }
+    write_agent_text(str_field(data, "text"), out);
+}

@@ -84,10 +84,11 @@ const char *grpc_door_address(const struct grpc_door *door);
 /* 1 when DOOR has a method at PATH. */
 int grpc_door_has_method(const struct grpc_door *door, const char *path);
 
-/* Each registered service name ("grpc.health.v1.Health") on any door, once,
- * for reflection and health.  Calls FN for each. */
-void grpc_server_each_service(const struct grpc_server *server,
-                              void (*fn)(const char *service, size_t len, void *arg), void *arg);
+/* Each service name ("grpc.health.v1.Health") DOOR serves, once, for
+ * reflection and health: a client of one door discovers only what that door
+ * answers.  Calls FN for each. */
+void grpc_door_each_service(const struct grpc_door *door,
+                            void (*fn)(const char *service, size_t len, void *arg), void *arg);
 
 /* Starts a graceful stop: GOAWAY on every connection, every streaming call
  * still open ends UNAVAILABLE, unary calls finish normally. */
@@ -105,6 +106,7 @@ void grpc_call_set_user(struct grpc_call *call, void *user);
 void *grpc_call_user(const struct grpc_call *call);
 void *grpc_call_door_data(const struct grpc_call *call);
 const char *grpc_call_door_name(const struct grpc_call *call);
+const struct grpc_door *grpc_call_door(const struct grpc_call *call);
 const char *grpc_call_path(const struct grpc_call *call);
 
 /* A request header value (NUL-terminated), or NULL.  NAME is lowercase. */

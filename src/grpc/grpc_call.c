@@ -294,6 +294,11 @@ const char *grpc_call_door_name(const struct grpc_call *call)
     return call->door->name;
 }
 
+const struct grpc_door *grpc_call_door(const struct grpc_call *call)
+{
+    return call->door;
+}
+
 const char *grpc_call_path(const struct grpc_call *call)
 {
     return call->entry ? call->entry->method->path : "";

@@ -104,34 +104,27 @@ static const char *path_service(const char *path, size_t *len)
     return path + 1;
 }
 
-/* 1 when SERVICE appears in a method registered before DOOR's method INDEX. */
-static int service_seen_before(const struct grpc_server *server, const struct grpc_door *door,
-                               size_t index, const char *service, size_t len)
+/* 1 when SERVICE appears in one of DOOR's methods before INDEX. */
+static int service_seen_before(const struct grpc_door *door, size_t index, const char *service,
+                               size_t len)
 {
-    for (const struct grpc_door *d = server->doors; d; d = d->next) {
-        size_t limit = d == door ? index : d->method_count;
-        for (size_t j = 0; j < limit; j++) {
-            size_t other_len;
-            const char *other = path_service(d->methods[j].method->path, &other_len);
-            if (other_len == len && memcmp(other, service, len) == 0)
-                return 1;
-        }
-        if (d == door)
-            return 0;
+    for (size_t j = 0; j < index; j++) {
+        size_t other_len;
+        const char *other = path_service(door->methods[j].method->path, &other_len);
+        if (other_len == len && memcmp(other, service, len) == 0)
+            return 1;
     }
     return 0;
 }
 
-void grpc_server_each_service(const struct grpc_server *server,
-                              void (*fn)(const char *service, size_t len, void *arg), void *arg)
+void grpc_door_each_service(const struct grpc_door *door,
+                            void (*fn)(const char *service, size_t len, void *arg), void *arg)
 {
-    for (const struct grpc_door *door = server->doors; door; door = door->next) {
-        for (size_t i = 0; i < door->method_count; i++) {
-            size_t len;
-            const char *service = path_service(door->methods[i].method->path, &len);
-            if (!service_seen_before(server, door, i, service, len))
-                fn(service, len, arg);
-        }
+    for (size_t i = 0; i < door->method_count; i++) {
+        size_t len;
+        const char *service = path_service(door->methods[i].method->path, &len);
+        if (!service_seen_before(door, i, service, len))
+            fn(service, len, arg);
     }
 }
 

@@ -89,6 +89,11 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
                               const struct h2_tls_config *tls, const struct h2_handler *handler,
                               void *listener_data, char *err, size_t err_size);
 
+/* Loads TLS's files into a throwaway context, so a bad certificate or key is
+ * found at start rather than at the first handshake.  Returns 0, or -1 with
+ * the reason (naming the file) in ERR. */
+int h2_tls_check(const struct h2_tls_config *tls, char *err, size_t err_size);
+
 /* "127.0.0.1:43121" of a bound listener. */
 const char *h2_listener_address(const struct h2_listener *listener);
 

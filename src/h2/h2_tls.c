@@ -49,3 +49,13 @@ fail:
     SSL_CTX_free(ctx);
     return NULL;
 }
+
+int h2_tls_check(const struct h2_tls_config *tls, char *err, size_t err_size)
+{
+    SSL_CTX *ctx = h2_tls_context_new(tls, err, err_size);
+
+    if (!ctx)
+        return -1;
+    SSL_CTX_free(ctx);
+    return 0;
+}

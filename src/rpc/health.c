@@ -40,13 +40,14 @@ static void match_service(const char *service, size_t len, void *arg)
         lookup->found = 1;
 }
 
-/* The status for SERVICE: "" means the whole server. */
-static int health_status(struct rpc_context *ctx, const char *service)
+/* The status for SERVICE on the door CALL came in on: "" means the whole
+ * server; a service that door does not serve is unknown there. */
+static int health_status(struct grpc_call *call, struct rpc_context *ctx, const char *service)
 {
     struct service_lookup lookup = {service, 0};
 
     if (service[0] != '\0') {
-        grpc_server_each_service(ctx->grpc, match_service, &lookup);
+        grpc_door_each_service(grpc_call_door(call), match_service, &lookup);
         if (!lookup.found)
             return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
     }
@@ -67,7 +68,7 @@ static void check_on_message(struct grpc_call *call, const ProtobufCMessage *mes
     const Grpc__Health__V1__HealthCheckRequest *request =
         (const Grpc__Health__V1__HealthCheckRequest *)message;
     struct rpc_context *ctx = grpc_call_door_data(call);
-    int status = health_status(ctx, request->service);
+    int status = health_status(call, ctx, request->service);
 
     if (status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN) {
         grpc_call_finish(call, GRPC_STATUS_NOT_FOUND, "unknown service");
@@ -90,7 +91,7 @@ static void watch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
         return;
     }
     watcher->call = call;
-    watcher->last_status = health_status(ctx, request->service);
+    watcher->last_status = health_status(call, ctx, request->service);
     watcher->next = ctx->health->watchers;
     if (watcher->next)
         watcher->next->prev = watcher;

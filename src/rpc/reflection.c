@@ -116,7 +116,7 @@ static void collect_service(const char *service, size_t len, void *arg)
     list->count++;
 }
 
-/* Queues the services registered on any door.  Finishes the call
+/* Queues the services the call's door serves.  Finishes the call
  * RESOURCE_EXHAUSTED when memory is short. */
 static void send_services(struct grpc_call *call, const reflection_response *echo,
                           struct rpc_context *ctx)
@@ -128,7 +128,7 @@ static void send_services(struct grpc_call *call, const reflection_response *ech
     Grpc__Reflection__V1__ServiceResponse *services = NULL;
     Grpc__Reflection__V1__ServiceResponse **pointers = NULL;
 
-    grpc_server_each_service(ctx->grpc, collect_service, &names);
+    grpc_door_each_service(grpc_call_door(call), collect_service, &names);
     if (names.count) {
         services = calloc(names.count, sizeof(*services));
         pointers = calloc(names.count, sizeof(*pointers));

@@ -145,3 +145,32 @@ fault:
     fclose(file);
     return BLOB_FAULT;
 }
+
+int blob_dir_check(const char *dir, char *err, size_t err_size)
+{
+    char probe[4200];
+    struct stat st;
+    int fd;
+
+    if (stat(dir, &st) != 0) {
+        snprintf(err, err_size, "%s", strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, err_size, "not a directory");
+        return -1;
+    }
+    if ((size_t)snprintf(probe, sizeof(probe), "%s/.agenthubd-probe-XXXXXX", dir) >=
+        sizeof(probe)) {
+        snprintf(err, err_size, "path too long");
+        return -1;
+    }
+    fd = mkstemp(probe);
+    if (fd < 0) {
+        snprintf(err, err_size, "not writable: %s", strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(probe);
+    return 0;
+}

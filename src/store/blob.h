@@ -29,4 +29,9 @@ int blob_put(const char *dir, const char *session_id, const char *content_type, 
 int blob_get(const char *dir, const char *session_id, const char *ref, char **content_type,
              uint8_t **data, size_t *len);
 
+/* Checks that DIR is a directory a blob can be written into (by creating
+ * and removing a probe file there), so a bad --blob-dir is found at start,
+ * not at the first upload.  Returns 0, or -1 with the reason in ERR. */
+int blob_dir_check(const char *dir, char *err, size_t err_size);
+
 #endif

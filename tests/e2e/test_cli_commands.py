@@ -115,6 +115,29 @@ def test_session_open_emit_log_show_list_close(server):
     assert r.returncode == 1 and "FAILED_PRECONDITION" in r.stderr
 
 
+def test_list_and_show_mark_ended_sessions(server):
+    _, live = open_session(server, "ended-live")
+    _, gone = open_session(server, "ended-gone")
+    server.ok("emit", gone, "--type", "prompt", "--data", '{"length":1}')
+    server.ok("session", "close", gone)
+
+    def ids(*flags):
+        rows = [json.loads(line) for line in server.ok("list", "--json", *flags).splitlines()]
+        return {row["session_id"]: row["ended"] for row in rows}
+
+    everything = ids()
+    assert everything[live] is False and everything[gone] is True
+    assert live in ids("--live") and gone not in ids("--live")
+    assert gone in ids("--ended") and live not in ids("--ended")
+    table = server.ok("list", "--ended").splitlines()
+    assert table[0].split()[:3] == ["SESSION", "STATE", "ENDED"]
+    assert [line.split()[:3] for line in table[1:] if line.startswith(gone)] == \
+        [[gone, "stopped", "ended"]]
+    assert "(ended" in server.ok("show", gone) and "(ended" not in server.ok("show", live)
+    assert json.loads(server.ok("show", gone, "--json"))["ended"] is True
+    assert server.cli("list", "--live", "--ended").returncode == 2
+
+
 def test_session_close_by_resource_id_session_id_or_native_id(server):
     terminal = server.terminal()
     opened = json.loads(server.ok("session", "open", f"@{terminal}", "--provider", "claude",

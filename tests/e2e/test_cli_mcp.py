@@ -5,6 +5,7 @@ nothing but protocol on stdout."""
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -64,8 +65,8 @@ def initialize(mcp, version):
 
 
 @pytest.mark.parametrize("asked,expected", [
-    ("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"), ("2024-11-05", "2024-11-05"),
-    ("2023-01-01", "2025-06-18"), ("2099-12-31", "2025-06-18"),
+    ("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"),
+    ("2024-11-05", "2024-11-05"), ("2023-01-01", "2025-11-25"), ("2099-12-31", "2025-11-25"),
 ])
 def test_version_negotiation(server, asked, expected):
     mcp = Mcp(server)
@@ -110,10 +111,21 @@ def test_scripted_session(server, session):
     r = mcp.tool("agenthub_agent_log", {"session": "no-such-session"})["result"]
     assert r["isError"] is True
 
-    # Malformed JSON: -32700 with a null id; the session goes on.
+    # Malformed JSON: -32700 with no id to echo (so none in the reply); the
+    # session goes on.
     mcp.send_line('{"jsonrpc": "2.0", "id": 99, "method": ')
     reply = mcp.read()
-    assert reply["error"]["code"] == -32700 and reply["id"] is None
+    assert reply["error"]["code"] == -32700 and "id" not in reply
+    # A null or invalid id is not echoed either.
+    for bad in ('null', '{"x": 1}', '1.5'):
+        mcp.send_line('{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % bad)
+        reply = mcp.read()
+        assert reply["error"]["code"] == -32600 and "id" not in reply, (bad, reply)
+    # Arguments the inputSchema does not declare are refused.
+    err = mcp.tool("agenthub_agent_log", {"session": session, "tial": 5})["error"]
+    assert err["code"] == -32602 and "tial" in err["message"]
+    assert mcp.tool("agenthub_agent_emit", {"session": session, "type": "stop",
+                                            "extra": 1})["error"]["code"] == -32602
     # Unknown method: -32601.
     assert mcp.call("resources/list")["error"]["code"] == -32601
     assert mcp.call("no/such/method", {})["error"]["code"] == -32601
@@ -157,3 +169,19 @@ def test_unreachable_server_is_a_tool_error(server):
     assert [r["id"] for r in replies] == [1, 2]
     assert replies[1]["result"]["isError"] is True
     assert "UNAVAILABLE" in replies[1]["result"]["content"][0]["text"]
+
+
+NODE_TESTS = Path(__file__).resolve().parents[1] / "node"
+
+
+def test_official_mcp_sdks_accept_every_reply(server, session):
+    """The MCP TypeScript SDK (current release, protocol 2025-11-25, and the
+    last release on 2025-06-18) drives `agenthub mcp` over stdio, and every
+    reply shape is parsed by each release's own schemas
+    (tests/node/mcp_conformance.mjs)."""
+    assert (NODE_TESTS / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(), \
+        "tests/node has no node_modules: run make deps"
+    out = subprocess.run(["node", str(NODE_TESTS / "mcp_conformance.mjs"), str(AGENTHUB), session],
+                         env=server.env("t-agent-1"), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("ok: "), out.stdout

@@ -441,7 +441,7 @@ def test_mcp_answers_an_overlong_line_and_keeps_working():
         proc.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
         proc.stdin.flush()
         first = json.loads(proc.stdout.readline())
-        assert first == {"jsonrpc": "2.0", "id": None, "error": {
+        assert first == {"jsonrpc": "2.0", "error": {
             "code": -32600, "message": "Invalid Request: a message over 1048576 bytes"}}
         assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 2, "result": {}}
         # Several in a row, then a normal one: the reader never loses its place.

@@ -242,3 +242,30 @@ def test_every_listed_service_resolves_like_grpcurl(reflect, pb):
         pool = build_pool(parse_files(response))
         service = pool.FindServiceByName(name)
         assert service.methods, name
+
+
+def door_services(address, pb):
+    channel = grpc.insecure_channel(address)
+    try:
+        method = channel.stream_stream(
+            V1, request_serializer=pb.ServerReflectionRequest.SerializeToString,
+            response_deserializer=pb.ServerReflectionResponse.FromString)
+        (response,) = list(method(iter([pb.ServerReflectionRequest(list_services="")]),
+                                  timeout=10))
+        return sorted(s.name for s in response.list_services_response.service)
+    finally:
+        channel.close()
+
+
+def test_each_door_lists_only_the_services_it_serves(start_server, pb):
+    s = start_server()
+    common = ["compass.v1.ResourceService", "grpc.health.v1.Health",
+              "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]
+    public = door_services(s.public, pb)
+    runner = door_services(s.runner, pb)
+    for name in common:
+        assert name in public and name in runner, (name, public, runner)
+    assert "compass.v1.CompassService" in public
+    assert "compass.v1.RunnerService" not in public
+    assert "compass.v1.RunnerService" in runner
+    assert "compass.v1.CompassService" not in runner

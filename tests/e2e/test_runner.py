@@ -545,3 +545,49 @@ def test_start_and_stop_agent_session_run_and_stop_the_agent(world, pb):
         send(server, pb, "still here?")
     finally:
         runner.stop()
+
+
+DELTA_AGENT = r'''
+import json, sys, time
+def say(kind, text, mid):
+    sys.stdout.write(json.dumps({kind: {"text": text, "message_id": mid}}) + "\n")
+for kind, text, mid in [("thinking", "The user wants the ", "m1"), ("thinking", "tests fixed.", "m1"),
+                        ("assistant_text", "Running ", "m2"), ("assistant_text", "them now.", "m2")]:
+    say(kind, text, mid)
+sys.stdout.flush()
+time.sleep(600)
+'''
+
+
+def test_log_joins_the_deltas_of_one_message_into_a_paragraph(world, pb):
+    """agenthub log's human view reads like a conversation: the streamed
+    thinking and assistant_text deltas of one message form one line;
+    --json keeps one object per frame; --no-state hides state frames."""
+    server, tmp = world
+    script = tmp / "delta_agent.py"
+    script.write_text(DELTA_AGENT)
+    runner = Runner(server, tmp, "%s %s" % (PY, script))
+    env = dict(os.environ, AGENTHUB_ADDR=server.addr("public"), AGENTHUB_TOKEN="t-alice")
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            frames = [json.loads(line) for line in subprocess.run(
+                [str(BUILD / "agenthub"), "log", "sess-1", "--json"], env=env, check=True,
+                capture_output=True, text=True, timeout=30).stdout.splitlines()]
+            if sum(f["type"] in ("thinking", "assistant_text") for f in frames) >= 4:
+                break
+            assert time.monotonic() < deadline, runner.log()
+            time.sleep(0.1)
+        assert any(f["type"] == "state" for f in frames)
+        human = subprocess.run([str(BUILD / "agenthub"), "log", "sess-1"], env=env, check=True,
+                               capture_output=True, text=True, timeout=30).stdout
+        lines = human.splitlines()
+        assert [line for line in lines if "The user wants the tests fixed." in line], human
+        assert [line for line in lines if "Running them now." in line], human
+        assert not [line for line in lines if line.rstrip().endswith("The user wants the")]
+        quiet = subprocess.run([str(BUILD / "agenthub"), "log", "sess-1", "--no-state"],
+                               env=env, check=True, capture_output=True, text=True,
+                               timeout=30).stdout
+        assert "  state  " not in quiet and "The user wants the tests fixed." in quiet, quiet
+    finally:
+        runner.stop()

@@ -264,6 +264,37 @@ def test_bad_command_line_exits_2(args):
     assert result.stderr.startswith(b"agenthubd: ")
 
 
+def test_misconfigured_paths_exit_2_naming_the_flag(tmp_path, tls_dir):
+    """Every path a flag names is checked at start, not at first use."""
+    db = str(tmp_path / "db")
+    base = ["--db", db, "--listen", "127.0.0.1:0"]
+    a_file = tmp_path / "plain-file"
+    a_file.write_text("x")
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    cases = [
+        (["--blob-dir", str(tmp_path / "missing")], b"--blob-dir"),
+        (["--blob-dir", str(a_file)], b"--blob-dir"),
+        (["--tls-cert", str(tmp_path / "no.crt"), "--tls-key", tls_dir.server_key], b"--tls-cert"),
+        (["--tls-cert", tls_dir.server_crt, "--tls-key", str(tmp_path / "no.key")], b"--tls-key"),
+        (["--tls-cert", tls_dir.server_crt, "--tls-key", tls_dir.server_key,
+          "--tls-client-ca", str(tmp_path / "no-ca.crt")], b"--tls-client-ca"),
+        (["--tls-cert", str(garbage), "--tls-key", tls_dir.server_key], b"--tls-cert"),
+        (["--tls-cert", tls_dir.server_crt, "--tls-key", tls_dir.client_key], b"--tls-key"),
+        (["--db", str(tmp_path / "no-such-dir" / "db")], b"--db"),
+    ]
+    if os.geteuid() != 0:  # root writes anywhere: the mode check needs a user
+        read_only.chmod(0o500)
+        cases.append((["--blob-dir", str(read_only)], b"--blob-dir"))
+    for extra, flag in cases:
+        result = run_agenthubd(*(base + extra))
+        assert result.returncode == 2, (extra, result.stderr)
+        assert result.stderr.startswith(b"agenthubd: " + flag), (extra, result.stderr)
+        assert b"listening" not in result.stderr
+
+
 def test_unusable_listen_address_exits_1(tmp_path):
     result = run_agenthubd("--db", str(tmp_path / "db"), "--listen", "256.0.0.1:0")
     assert result.returncode == 1, result.stderr

@@ -158,6 +158,78 @@ START_TEST(targets_parse)
 }
 END_TEST
 
+static json_t *delta(const char *type, uint64_t seq, const char *text, const char *message_id)
+{
+    return json_pack("{s:I, s:I, s:s, s:{s:s, s:s}}", "seq", (json_int_t)seq, "ts_ms",
+                     (json_int_t)0, "type", type, "data", "text", text, "message_id", message_id);
+}
+
+/* Renders OBJECTS (stolen) through one render_pane; returns the output. */
+static char *pane_output(json_t **objects, size_t n, int hide_state)
+{
+    struct render_pane pane;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    memset(&pane, 0, sizeof(pane));
+    pane.hide_state = hide_state;
+    for (size_t i = 0; i < n; i++) {
+        render_pane_frame(&pane, objects[i], out);
+        json_decref(objects[i]);
+    }
+    render_pane_end(&pane, out);
+    fclose(out);
+    return text;
+}
+
+START_TEST(consecutive_deltas_of_one_message_read_as_one_paragraph)
+{
+    json_t *objects[] = {
+        delta("thinking", 1, "The user wants the ", "m1"),
+        delta("thinking", 2, "tests fixed.", "m1"),
+        delta("assistant_text", 3, "Running ", "m2"),
+        delta("assistant_text", 4, "them now.", "m2"),
+        delta("assistant_text", 5, "Done.", "m3"),
+        json_pack("{s:I, s:I, s:s, s:{s:s}}", "seq", (json_int_t)6, "ts_ms", (json_int_t)0, "type",
+                  "state", "data", "state", "idle"),
+    };
+    char *text = pane_output(objects, 6, 0);
+    char *first = strstr(text, "thinking");
+    char *lines[8];
+    size_t n = 0;
+
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_nonnull(strstr(first, "The user wants the tests fixed.\n"));
+    ck_assert_ptr_nonnull(strstr(text, "assistant_text   Running them now.\n"));
+    ck_assert_ptr_nonnull(strstr(text, "assistant_text   Done.\n"));
+    for (char *line = strtok(text, "\n"); line && n < 8; line = strtok(NULL, "\n"))
+        lines[n++] = line;
+    ck_assert_uint_eq(n, 4); /* two paragraphs of m1/m2, one of m3, the state */
+    ck_assert_ptr_nonnull(strstr(lines[0], "     1  thinking"));
+    ck_assert_ptr_nonnull(strstr(lines[1], "     3  assistant_text"));
+    ck_assert_ptr_nonnull(strstr(lines[3], "     6  state"));
+    free(text);
+}
+END_TEST
+
+START_TEST(no_state_hides_state_frames_and_agent_text_cannot_escape)
+{
+    json_t *objects[] = {
+        json_pack("{s:I, s:I, s:s, s:{s:s}}", "seq", (json_int_t)1, "ts_ms", (json_int_t)0, "type",
+                  "state", "data", "state", "working"),
+        delta("assistant_text", 2, "red \x1b[31mtext\x07", "m1"),
+    };
+    char *text = pane_output(objects, 2, 1);
+
+    ck_assert_ptr_null(strstr(text, "working"));
+    ck_assert_ptr_null(strchr(text, 0x1b));
+    ck_assert_ptr_null(strchr(text, 0x07));
+    ck_assert_ptr_nonnull(strstr(text, "red ?[31mtext?\n"));
+    free(text);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_render");
@@ -170,6 +242,8 @@ int main(void)
     tcase_add_test(tc, state_change_renders_as_state);
     tcase_add_test(tc, bus_events_render);
     tcase_add_test(tc, targets_parse);
+    tcase_add_test(tc, consecutive_deltas_of_one_message_read_as_one_paragraph);
+    tcase_add_test(tc, no_state_hides_state_frames_and_agent_text_cannot_escape);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
