@@ -295,6 +295,10 @@ int runner_command_send(struct rpc_context *ctx, const char *runner_id,
      * send can still reach a Runner that keeps up. */
     if (link->queue.count > 0 && link->queued_bytes + charge > ctx->config.runner_queue_bytes) {
         runners->queue_full++;
+        if (!done) /* nobody waits to hear it: say so here */
+            log_warn("runner %s: its command queue is full; a command for session %.128s was "
+                     "dropped",
+                     link->id, message->session_id);
         return RUNNER_SEND_QUEUE_FULL;
     }
     c = calloc(1, sizeof(*c));
