@@ -58,16 +58,16 @@ static void lru_push(struct session *s)
  * the excess needs: first by compaction, then oldest entries first. */
 static void session_enforce_budget(struct session_registry *reg, const struct session *except)
 {
-    struct session *v, *next;
+    struct session *v;
 
-    for (v = reg->lru_head; v != NULL && reg->log_bytes > reg->log_budget; v = next) {
+    /* Trimming never unlinks a session, so the walk may go on from V. */
+    for (v = reg->lru_head; v != NULL && reg->log_bytes > reg->log_budget; v = v->lru_next) {
         size_t heap = ring_heap_bytes(&v->ring);
         size_t need = reg->log_bytes - reg->log_budget;
         size_t target = heap > need ? heap - need : 0;
         size_t retained = ring_retained_bytes(&v->ring);
         size_t freed;
 
-        next = v->lru_next;
         if (v == except || heap == 0)
             continue;
         freed = ring_trim(&v->ring, target < retained ? target : retained);

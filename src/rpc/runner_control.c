@@ -119,6 +119,23 @@ static void list_unlink(struct command_list *list, struct runner_command *c)
     list->count--;
 }
 
+/* Unlinks and returns the oldest command of LIST, or NULL. */
+static struct runner_command *list_pop(struct command_list *list)
+{
+    struct runner_command *c = list->head;
+
+    if (!c)
+        return NULL;
+    list->head = c->next;
+    if (list->head)
+        list->head->prev = NULL;
+    else
+        list->tail = NULL;
+    c->next = NULL;
+    list->count--;
+    return c;
+}
+
 static struct runner_registry *link_registry(const struct runner_link *link)
 {
     return link->ctx->runners;
@@ -168,19 +185,32 @@ static void command_complete(struct runner_command *c, enum runner_outcome outco
 static void link_fail_commands(struct runner_link *link, const char *why)
 {
     struct runner_registry *runners = link_registry(link);
+    struct runner_command *c;
 
-    while (link->queue.head) {
-        struct runner_command *c = link->queue.head;
-        if (c->done)
+    while ((c = list_pop(&link->queue)) != NULL) {
+        runner_command_done done = c->done;
+        void *arg = c->arg;
+        link->queued_bytes -= c->charge;
+        runners->queued_bytes -= c->charge;
+        runners->queued--;
+        if (c->timer)
+            event_free(c->timer);
+        free(c->bytes);
+        free(c);
+        if (done) {
             runners->withdrawn++;
-        command_complete(c, RUNNER_NOT_SENT, why);
+            done(arg, RUNNER_NOT_SENT, why);
+        }
     }
-    while (link->inflight.head) {
-        struct runner_command *c = link->inflight.head;
-        if (c->done && !c->answered)
-            command_complete(c, RUNNER_LOST, why);
-        else
-            command_free(c);
+    while ((c = list_pop(&link->inflight)) != NULL) {
+        runner_command_done done = c->answered ? NULL : c->done;
+        void *arg = c->arg;
+        if (c->timer)
+            event_free(c->timer);
+        free(c->bytes);
+        free(c);
+        if (done)
+            done(arg, RUNNER_LOST, why);
     }
 }
 
@@ -475,6 +505,15 @@ static void sessions_on_start(struct grpc_call *call)
         return;
     }
     old = link_find(ctx->runners, subject.id);
+    snprintf(link->id, sizeof(link->id), "%s", subject.id);
+    link->call = call;
+    link->ctx = ctx;
+    link->subject = subject;
+    link->guard.recheck = sessions_recheck;
+    link->next = ctx->runners->links;
+    if (link->next)
+        link->next->prev = link;
+    ctx->runners->links = link;
     if (old) {
         /* One control stream per Runner: the newest wins. */
         log_info("runner %s opened a second Sessions stream; closing the first", subject.id);
@@ -486,15 +525,6 @@ static void sessions_on_start(struct grpc_call *call)
                          "replaced by a newer Sessions stream from the same runner");
         free(old);
     }
-    snprintf(link->id, sizeof(link->id), "%s", subject.id);
-    link->call = call;
-    link->ctx = ctx;
-    link->subject = subject;
-    link->guard.recheck = sessions_recheck;
-    link->next = ctx->runners->links;
-    if (link->next)
-        link->next->prev = link;
-    ctx->runners->links = link;
     grpc_call_set_user(call, link);
     stream_guard_add(ctx->guards, &link->guard);
     /* Headers now: the stream is a pull-style producer from here on. */
