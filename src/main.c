@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,10 @@
 #include "grpc/grpc.h"
 #include "h2/h2.h"
 #include "rpc/rpc.h"
+#include "rpc/hub.h"
 #include "rpc/runner_control.h"
 #include "rpc/rpc_validate.h"
+#include "rpc/stream_guard.h"
 #include "store/blob.h"
 #include "store/store.h"
 #include "server/metrics_http.h"
@@ -37,6 +40,11 @@ struct config {
     size_t bus_bytes;
     size_t subscriber_buffer_bytes;
     size_t max_blob_bytes;
+    size_t session_log_budget;
+    size_t max_account_sessions;
+    size_t runner_queue_bytes;
+    size_t command_timeout_ms;
+    size_t max_report_sessions;
 };
 
 struct server {
@@ -69,6 +77,21 @@ static void usage(FILE *out)
           "  --bus-bytes N                 event bus bound (default 16777216)\n"
           "  --subscriber-buffer-bytes N   per-subscriber outbound bound (default 1048576)\n"
           "  --max-blob-bytes N            largest session blob (default 4194304)\n"
+          "  --session-log-budget-bytes N  memory for every session's log together (default\n"
+          "                                536870912, at least --agent-log-bytes); past it the\n"
+          "                                oldest entries of the least recently active\n"
+          "                                sessions are evicted, nothing is refused\n"
+          "  --max-sessions-per-account N  open sessions one agent account may have (default\n"
+          "                                64); past it a new session is refused with\n"
+          "                                RESOURCE_EXHAUSTED\n"
+          "  --runner-queue-bytes N        control commands waiting for one Runner (default\n"
+          "                                8388608); past it a command is refused with\n"
+          "                                UNAVAILABLE at once\n"
+          "  --command-timeout-ms N        how long a control command waits to be written\n"
+          "                                and answered (default 5000)\n"
+          "  --max-report-sessions N       ids in a Runner's live-sessions report (default\n"
+          "                                10000); a bigger report ends its Sessions stream\n"
+          "                                with RESOURCE_EXHAUSTED\n"
           "  --tls-cert FILE --tls-key FILE   serve TLS 1.2+ with ALPN h2\n"
           "  --tls-client-ca FILE          require client certificates signed by FILE\n"
           "  --max-concurrent-streams N    SETTINGS_MAX_CONCURRENT_STREAMS (default 100)\n"
@@ -97,6 +120,17 @@ static int parse_size(const char *flag, const char *value, size_t *out)
     return 0;
 }
 
+/* Refuses a value that does not fit 32 bits.  Returns 0, or -1 (after a
+ * message). */
+static int parse_u32_range(const char *flag, size_t value)
+{
+    if (value > UINT32_MAX) {
+        fprintf(stderr, "agenthubd: %s: at most %u\n", flag, UINT32_MAX);
+        return -1;
+    }
+    return 0;
+}
+
 /* Returns 0 to run, 1 when --help/--version printed, -1 on a usage error. */
 static int parse_args(int argc, char **argv, struct config *config)
 {
@@ -110,6 +144,11 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_BUS_BYTES,
         OPT_SUBSCRIBER_BUFFER_BYTES,
         OPT_MAX_BLOB_BYTES,
+        OPT_SESSION_LOG_BUDGET,
+        OPT_MAX_ACCOUNT_SESSIONS,
+        OPT_RUNNER_QUEUE_BYTES,
+        OPT_COMMAND_TIMEOUT,
+        OPT_MAX_REPORT_SESSIONS,
         OPT_TLS_CERT,
         OPT_TLS_KEY,
         OPT_TLS_CLIENT_CA,
@@ -131,6 +170,11 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"bus-bytes", required_argument, NULL, OPT_BUS_BYTES},
         {"subscriber-buffer-bytes", required_argument, NULL, OPT_SUBSCRIBER_BUFFER_BYTES},
         {"max-blob-bytes", required_argument, NULL, OPT_MAX_BLOB_BYTES},
+        {"session-log-budget-bytes", required_argument, NULL, OPT_SESSION_LOG_BUDGET},
+        {"max-sessions-per-account", required_argument, NULL, OPT_MAX_ACCOUNT_SESSIONS},
+        {"runner-queue-bytes", required_argument, NULL, OPT_RUNNER_QUEUE_BYTES},
+        {"command-timeout-ms", required_argument, NULL, OPT_COMMAND_TIMEOUT},
+        {"max-report-sessions", required_argument, NULL, OPT_MAX_REPORT_SESSIONS},
         {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
         {"tls-key", required_argument, NULL, OPT_TLS_KEY},
         {"tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA},
@@ -156,6 +200,11 @@ static int parse_args(int argc, char **argv, struct config *config)
     config->bus_bytes = 16 * 1024 * 1024;
     config->subscriber_buffer_bytes = 1024 * 1024;
     config->max_blob_bytes = 4 * 1024 * 1024;
+    config->session_log_budget = (size_t)512 * 1024 * 1024;
+    config->max_account_sessions = 64;
+    config->runner_queue_bytes = 8 * 1024 * 1024;
+    config->command_timeout_ms = 5000;
+    config->max_report_sessions = 10000;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
@@ -189,6 +238,30 @@ static int parse_args(int argc, char **argv, struct config *config)
             break;
         case OPT_MAX_BLOB_BYTES:
             if (parse_size("--max-blob-bytes", optarg, &config->max_blob_bytes) != 0)
+                return -1;
+            break;
+        case OPT_SESSION_LOG_BUDGET:
+            if (parse_size("--session-log-budget-bytes", optarg, &config->session_log_budget) != 0)
+                return -1;
+            break;
+        case OPT_MAX_ACCOUNT_SESSIONS:
+            if (parse_size("--max-sessions-per-account", optarg, &config->max_account_sessions) !=
+                    0 ||
+                parse_u32_range("--max-sessions-per-account", config->max_account_sessions) != 0)
+                return -1;
+            break;
+        case OPT_RUNNER_QUEUE_BYTES:
+            if (parse_size("--runner-queue-bytes", optarg, &config->runner_queue_bytes) != 0)
+                return -1;
+            break;
+        case OPT_COMMAND_TIMEOUT:
+            if (parse_size("--command-timeout-ms", optarg, &config->command_timeout_ms) != 0 ||
+                parse_u32_range("--command-timeout-ms", config->command_timeout_ms) != 0)
+                return -1;
+            break;
+        case OPT_MAX_REPORT_SESSIONS:
+            if (parse_size("--max-report-sessions", optarg, &config->max_report_sessions) != 0 ||
+                parse_u32_range("--max-report-sessions", config->max_report_sessions) != 0)
                 return -1;
             break;
         case OPT_TLS_CERT:
@@ -245,6 +318,11 @@ static int parse_args(int argc, char **argv, struct config *config)
     }
     if (!config->tls.cert_file != !config->tls.key_file) {
         fprintf(stderr, "agenthubd: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
+    if (config->session_log_budget < config->agent_log_bytes) {
+        fprintf(stderr, "agenthubd: --session-log-budget-bytes must be at least "
+                        "--agent-log-bytes\n");
         return -1;
     }
     if (config->tls.client_ca_file && !config->tls.cert_file) {
@@ -322,6 +400,7 @@ static void write_metrics(void *arg, FILE *out)
             (unsigned long long)log_dropped_lines());
     grpc_server_write_metrics(server->grpc, out);
     rpc_write_metrics(&server->rpc, out);
+    hub_write_metrics(&server->rpc, out);
 }
 
 static int metrics_healthy(void *arg)
@@ -390,6 +469,7 @@ static void server_free(struct server *server)
     h2_server_free(server->h2);
     grpc_server_free(server->grpc);
     runner_registry_free(server->rpc.runners);
+    stream_guards_free(server->rpc.guards);
     session_registry_free(&server->sessions);
     bus_free(&server->bus);
     store_close(server->rpc.store);
@@ -431,6 +511,7 @@ int main(int argc, char **argv)
         return 2;
     }
     session_registry_init(&server.sessions, server.config.agent_log_bytes);
+    session_registry_set_budget(&server.sessions, server.config.session_log_budget);
     bus_init(&server.bus, server.config.bus_bytes, 0);
     server.rpc.sessions = &server.sessions;
     server.rpc.bus = &server.bus;
@@ -438,7 +519,10 @@ int main(int argc, char **argv)
     server.rpc.config.blob_dir = server.config.blob_dir;
     server.rpc.config.max_blob_bytes = server.config.max_blob_bytes;
     server.rpc.config.subscriber_buffer_bytes = server.config.subscriber_buffer_bytes;
-    server.rpc.config.command_timeout_ms = 5000; /* no ack within 5 s: UNAVAILABLE */
+    server.rpc.config.command_timeout_ms = (uint32_t)server.config.command_timeout_ms;
+    server.rpc.config.runner_queue_bytes = server.config.runner_queue_bytes;
+    server.rpc.config.max_report_sessions = (uint32_t)server.config.max_report_sessions;
+    server.rpc.config.max_account_sessions = (uint32_t)server.config.max_account_sessions;
 
     server.base = event_base_new();
     if (!server.base)
@@ -446,7 +530,8 @@ int main(int argc, char **argv)
     if (log_attach(server.base) != 0)
         log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the server");
     server.rpc.runners = runner_registry_new(server.base);
-    if (!server.rpc.runners)
+    server.rpc.guards = stream_guards_new(server.base, server.rpc.store);
+    if (!server.rpc.runners || !server.rpc.guards)
         goto fail;
     server.h2 = h2_server_new(server.base, &server.config.h2);
     server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;

@@ -126,16 +126,13 @@ static int ring_grow(struct ring *r, uint32_t newcap)
     return 0;
 }
 
-/* Makes room in the index for one more slot; returns -1 on memory exhaustion. */
-static int ring_reserve_slot(struct ring *r)
+/* Moves the index into a fresh array of NCAP slots (a power of two holding
+ * every entry).  Returns -1 (index unchanged) when memory runs out. */
+static int ring_resize_slots(struct ring *r, uint32_t ncap)
 {
-    struct ring_slot *ns;
-    uint32_t ncap, i;
+    struct ring_slot *ns = malloc((size_t)ncap * sizeof(*ns));
+    uint32_t i;
 
-    if (r->count < r->slot_cap)
-        return 0;
-    ncap = r->slot_cap ? r->slot_cap * 2 : RING_MIN_SLOTS;
-    ns = malloc((size_t)ncap * sizeof(*ns));
     if (ns == NULL)
         return -1;
     for (i = 0; i < r->count; i++)
@@ -145,6 +142,14 @@ static int ring_reserve_slot(struct ring *r)
     r->slot_cap = ncap;
     r->slot_first = 0;
     return 0;
+}
+
+/* Makes room in the index for one more slot; returns -1 on memory exhaustion. */
+static int ring_reserve_slot(struct ring *r)
+{
+    if (r->count < r->slot_cap)
+        return 0;
+    return ring_resize_slots(r, r->slot_cap ? r->slot_cap * 2 : RING_MIN_SLOTS);
 }
 
 uint64_t ring_append(struct ring *r, const void *data, size_t len, int64_t at_unix_ms)
@@ -191,6 +196,30 @@ uint64_t ring_append(struct ring *r, const void *data, size_t len, int64_t at_un
     r->count++;
     r->retained += charge;
     return r->next_seq++;
+}
+
+size_t ring_trim(struct ring *r, size_t keep)
+{
+    size_t before = ring_heap_bytes(r);
+    size_t live;
+    uint32_t ncap = RING_MIN_SLOTS;
+
+    while (r->count > 0 && r->retained > keep)
+        ring_evict_oldest(r);
+    if (r->count == 0) {
+        ring_free(r); /* next_seq survives: seqs are never reused */
+        return before;
+    }
+    live = r->retained - (size_t)r->count * RING_SLOT_BYTES;
+    if (live < RING_MIN_CAP)
+        live = RING_MIN_CAP;
+    if (live < r->cap)
+        (void)ring_grow(r, (uint32_t)live); /* moves the entries to a smaller buffer */
+    while (ncap < r->count)
+        ncap *= 2;
+    if (ncap < r->slot_cap)
+        (void)ring_resize_slots(r, ncap);
+    return before - ring_heap_bytes(r);
 }
 
 uint64_t ring_oldest_seq(const struct ring *r)

@@ -87,6 +87,14 @@ enum ring_status ring_cursor_check(const struct ring *r, uint64_t after_seq);
  * (all of them when fewer are retained); N 0 gives the live cursor. */
 uint64_t ring_tail_cursor(const struct ring *r, uint64_t n);
 
+/* Evicts the oldest entries until the summed charge is at most KEEP bytes,
+ * then moves what is left into buffers just big enough for it, so the
+ * memory is given back (KEEP 0 frees both buffers).  Seqs are unchanged: a
+ * reader behind the new oldest entry gets RING_EVICTED.  Returns the heap
+ * bytes released; when memory for the smaller buffers runs out the entries
+ * are still evicted and only the compaction is skipped. */
+size_t ring_trim(struct ring *r, size_t keep);
+
 /* Oldest retained seq, or 0 when the ring is empty. */
 uint64_t ring_oldest_seq(const struct ring *r);
 /* Last seq assigned, or 0 before the first append (the live cursor). */

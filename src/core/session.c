@@ -23,10 +23,80 @@ static uint64_t session_hash(const char *id, size_t len)
     return h;
 }
 
+/* Unlinks S from the LRU list. */
+static void lru_unlink(struct session *s)
+{
+    struct session_registry *reg = s->reg;
+
+    if (s->lru_prev != NULL)
+        s->lru_prev->lru_next = s->lru_next;
+    else
+        reg->lru_head = s->lru_next;
+    if (s->lru_next != NULL)
+        s->lru_next->lru_prev = s->lru_prev;
+    else
+        reg->lru_tail = s->lru_prev;
+    s->lru_prev = s->lru_next = NULL;
+}
+
+/* Makes S the most recently appended-to session. */
+static void lru_push(struct session *s)
+{
+    struct session_registry *reg = s->reg;
+
+    s->lru_prev = reg->lru_tail;
+    s->lru_next = NULL;
+    if (reg->lru_tail != NULL)
+        reg->lru_tail->lru_next = s;
+    else
+        reg->lru_head = s;
+    reg->lru_tail = s;
+}
+
+/* Trims the least recently appended-to sessions other than EXCEPT until the
+ * registry's rings fit its budget.  Each victim is trimmed only as far as
+ * the excess needs: first by compaction, then oldest entries first. */
+static void session_enforce_budget(struct session_registry *reg, const struct session *except)
+{
+    struct session *v;
+
+    /* Trimming never unlinks a session, so the walk may go on from V. */
+    for (v = reg->lru_head; v != NULL && reg->log_bytes > reg->log_budget; v = v->lru_next) {
+        size_t heap = ring_heap_bytes(&v->ring);
+        size_t need = reg->log_bytes - reg->log_budget;
+        size_t target = heap > need ? heap - need : 0;
+        size_t retained = ring_retained_bytes(&v->ring);
+        size_t freed;
+
+        if (v == except || heap == 0)
+            continue;
+        freed = ring_trim(&v->ring, target < retained ? target : retained);
+        if (freed == 0)
+            continue;
+        reg->log_bytes -= freed;
+        reg->trimmed_bytes += freed;
+        reg->trimmed_sessions++;
+    }
+}
+
+void session_registry_set_budget(struct session_registry *reg, size_t budget)
+{
+    reg->log_budget = budget;
+    if (budget != 0 && reg->log_bytes > budget)
+        session_enforce_budget(reg, NULL);
+}
+
+size_t session_registry_log_bytes(const struct session_registry *reg)
+{
+    return reg->log_bytes;
+}
+
 static void session_destroy(struct session *s)
 {
     struct session_registry *reg = s->reg;
 
+    lru_unlink(s);
+    reg->log_bytes -= ring_heap_bytes(&s->ring);
     if (s->prev != NULL)
         s->prev->next = s->next;
     else
@@ -49,6 +119,8 @@ void session_registry_free(struct session_registry *reg)
         free(s);
     }
     reg->all = NULL;
+    reg->lru_head = reg->lru_tail = NULL;
+    reg->log_bytes = 0;
     free(reg->buckets);
     reg->buckets = NULL;
     reg->nbuckets = 0;
@@ -148,6 +220,7 @@ int session_open(struct session_registry *reg, const char *id, size_t len, struc
     if (reg->all != NULL)
         reg->all->prev = s;
     reg->all = s;
+    lru_push(s);
     reg->count++;
     *out = s;
     return SESSION_CREATED;
@@ -189,12 +262,21 @@ int session_is_ended(const struct session *s)
 
 uint64_t session_append(struct session *s, const void *frame, size_t len, int64_t at_unix_ms)
 {
+    struct session_registry *reg = s->reg;
+    size_t before = ring_heap_bytes(&s->ring);
     uint64_t seq;
 
     if (s->ended)
         return 0;
     seq = ring_append(&s->ring, frame, len, at_unix_ms);
+    reg->log_bytes = reg->log_bytes - before + ring_heap_bytes(&s->ring);
     if (seq != 0) {
+        if (reg->lru_tail != s) {
+            lru_unlink(s);
+            lru_push(s);
+        }
+        if (reg->log_budget != 0 && reg->log_bytes > reg->log_budget)
+            session_enforce_budget(reg, s);
         watch_list_wake(&s->watchers);
         session_maybe_free(s);
     }

@@ -7,6 +7,14 @@
  * watchers, which drain what they still want and leave; its memory is freed
  * when it has ended and its last watcher has left.
  *
+ * Memory budget: the rings of every session the registry holds (ended ones
+ * still held by a watcher included) are charged against one whole-registry
+ * budget of heap bytes (session_registry_set_budget).  An append that takes
+ * the total past it trims the least recently appended-to sessions first,
+ * oldest entries first, until the total fits again; the session being
+ * appended to is never trimmed for its own append.  A reader whose next
+ * entry was trimmed gets RING_EVICTED, exactly as for the ring's own bound.
+ *
  * Subscribers are intrusive: the RPC layer embeds a struct session_watcher
  * (struct watcher of core/watch.h: a wake callback and links) next to its
  * cursor (a uint64_t seq) in its per-stream state.  session_append() wakes
@@ -31,8 +39,9 @@
 struct session_registry;
 
 struct session {
-    struct session *hnext;       /* hash chain */
-    struct session *prev, *next; /* every session, ended ones included */
+    struct session *hnext;               /* hash chain */
+    struct session *prev, *next;         /* every session, ended ones included */
+    struct session *lru_prev, *lru_next; /* by last append, least recent first */
     struct session_registry *reg;
     uint64_t hash;
     struct ring ring;
@@ -50,6 +59,11 @@ struct session_registry {
     size_t nbuckets;     /* power of two, or 0 before the first open */
     size_t count;        /* sessions in the table (not ended) */
     size_t ring_bound;   /* --agent-log-bytes */
+    struct session *lru_head, *lru_tail;
+    size_t log_bytes;          /* heap bytes of every held session's ring */
+    size_t log_budget;         /* 0: unbounded */
+    uint64_t trimmed_bytes;    /* heap bytes given back to keep the budget */
+    uint64_t trimmed_sessions; /* sessions trimmed to keep the budget */
 };
 
 enum session_open_result {
@@ -61,6 +75,12 @@ enum session_open_result {
 
 /* RING_BOUND 0 means RING_DEFAULT_BOUND.  Allocates nothing. */
 void session_registry_init(struct session_registry *reg, size_t ring_bound);
+/* Bounds the summed ring memory of every held session to BUDGET heap bytes
+ * (0: unbounded); see the header comment.  Trims at once when over it. */
+void session_registry_set_budget(struct session_registry *reg, size_t budget);
+/* Heap bytes of every held session's ring (what the budget bounds). */
+size_t session_registry_log_bytes(const struct session_registry *reg);
+
 /* Frees every session, ended or not.  Watchers must no longer be used. */
 void session_registry_free(struct session_registry *reg);
 /* Live (not ended) sessions. */

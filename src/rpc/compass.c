@@ -20,26 +20,49 @@
 /* A unary call waiting for a Runner's acknowledgement. */
 struct command_wait {
     struct grpc_call *call;
-    uint64_t command_id;
+    struct runner_command *command;
 };
 
-static void command_wait_done(void *arg, int ok, const char *error)
+/* What the caller is told, by what became of its command (docs/limits.md):
+ * UNAVAILABLE means it was not carried out and a retry cannot duplicate it;
+ * DEADLINE_EXCEEDED and UNKNOWN mean it reached the Runner unanswered and
+ * may have been carried out. */
+static void command_wait_done(void *arg, enum runner_outcome outcome, const char *detail)
 {
     struct command_wait *wait = arg;
     char message[300];
 
-    if (ok) {
+    wait->command = NULL;
+    switch (outcome) {
+    case RUNNER_ACKED: {
         static const Compass__V1__SkipBatchWindowResponse empty =
             COMPASS__V1__SKIP_BATCH_WINDOW_RESPONSE__INIT;
         /* Every acknowledged command's response is an empty message. */
         grpc_call_send(wait->call, &empty.base);
         grpc_call_finish(wait->call, GRPC_STATUS_OK, NULL);
-    } else {
-        snprintf(message, sizeof(message), "control dispatch failed: %.200s",
-                 error && error[0] ? error : "the runner refused the command");
-        grpc_call_finish(wait->call, GRPC_STATUS_UNAVAILABLE, message);
+        return;
     }
-    wait->command_id = 0;
+    case RUNNER_REFUSED:
+        snprintf(message, sizeof(message), "control dispatch failed: %.200s",
+                 detail && detail[0] ? detail : "the runner refused the command");
+        grpc_call_finish(wait->call, GRPC_STATUS_UNAVAILABLE, message);
+        return;
+    case RUNNER_NOT_SENT:
+        snprintf(message, sizeof(message), "control dispatch failed: not delivered: %.200s",
+                 detail);
+        grpc_call_finish(wait->call, GRPC_STATUS_UNAVAILABLE, message);
+        return;
+    case RUNNER_UNANSWERED:
+        grpc_call_finish(wait->call, GRPC_STATUS_DEADLINE_EXCEEDED,
+                         "control dispatch unconfirmed: sent to the runner, which did not answer "
+                         "in time; it may have been delivered");
+        return;
+    default:
+        grpc_call_finish(wait->call, GRPC_STATUS_UNKNOWN,
+                         "control dispatch unconfirmed: sent to the runner, whose control stream "
+                         "ended before it answered; it may have been delivered");
+        return;
+    }
 }
 
 static void command_wait_on_close(struct grpc_call *call)
@@ -49,8 +72,8 @@ static void command_wait_on_close(struct grpc_call *call)
 
     if (!wait)
         return;
-    if (wait->command_id)
-        runner_command_abandon(ctx, wait->command_id);
+    if (wait->command)
+        runner_command_abandon(ctx, wait->command);
     free(wait);
 }
 
@@ -61,6 +84,7 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
 {
     struct rpc_context *ctx = grpc_call_door_data(call);
     struct command_wait *wait = calloc(1, sizeof(*wait));
+    int rv;
 
     if (!wait) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -68,11 +92,16 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
     }
     wait->call = call;
     command->session_id = (char *)row->session_id;
-    wait->command_id = runner_command_send(ctx, row->runner_id, command, command_wait_done, wait);
-    if (wait->command_id == 0) {
+    rv = runner_command_send(ctx, row->runner_id, command, command_wait_done, wait, &wait->command);
+    if (rv != RUNNER_SEND_QUEUED) {
         free(wait);
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE,
-                         "control dispatch failed: the session's runner is not connected");
+                         rv == RUNNER_SEND_NOT_CONNECTED
+                             ? "control dispatch failed: the session's runner is not connected"
+                         : rv == RUNNER_SEND_QUEUE_FULL
+                             ? "control dispatch failed: not delivered: the runner's command "
+                               "queue is full"
+                             : "control dispatch failed: not delivered: out of memory");
         return;
     }
     grpc_call_set_user(call, wait);
@@ -176,6 +205,8 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
         grpc_call_finish(call, GRPC_STATUS_NOT_FOUND, "container not found");
         return;
     }
+    if (hub_session_quota(call, container.agent_account_id) != 0)
+        return;
     memset(&spec, 0, sizeof(spec));
     snprintf(spec.container_name, sizeof(spec.container_name), "%s", request->container_name);
     snprintf(spec.owner_account_id, sizeof(spec.owner_account_id), "%s", subject.id);
@@ -193,7 +224,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START;
     command.start = &start;
     command.session_id = session_id;
-    runner_command_send(ctx, container.runner_id, &command, NULL, NULL);
+    runner_command_send(ctx, container.runner_id, &command, NULL, NULL, NULL);
     response.session_id = session_id;
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
@@ -222,7 +253,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP;
     command.stop = &stop;
     command.session_id = row.session_id;
-    runner_command_send(ctx, row.runner_id, &command, NULL, NULL);
+    runner_command_send(ctx, row.runner_id, &command, NULL, NULL, NULL);
     s = session_find(ctx->sessions, row.session_id, strlen(row.session_id));
     if (s) {
         /* STOPPED is the last word: ending without retracting the Stream

@@ -5,7 +5,12 @@
  * the cursor when HTTP/2 wants bytes and defers when caught up.  Appends only
  * wake subscribers; the broadcast path never waits on one.  A subscriber that
  * falls behind the ring (or past --subscriber-buffer-bytes) ends cleanly with
- * OK and the last delivered seq in the agenthub-last-seq trailer. */
+ * OK and the last delivered seq in the agenthub-last-seq trailer.
+ *
+ * Both are guarded (stream_guard.h): when the ownership store changes, an
+ * open stream whose token was revoked ends UNAUTHENTICATED, and a pane
+ * whose caller may no longer view its session ends with the very NOT_FOUND
+ * a fresh SubscribeAgentSession gets, so it reveals nothing more. */
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,6 +22,7 @@
 #include "grpc/grpc.h"
 #include "rpc/compass.h"
 #include "rpc/rpc.h"
+#include "rpc/stream_guard.h"
 #include "store/gate.h"
 #include "store/store.h"
 
@@ -32,10 +38,14 @@ struct pane_subscriber {
     struct rpc_context *ctx;
     struct session *session; /* NULL once detached */
     uint64_t cursor;         /* seq of the last frame queued to the call */
+    struct store_subject subject;
+    struct stream_guard guard;
+    char session_id[STORE_ID_MAX];
 };
 
 static void pane_detach(struct pane_subscriber *sub)
 {
+    stream_guard_remove(sub->ctx->guards, &sub->guard);
     if (sub->session) {
         session_unwatch(sub->session, &sub->watcher);
         sub->session = NULL;
@@ -132,6 +142,27 @@ static void pane_on_writable(struct grpc_call *call)
         pane_pump(sub);
 }
 
+/* The store changed: may the caller still view the session? */
+static void pane_recheck(struct stream_guard *guard)
+{
+    struct pane_subscriber *sub = container_of(guard, struct pane_subscriber, guard);
+    const struct gate_refusal *refusal;
+    int rv;
+
+    if (grpc_call_finished(sub->call))
+        return;
+    if (stream_guard_reauthenticate(sub->ctx->guards, sub->call, &sub->subject) != 0) {
+        pane_detach(sub);
+        return;
+    }
+    rv = gate_may_view(sub->ctx->store, &sub->subject, sub->session_id, NULL);
+    refusal = gate_refusal(rv);
+    if (!refusal)
+        return;
+    pane_detach(sub);
+    stream_guard_end(sub->ctx->guards, sub->call, refusal->status, refusal->message);
+}
+
 static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__SubscribeAgentSessionRequest *request =
@@ -178,6 +209,9 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->call = call;
     sub->ctx = ctx;
     sub->watcher.wake = pane_wake;
+    sub->subject = subject;
+    sub->guard.recheck = pane_recheck;
+    snprintf(sub->session_id, sizeof(sub->session_id), "%s", row.session_id);
     if (request->since_seq > 0) {
         if (ring_cursor_check(ring, request->since_seq) != RING_OK) {
             free(sub);
@@ -193,6 +227,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->session = s;
     session_watch(s, &sub->watcher);
     ctx->counters.subscribers_open++;
+    stream_guard_add(ctx->guards, &sub->guard);
     /* Response headers go out now, so the client knows it is subscribed. */
     grpc_call_add_initial_metadata(call, "agenthub-session", (const uint8_t *)session_id(s),
                                    strlen(session_id(s)));
@@ -226,12 +261,14 @@ struct events_subscriber {
     struct grpc_call *call;
     struct rpc_context *ctx;
     struct store_subject subject;
+    struct stream_guard guard;
     uint64_t cursor;
     int attached;
 };
 
 static void events_detach(struct events_subscriber *sub)
 {
+    stream_guard_remove(sub->ctx->guards, &sub->guard);
     if (sub->attached) {
         bus_unwatch(sub->ctx->bus, &sub->watcher);
         sub->attached = 0;
@@ -368,6 +405,19 @@ static void events_on_writable(struct grpc_call *call)
         events_pump(sub);
 }
 
+/* The store changed: is the caller's token still good?  Which events it
+ * may see is decided per event already (events_visible), so a removed
+ * membership needs nothing here: a fresh call would be accepted too. */
+static void events_recheck(struct stream_guard *guard)
+{
+    struct events_subscriber *sub = container_of(guard, struct events_subscriber, guard);
+
+    if (grpc_call_finished(sub->call))
+        return;
+    if (stream_guard_reauthenticate(sub->ctx->guards, sub->call, &sub->subject) != 0)
+        events_detach(sub);
+}
+
 static void events_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__SubscribeEventsRequest *request =
@@ -393,9 +443,11 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->subject = subject;
     sub->cursor = cursor;
     sub->watcher.wake = events_wake;
+    sub->guard.recheck = events_recheck;
     sub->attached = 1;
     ctx->counters.bus_subscribers_open++;
     bus_watch(ctx->bus, &sub->watcher);
+    stream_guard_add(ctx->guards, &sub->guard);
     grpc_call_set_user(call, sub);
     grpc_call_start_response(call);
     events_pump(sub);

@@ -6,6 +6,10 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
+#include "grpc/grpc.h"
+#include "rpc/runner_control.h"
+#include "rpc/stream_guard.h"
+#include "store/gate.h"
 #include "store/store.h"
 
 struct session *hub_session(struct rpc_context *ctx, const char *session_id)
@@ -14,6 +18,60 @@ struct session *hub_session(struct rpc_context *ctx, const char *session_id)
 
     session_open(ctx->sessions, session_id, strlen(session_id), &s);
     return s;
+}
+
+int hub_session_quota(struct grpc_call *call, const char *agent_account_id)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    char message[200];
+    uint64_t open = 0;
+    int rv;
+
+    if (ctx->config.max_account_sessions == 0)
+        return 0;
+    rv = ctx->store->ops->session_count_open(ctx->store->impl, agent_account_id, &open);
+    if (rv != STORE_OK) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return -1;
+    }
+    if (open < ctx->config.max_account_sessions)
+        return 0;
+    ctx->counters.session_quota_refusals++;
+    snprintf(message, sizeof(message),
+             "the agent account has %llu open sessions, the most allowed; close one first",
+             (unsigned long long)open);
+    grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+    return -1;
+}
+
+void hub_write_metrics(const struct rpc_context *ctx, FILE *out)
+{
+    const struct session_registry *reg = ctx->sessions;
+
+    if (reg)
+        fprintf(out,
+                "# HELP agenthub_session_log_bytes Memory held by every session's log.\n"
+                "# TYPE agenthub_session_log_bytes gauge\n"
+                "agenthub_session_log_bytes %zu\n"
+                "# TYPE agenthub_session_log_budget_bytes gauge\n"
+                "agenthub_session_log_budget_bytes %zu\n"
+                "# HELP agenthub_session_log_trimmed_bytes_total Log bytes of idle sessions "
+                "given back to stay within --session-log-budget-bytes.\n"
+                "# TYPE agenthub_session_log_trimmed_bytes_total counter\n"
+                "agenthub_session_log_trimmed_bytes_total %llu\n"
+                "# TYPE agenthub_session_log_trims_total counter\n"
+                "agenthub_session_log_trims_total %llu\n",
+                reg->log_bytes, reg->log_budget, (unsigned long long)reg->trimmed_bytes,
+                (unsigned long long)reg->trimmed_sessions);
+    fprintf(out,
+            "# HELP agenthub_session_quota_refusals_total New sessions refused by "
+            "--max-sessions-per-account.\n"
+            "# TYPE agenthub_session_quota_refusals_total counter\n"
+            "agenthub_session_quota_refusals_total %llu\n",
+            (unsigned long long)ctx->counters.session_quota_refusals);
+    if (ctx->runners)
+        runner_registry_write_metrics(ctx->runners, out);
+    stream_guards_write_metrics(ctx->guards, out);
 }
 
 enum hub_live hub_live_session(struct rpc_context *ctx, const char *session_id,

@@ -28,6 +28,17 @@ enum hub_live {
     HUB_NOMEM = 3,
 };
 
+/* May one more session of agent account AGENT_ACCOUNT_ID be opened (created,
+ * or a closed one reopened)?  Returns 0; or -1 after finishing CALL with
+ * RESOURCE_EXHAUSTED when the account already has
+ * config.max_account_sessions open sessions, or UNAVAILABLE when the store
+ * cannot count them. */
+int hub_session_quota(struct grpc_call *call, const char *agent_account_id);
+
+/* Prometheus text for the session logs' budget, the open-session cap, the
+ * Runners' command queues and the guarded streams. */
+void hub_write_metrics(const struct rpc_context *ctx, FILE *out);
+
 /* Like hub_session, for producers into an existing session: a session that
  * is not in the registry is reopened only when the store says it is still
  * open, so late frames never resurrect a stopped or closed session. */

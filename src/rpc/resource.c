@@ -170,6 +170,8 @@ static void spawn_agent_session(struct grpc_call *call,
                 return;
             }
             /* A resumed agent (claude --resume) continues its session. */
+            if (existing.closed && hub_session_quota(call, existing.agent_account_id) != 0)
+                return;
             if (existing.closed && ctx->store->ops->session_reopen(
                                        ctx->store->impl, existing.session_id) != STORE_OK) {
                 finish_store_fault(call);
@@ -182,6 +184,8 @@ static void spawn_agent_session(struct grpc_call *call,
             return;
         }
     }
+    if (hub_session_quota(call, parent.agent_account_id) != 0)
+        return;
     rv = ctx->store->ops->agent_session_create(
         ctx->store->impl, request->parent, request->provider, request->native_id,
         subject->kind == STORE_SUBJECT_ACCOUNT ? subject->id : "", &id, session_id);

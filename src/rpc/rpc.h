@@ -19,6 +19,7 @@ struct health_state;
 struct store;
 struct store_subject;
 struct runner_registry;
+struct stream_guards;
 
 struct rpc_config {
     int has_runner_seam;            /* --runner-listen given */
@@ -26,6 +27,9 @@ struct rpc_config {
     size_t max_blob_bytes;          /* one blob */
     size_t subscriber_buffer_bytes; /* a subscriber's backlog before it is dropped */
     uint32_t command_timeout_ms;    /* how long a control command waits for its ack */
+    size_t runner_queue_bytes;      /* a Runner's commands not yet written */
+    uint32_t max_report_sessions;   /* ids in one live-sessions report */
+    uint32_t max_account_sessions;  /* open sessions per agent account; 0: no cap */
 };
 
 /* Counters published on /metrics. */
@@ -43,6 +47,7 @@ struct rpc_counters {
     uint64_t status_changes;
     uint64_t subscribers_open;
     uint64_t bus_subscribers_open;
+    uint64_t session_quota_refusals; /* --max-sessions-per-account */
 };
 struct descriptor_index;
 
@@ -53,6 +58,7 @@ struct rpc_context {
     struct session_registry *sessions;
     struct bus *bus;
     struct runner_registry *runners;
+    struct stream_guards *guards; /* open streams re-checked on store changes */
     struct rpc_config config;
     struct rpc_counters counters;
     struct descriptor_index *descriptors; /* reflection's, built by reflection_register */

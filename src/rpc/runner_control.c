@@ -3,6 +3,7 @@
 
 #include <event2/event.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,23 +12,50 @@
 #include "core/arbiter.h"
 #include "grpc/grpc.h"
 #include "rpc/hub.h"
+#include "rpc/stream_guard.h"
 #include "store/gate.h"
 #include "store/store.h"
+
+/* Charged per queued command on top of its encoding (its bookkeeping and
+ * timer), so a flood of empty commands is bounded too. */
+#define COMMAND_OVERHEAD 256
+/* Written commands a Runner may leave unanswered at once.  Answered-for
+ * ones (late answers still expected) are forgotten first to make room;
+ * when every slot has a waiter, the queue waits for answers. */
+#define INFLIGHT_MAX 256
+
+struct runner_link;
+
+struct runner_command {
+    uint64_t id;
+    struct runner_link *link;
+    runner_command_done done; /* NULL: nobody waits (any more) */
+    void *arg;
+    struct event *timer; /* with a waiter only */
+    uint8_t *bytes;      /* the encoded SessionsResponse until written */
+    size_t len;
+    size_t charge;
+    unsigned written : 1;
+    unsigned answered : 1; /* its waiter was told before the Runner answered */
+    struct runner_command *prev, *next;
+};
+
+/* A doubly linked list of commands. */
+struct command_list {
+    struct runner_command *head, *tail;
+    size_t count;
+};
 
 struct runner_link {
     char id[STORE_ID_MAX];
     struct grpc_call *call;
-    struct runner_link *prev, *next;
-};
-
-struct pending_command {
-    uint64_t id;
-    struct runner_link *runner;
-    runner_command_done done;
-    void *arg;
-    struct event *timer;
     struct rpc_context *ctx;
-    struct pending_command *prev, *next;
+    struct store_subject subject;
+    struct stream_guard guard;
+    struct command_list queue;    /* not yet written, oldest first */
+    struct command_list inflight; /* written, unanswered, oldest first */
+    size_t queued_bytes;
+    struct runner_link *prev, *next;
 };
 
 struct runner_seq {
@@ -41,9 +69,18 @@ struct runner_registry {
     struct event_base *base;
     struct runner_link *links;
     struct runner_seq *seqs;
-    struct pending_command *pending;
     uint64_t next_id;
+    size_t queued_bytes; /* over every Runner */
+    size_t queued;
+    uint64_t queue_full; /* refused at once */
+    uint64_t withdrawn;  /* never written: timed out, abandoned, stream gone */
+    uint64_t unanswered; /* written, the waiter told "may have been delivered" */
+    uint64_t late;       /* answers after the waiter was told */
+    uint64_t unknown;    /* answers matching no remembered command */
+    uint64_t reports_too_big;
 };
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 struct runner_registry *runner_registry_new(struct event_base *base)
 {
@@ -54,42 +91,137 @@ struct runner_registry *runner_registry_new(struct event_base *base)
     return runners;
 }
 
-static void pending_free(struct runner_registry *runners, struct pending_command *command)
+/* --- Command lists --------------------------------------------------------- */
+
+static void list_push(struct command_list *list, struct runner_command *c)
 {
-    if (command->prev)
-        command->prev->next = command->next;
+    c->next = NULL;
+    c->prev = list->tail;
+    if (list->tail)
+        list->tail->next = c;
     else
-        runners->pending = command->next;
-    if (command->next)
-        command->next->prev = command->prev;
-    if (command->timer)
-        event_free(command->timer);
-    free(command);
+        list->head = c;
+    list->tail = c;
+    list->count++;
 }
 
-/* Completes COMMAND once: its waiter hears OK/ERROR, then it is freed. */
-static void pending_complete(struct runner_registry *runners, struct pending_command *command,
-                             int ok, const char *error)
+static void list_unlink(struct command_list *list, struct runner_command *c)
 {
-    runner_command_done done = command->done;
-    void *arg = command->arg;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        list->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        list->tail = c->prev;
+    c->prev = c->next = NULL;
+    list->count--;
+}
 
-    pending_free(runners, command);
+/* Unlinks and returns the oldest command of LIST, or NULL. */
+static struct runner_command *list_pop(struct command_list *list)
+{
+    struct runner_command *c = list->head;
+
+    if (!c)
+        return NULL;
+    list->head = c->next;
+    if (list->head)
+        list->head->prev = NULL;
+    else
+        list->tail = NULL;
+    c->next = NULL;
+    list->count--;
+    return c;
+}
+
+static struct runner_registry *link_registry(const struct runner_link *link)
+{
+    return link->ctx->runners;
+}
+
+/* Unlinks C from whichever list holds it and frees it. */
+static void command_free(struct runner_command *c)
+{
+    struct runner_link *link = c->link;
+
+    if (c->written) {
+        list_unlink(&link->inflight, c);
+    } else {
+        list_unlink(&link->queue, c);
+        link->queued_bytes -= c->charge;
+        link_registry(link)->queued_bytes -= c->charge;
+        link_registry(link)->queued--;
+    }
+    if (c->timer)
+        event_free(c->timer);
+    free(c->bytes);
+    free(c);
+}
+
+/* Tells C's waiter OUTCOME.  A written command told it "may have been
+ * delivered" stays remembered (answered) so a late answer is recognised;
+ * every other command is freed first. */
+static void command_complete(struct runner_command *c, enum runner_outcome outcome,
+                             const char *detail)
+{
+    runner_command_done done = c->done;
+    void *arg = c->arg;
+
+    c->done = NULL;
+    if (c->timer)
+        event_del(c->timer);
+    if (c->written && outcome == RUNNER_UNANSWERED)
+        c->answered = 1;
+    else
+        command_free(c);
     if (done)
-        done(arg, ok, error);
+        done(arg, outcome, detail);
+}
+
+/* Ends every command of LINK: queued ones were never sent, written ones
+ * with a waiter are lost, the rest are forgotten. */
+static void link_fail_commands(struct runner_link *link, const char *why)
+{
+    struct runner_registry *runners = link_registry(link);
+    struct runner_command *c;
+
+    while ((c = list_pop(&link->queue)) != NULL) {
+        runner_command_done done = c->done;
+        void *arg = c->arg;
+        link->queued_bytes -= c->charge;
+        runners->queued_bytes -= c->charge;
+        runners->queued--;
+        if (c->timer)
+            event_free(c->timer);
+        free(c->bytes);
+        free(c);
+        if (done) {
+            runners->withdrawn++;
+            done(arg, RUNNER_NOT_SENT, why);
+        }
+    }
+    while ((c = list_pop(&link->inflight)) != NULL) {
+        runner_command_done done = c->answered ? NULL : c->done;
+        void *arg = c->arg;
+        if (c->timer)
+            event_free(c->timer);
+        free(c->bytes);
+        free(c);
+        if (done)
+            done(arg, RUNNER_LOST, why);
+    }
 }
 
 void runner_registry_free(struct runner_registry *runners)
 {
     if (!runners)
         return;
-    for (struct pending_command *c = runners->pending, *next; c; c = next) {
-        next = c->next;
-        pending_complete(runners, c, 0, "server stopping");
-    }
     while (runners->links) {
         struct runner_link *link = runners->links;
         runners->links = link->next;
+        link_fail_commands(link, "the server is stopping");
         free(link);
     }
     while (runners->seqs) {
@@ -150,79 +282,213 @@ void runner_seq_persist(struct rpc_context *ctx, const char *runner_id)
     }
 }
 
+/* --- Sending ------------------------------------------------------------- */
+
 static void on_command_timeout(evutil_socket_t fd, short what, void *arg)
 {
-    struct pending_command *command = arg;
+    struct runner_command *c = arg;
+    struct runner_link *link = c->link;
+    struct runner_registry *runners = link_registry(link);
 
-    pending_complete(command->ctx->runners, command, 0, "the runner did not answer in time");
+    if (!c->written) {
+        runners->withdrawn++;
+        command_complete(c, RUNNER_NOT_SENT, "the runner did not take it in time");
+        return;
+    }
+    runners->unanswered++;
+    log_warn("runner %s: request %" PRIu64 " was sent but not answered in time", link->id, c->id);
+    command_complete(c, RUNNER_UNANSWERED, "the runner did not answer in time");
+    /* Its in-flight slot may now be reused. */
+    if (link->queue.head)
+        grpc_call_want_writable(link->call);
 }
 
-uint64_t runner_command_send(struct rpc_context *ctx, const char *runner_id,
-                             Compass__V1__SessionsResponse *message, runner_command_done done,
-                             void *arg)
+int runner_command_send(struct rpc_context *ctx, const char *runner_id,
+                        Compass__V1__SessionsResponse *message, runner_command_done done, void *arg,
+                        struct runner_command **handle)
 {
     struct runner_registry *runners = ctx->runners;
     struct runner_link *link = link_find(runners, runner_id);
-    struct pending_command *command;
+    struct runner_command *c;
     char request_id[24];
-    struct timeval timeout;
+    size_t len, charge;
 
+    if (handle)
+        *handle = NULL;
     if (!link)
-        return 0;
-    command = calloc(1, sizeof(*command));
-    if (!command)
-        return 0;
-    command->id = ++runners->next_id;
-    command->runner = link;
-    command->done = done;
-    command->arg = arg;
-    command->ctx = ctx;
-    command->timer = evtimer_new(runners->base, on_command_timeout, command);
-    snprintf(request_id, sizeof(request_id), "%" PRIu64, command->id);
+        return RUNNER_SEND_NOT_CONNECTED;
+    snprintf(request_id, sizeof(request_id), "%" PRIu64, runners->next_id + 1);
     message->request_id = request_id;
-    if (!command->timer || grpc_call_send(link->call, &message->base) != 0) {
-        if (command->timer)
-            event_free(command->timer);
-        free(command);
-        return 0;
+    len = protobuf_c_message_get_packed_size(&message->base);
+    charge = len + COMMAND_OVERHEAD;
+    /* One command alone always fits, so the largest message a caller may
+     * send can still reach a Runner that keeps up. */
+    if (link->queue.count > 0 && link->queued_bytes + charge > ctx->config.runner_queue_bytes) {
+        runners->queue_full++;
+        if (!done) /* nobody waits to hear it: say so here */
+            log_warn("runner %s: its command queue is full; a command for session %.128s was "
+                     "dropped",
+                     link->id, message->session_id);
+        return RUNNER_SEND_QUEUE_FULL;
     }
-    timeout.tv_sec = ctx->config.command_timeout_ms / 1000;
-    timeout.tv_usec = (ctx->config.command_timeout_ms % 1000) * 1000;
-    event_add(command->timer, &timeout);
-    command->next = runners->pending;
-    if (command->next)
-        command->next->prev = command;
-    runners->pending = command;
-    return command->id;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return RUNNER_SEND_NOMEM;
+    c->bytes = malloc(len ? len : 1);
+    c->timer = done ? evtimer_new(runners->base, on_command_timeout, c) : NULL;
+    if (!c->bytes || (done && !c->timer)) {
+        if (c->timer)
+            event_free(c->timer);
+        free(c->bytes);
+        free(c);
+        return RUNNER_SEND_NOMEM;
+    }
+    protobuf_c_message_pack(&message->base, c->bytes);
+    c->id = ++runners->next_id;
+    c->link = link;
+    c->done = done;
+    c->arg = arg;
+    c->len = len;
+    c->charge = charge;
+    list_push(&link->queue, c);
+    link->queued_bytes += charge;
+    runners->queued_bytes += charge;
+    runners->queued++;
+    if (c->timer) {
+        struct timeval timeout = {ctx->config.command_timeout_ms / 1000,
+                                  (ctx->config.command_timeout_ms % 1000) * 1000};
+        event_add(c->timer, &timeout);
+    }
+    grpc_call_want_writable(link->call);
+    if (handle)
+        *handle = c;
+    return RUNNER_SEND_QUEUED;
 }
 
-void runner_command_abandon(struct rpc_context *ctx, uint64_t command_id)
+void runner_command_abandon(struct rpc_context *ctx, struct runner_command *c)
 {
-    for (struct pending_command *c = ctx->runners->pending; c; c = c->next)
-        if (c->id == command_id) {
-            pending_free(ctx->runners, c);
-            return;
+    if (!c)
+        return;
+    c->done = NULL;
+    if (c->timer)
+        event_del(c->timer);
+    if (!c->written) {
+        ctx->runners->withdrawn++;
+        command_free(c);
+        return;
+    }
+    c->answered = 1;
+    if (c->link->queue.head)
+        grpc_call_want_writable(c->link->call);
+}
+
+/* Writes LINK's oldest queued command if the Runner may take one more.
+ * Called when the stream's send queue is empty and HTTP/2 wants bytes. */
+static void link_write_next(struct runner_link *link)
+{
+    struct runner_command *c = link->queue.head;
+
+    if (!c)
+        return;
+    if (link->inflight.count >= INFLIGHT_MAX) {
+        struct runner_command *old = link->inflight.head;
+        while (old && old->done)
+            old = old->next;
+        if (!old)
+            return; /* every slot has a waiter: an answer or a timeout frees one */
+        command_free(old);
+    }
+    if (grpc_call_send_encoded(link->call, NULL, 0, c->bytes, c->len) != 0) {
+        if (c->done)
+            link_registry(link)->withdrawn++;
+        command_complete(c, RUNNER_NOT_SENT, "the runner's control stream cannot take it");
+        return;
+    }
+    list_unlink(&link->queue, c);
+    link->queued_bytes -= c->charge;
+    link_registry(link)->queued_bytes -= c->charge;
+    link_registry(link)->queued--;
+    free(c->bytes);
+    c->bytes = NULL;
+    c->written = 1;
+    list_push(&link->inflight, c);
+}
+
+/* The Runner answered request REQUEST_ID. */
+static void link_answer(struct runner_link *link, const Compass__V1__SessionsRequest *answer)
+{
+    struct runner_registry *runners = link_registry(link);
+    char *end;
+    uint64_t id = strtoull(answer->request_id, &end, 10);
+
+    for (struct runner_command *c = link->inflight.head; c && *end == '\0'; c = c->next) {
+        if (c->id != id)
+            continue;
+        if (c->answered) {
+            runners->late++;
+            log_warn("runner %s answered request %" PRIu64 " (%s) after its caller was told it "
+                     "may not have been delivered",
+                     link->id, id, answer->ok ? "carried out" : "refused");
+            command_free(c);
+        } else if (c->done) {
+            command_complete(c, answer->ok ? RUNNER_ACKED : RUNNER_REFUSED, answer->error);
+        } else {
+            if (!answer->ok)
+                log_info("runner %s refused request %" PRIu64 ": %.200s", link->id, id,
+                         answer->error);
+            command_free(c);
         }
+        if (link->queue.head)
+            grpc_call_want_writable(link->call);
+        return;
+    }
+    runners->unknown++;
+    log_debug("runner %s answered unknown request %.40s", link->id, answer->request_id);
 }
 
 /* --- RunnerService/Sessions --------------------------------------------- */
 
-static void link_drop(struct rpc_context *ctx, struct runner_link *link, const char *why)
+static void link_unlink(struct runner_registry *runners, struct runner_link *link)
 {
-    struct runner_registry *runners = ctx->runners;
-    struct pending_command *command, *next;
-
-    for (command = runners->pending; command; command = next) {
-        next = command->next;
-        if (command->runner == link)
-            pending_complete(runners, command, 0, why);
-    }
     if (link->prev)
         link->prev->next = link->next;
     else
         runners->links = link->next;
     if (link->next)
         link->next->prev = link->prev;
+    link->prev = link->next = NULL;
+}
+
+/* LINK's stream is over: its commands end, and every session its Runner
+ * hosts is announced unreachable (except those whose agent already
+ * stopped: "stopped" stays their last word).  Frees LINK. */
+static void link_close(struct rpc_context *ctx, struct runner_link *link, const char *why)
+{
+    grpc_call_set_user(link->call, NULL);
+    stream_guard_remove(ctx->guards, &link->guard);
+    link_fail_commands(link, why);
+    link_unlink(ctx->runners, link);
+    for (struct session *s = session_first(ctx->sessions); s; s = session_next(s)) {
+        const char *binding = session_binding(s);
+        enum arbiter_state state = arbiter_state(session_arbiter(s));
+        if (binding && strcmp(binding, link->id) == 0 && state != ARBITER_STOPPED &&
+            state != ARBITER_ERRORED)
+            hub_announce_state(ctx, s, ARBITER_DISCONNECTED);
+    }
+    free(link);
+}
+
+/* The token of an open control stream was revoked (or the store cannot
+ * say): it ends as a fresh call would be refused. */
+static void sessions_recheck(struct stream_guard *guard)
+{
+    struct runner_link *link = container_of(guard, struct runner_link, guard);
+    struct rpc_context *ctx = link->ctx;
+
+    if (stream_guard_reauthenticate(ctx->guards, link->call, &link->subject) == 0)
+        return;
+    log_info("runner %s: its Sessions stream is no longer authorized; ended", link->id);
+    link_close(ctx, link, "the runner's control stream was ended");
 }
 
 static void sessions_on_start(struct grpc_call *call)
@@ -239,40 +505,111 @@ static void sessions_on_start(struct grpc_call *call)
         return;
     }
     old = link_find(ctx->runners, subject.id);
-    if (old) {
-        /* One control stream per Runner: the newest wins. */
-        log_info("runner %s opened a second Sessions stream; closing the first", subject.id);
-        link_drop(ctx, old, "the runner's control stream was replaced");
-        grpc_call_set_user(old->call, NULL);
-        grpc_call_finish(old->call, GRPC_STATUS_ABORTED,
-                         "replaced by a newer Sessions stream from the same runner");
-        free(old);
-    }
     snprintf(link->id, sizeof(link->id), "%s", subject.id);
     link->call = call;
+    link->ctx = ctx;
+    link->subject = subject;
+    link->guard.recheck = sessions_recheck;
     link->next = ctx->runners->links;
     if (link->next)
         link->next->prev = link;
     ctx->runners->links = link;
+    if (old) {
+        /* One control stream per Runner: the newest wins. */
+        log_info("runner %s opened a second Sessions stream; closing the first", subject.id);
+        grpc_call_set_user(old->call, NULL);
+        stream_guard_remove(ctx->guards, &old->guard);
+        link_fail_commands(old, "the runner's control stream was replaced");
+        link_unlink(ctx->runners, old);
+        grpc_call_finish(old->call, GRPC_STATUS_ABORTED,
+                         "replaced by a newer Sessions stream from the same runner");
+        free(old);
+    }
     grpc_call_set_user(call, link);
+    stream_guard_add(ctx->guards, &link->guard);
+    /* Headers now: the stream is a pull-style producer from here on. */
+    grpc_call_start_response(call);
     log_info("runner %s connected its Sessions stream", link->id);
 }
 
-/* The Runner's report of the sessions it hosts: each bound one is live
- * again, and its subscribers hear its current state. */
-static void sessions_report(struct rpc_context *ctx, struct runner_link *link,
-                            const Compass__V1__SessionsRequest *report)
+static int id_compare(const void *a, const void *b)
 {
-    for (size_t i = 0; i < report->n_live_sessions; i++) {
-        const char *sid = report->live_sessions[i];
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A report being checked against the store's sessions of its Runner. */
+struct report_check {
+    char **ids; /* the reported ids, sorted */
+    size_t n;
+    uint8_t *found; /* per id: 0 not this Runner's, 1 open, 2 closed */
+};
+
+static int report_row(const struct store_session *row, void *arg)
+{
+    struct report_check *check = arg;
+    const char *key = row->session_id;
+    char **hit = bsearch(&key, check->ids, check->n, sizeof(*check->ids), id_compare);
+
+    if (hit)
+        check->found[hit - check->ids] = row->closed ? 2 : 1;
+    return 0;
+}
+
+/* The Runner's report of the sessions it hosts: each one bound to it is
+ * live again, and its subscribers hear its current state.  One store read
+ * answers the whole report.  Returns 0, or -1 after ending the stream (a
+ * report over --max-report-sessions). */
+static int sessions_report(struct rpc_context *ctx, struct runner_link *link,
+                           const Compass__V1__SessionsRequest *report)
+{
+    struct report_check check = {NULL, report->n_live_sessions, NULL};
+    char message[160];
+    int rv;
+
+    if (report->n_live_sessions > ctx->config.max_report_sessions) {
+        ctx->runners->reports_too_big++;
+        log_warn("runner %s reported %zu live sessions; at most %u are accepted", link->id,
+                 report->n_live_sessions, ctx->config.max_report_sessions);
+        snprintf(message, sizeof(message),
+                 "the live-sessions report lists %zu sessions; at most %u are accepted",
+                 report->n_live_sessions, ctx->config.max_report_sessions);
+        grpc_call_finish(link->call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+        link_close(ctx, link, "the runner's control stream was ended");
+        return -1;
+    }
+    if (check.n == 0)
+        return 0;
+    check.ids = malloc(check.n * sizeof(*check.ids));
+    check.found = calloc(check.n, 1);
+    if (!check.ids || !check.found) {
+        log_warn("runner %s: out of memory checking its live-sessions report", link->id);
+        goto out;
+    }
+    memcpy(check.ids, report->live_sessions, check.n * sizeof(*check.ids));
+    qsort(check.ids, check.n, sizeof(*check.ids), id_compare);
+    rv = ctx->store->ops->runner_sessions(ctx->store->impl, link->id, report_row, &check);
+    if (rv != STORE_OK) {
+        log_warn("runner %s: cannot check its live-sessions report now (%s)", link->id,
+                 store_rc_name(rv));
+        goto out;
+    }
+    for (size_t i = 0; i < check.n; i++) {
+        const char *sid = check.ids[i];
         struct session *s;
-        if (gate_session_bound(ctx->store, link->id, sid) != GATE_BOUND)
-            continue; /* not this Runner's (or unverifiable): never adopt it */
-        if (hub_live_session(ctx, sid, &s) != HUB_LIVE)
-            continue; /* ended (never reopened), or unverifiable */
+        if (!check.found[i])
+            continue; /* not this Runner's: never adopt it */
+        s = session_find(ctx->sessions, sid, strlen(sid));
+        if (!s && check.found[i] == 2)
+            continue; /* ended: never reopened by a report */
+        if (!s && !(s = hub_session(ctx, sid)))
+            continue;
         session_bind(s, link->id);
         hub_announce_derived(ctx, s);
     }
+out:
+    free(check.ids);
+    free(check.found);
+    return 0;
 }
 
 static void sessions_on_message(struct grpc_call *call, const ProtobufCMessage *message)
@@ -280,22 +617,21 @@ static void sessions_on_message(struct grpc_call *call, const ProtobufCMessage *
     struct rpc_context *ctx = grpc_call_door_data(call);
     const Compass__V1__SessionsRequest *request = (const Compass__V1__SessionsRequest *)message;
     struct runner_link *link = grpc_call_user(call);
-    char *end;
-    uint64_t id;
 
     if (!link)
         return;
-    if (request->request_id[0] == '\0') {
+    if (request->request_id[0] == '\0')
         sessions_report(ctx, link, request);
-        return;
-    }
-    id = strtoull(request->request_id, &end, 10);
-    for (struct pending_command *c = ctx->runners->pending; c; c = c->next)
-        if (*end == '\0' && c->id == id && c->runner == link) {
-            pending_complete(ctx->runners, c, request->ok, request->error);
-            return;
-        }
-    log_debug("runner %s answered unknown request %s", link->id, request->request_id);
+    else
+        link_answer(link, request);
+}
+
+static void sessions_on_writable(struct grpc_call *call)
+{
+    struct runner_link *link = grpc_call_user(call);
+
+    if (link)
+        link_write_next(link);
 }
 
 static void sessions_on_half_close(struct grpc_call *call)
@@ -311,17 +647,37 @@ static void sessions_on_close(struct grpc_call *call)
     if (!link)
         return;
     log_info("runner %s disconnected its Sessions stream", link->id);
-    link_drop(ctx, link, "the runner disconnected");
-    /* Every session this Runner hosts is now unreachable, except those
-     * whose agent already stopped: "stopped" stays their last word. */
-    for (struct session *s = session_first(ctx->sessions); s; s = session_next(s)) {
-        const char *binding = session_binding(s);
-        enum arbiter_state state = arbiter_state(session_arbiter(s));
-        if (binding && strcmp(binding, link->id) == 0 && state != ARBITER_STOPPED &&
-            state != ARBITER_ERRORED)
-            hub_announce_state(ctx, s, ARBITER_DISCONNECTED);
-    }
-    free(link);
+    link_close(ctx, link, "the runner disconnected");
+}
+
+void runner_registry_write_metrics(const struct runner_registry *r, FILE *out)
+{
+    fprintf(out,
+            "# HELP agenthub_runner_commands_queued Control commands waiting to be written.\n"
+            "# TYPE agenthub_runner_commands_queued gauge\n"
+            "agenthub_runner_commands_queued %zu\n"
+            "# TYPE agenthub_runner_command_queue_bytes gauge\n"
+            "agenthub_runner_command_queue_bytes %zu\n"
+            "# HELP agenthub_runner_commands_total Control commands that did not simply "
+            "succeed, by what the caller was told.\n"
+            "# TYPE agenthub_runner_commands_total counter\n"
+            "agenthub_runner_commands_total{outcome=\"queue_full\"} %llu\n"
+            "agenthub_runner_commands_total{outcome=\"withdrawn\"} %llu\n"
+            "agenthub_runner_commands_total{outcome=\"unanswered\"} %llu\n"
+            "# HELP agenthub_runner_late_answers_total Runner answers that came after the "
+            "caller was told the command may not have been delivered.\n"
+            "# TYPE agenthub_runner_late_answers_total counter\n"
+            "agenthub_runner_late_answers_total %llu\n"
+            "# TYPE agenthub_runner_unknown_answers_total counter\n"
+            "agenthub_runner_unknown_answers_total %llu\n"
+            "# HELP agenthub_runner_reports_refused_total Live-sessions reports over "
+            "--max-report-sessions.\n"
+            "# TYPE agenthub_runner_reports_refused_total counter\n"
+            "agenthub_runner_reports_refused_total %llu\n",
+            r->queued, r->queued_bytes, (unsigned long long)r->queue_full,
+            (unsigned long long)r->withdrawn, (unsigned long long)r->unanswered,
+            (unsigned long long)r->late, (unsigned long long)r->unknown,
+            (unsigned long long)r->reports_too_big);
 }
 
 const struct grpc_method runner_sessions_method = {
@@ -331,5 +687,6 @@ const struct grpc_method runner_sessions_method = {
     .on_start = sessions_on_start,
     .on_message = sessions_on_message,
     .on_half_close = sessions_on_half_close,
+    .on_writable = sessions_on_writable,
     .on_close = sessions_on_close,
 };

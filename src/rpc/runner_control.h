@@ -1,22 +1,49 @@
 /* runner_control: the connected Runners and the commands sent to them over
  * their Sessions control streams.
  *
- * One Sessions stream per Runner; a second replaces the first.  A command
- * carries a request_id; the Runner answers with a SessionsRequest of the same
- * request_id, which completes the command.  A command whose Runner is gone,
- * whose stream drops, or that waits past the timeout completes as failed. */
+ * One Sessions stream per Runner; a second replaces the first.  Commands
+ * wait in the Runner's own queue, bounded by --runner-queue-bytes, until
+ * the stream can take one: the stream is a pull-style producer that writes
+ * the next command only when its send queue is empty and HTTP/2 wants
+ * bytes, so a Runner that stops reading holds at most one command in the
+ * transport.  Every command carries a request_id; the Runner answers with a
+ * SessionsRequest of the same request_id.
+ *
+ * What a waiter learns (enum runner_outcome) is exact about delivery: a
+ * command still queued when its waiter gives up, times out or the stream
+ * ends is withdrawn and never written later (RUNNER_NOT_SENT); a command
+ * already written but not answered is reported as such (RUNNER_UNANSWERED,
+ * RUNNER_LOST), and an answer that arrives after that is logged and counted
+ * as late, never passed on silently. */
 #ifndef AGENTHUB_RUNNER_CONTROL_H
 #define AGENTHUB_RUNNER_CONTROL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "compass/v1/services.pb-c.h"
 #include "rpc/rpc.h"
 
 struct event_base;
+struct runner_command;
 
-/* OK is 1 when the Runner acknowledged with ok; ERROR is its text. */
-typedef void (*runner_command_done)(void *arg, int ok, const char *error);
+enum runner_outcome {
+    RUNNER_ACKED = 0,      /* the Runner answered ok: carried out */
+    RUNNER_REFUSED = 1,    /* the Runner answered not ok: not carried out (DETAIL says why) */
+    RUNNER_NOT_SENT = 2,   /* withdrawn unwritten: the Runner never saw it */
+    RUNNER_UNANSWERED = 3, /* written, no answer within the timeout: may have been carried out */
+    RUNNER_LOST = 4,       /* written, the stream ended before an answer: the same */
+};
+
+/* DETAIL is the Runner's error text (REFUSED) or why (the others). */
+typedef void (*runner_command_done)(void *arg, enum runner_outcome outcome, const char *detail);
+
+enum runner_send_rc {
+    RUNNER_SEND_QUEUED = 0,
+    RUNNER_SEND_NOT_CONNECTED = 1, /* no Sessions stream from that Runner */
+    RUNNER_SEND_QUEUE_FULL = 2,    /* its queue is at --runner-queue-bytes */
+    RUNNER_SEND_NOMEM = 3,
+};
 
 struct runner_registry *runner_registry_new(struct event_base *base);
 void runner_registry_free(struct runner_registry *runners);
@@ -24,15 +51,22 @@ void runner_registry_free(struct runner_registry *runners);
 /* 1 when RUNNER_ID has a Sessions stream open. */
 int runner_connected(const struct runner_registry *runners, const char *runner_id);
 
-/* Sends COMMAND (its request_id is filled in here) to RUNNER_ID.  DONE runs
- * exactly once, later, unless the command is abandoned first.  Returns the
- * command's id (nonzero), or 0 when the Runner is not connected. */
-uint64_t runner_command_send(struct rpc_context *ctx, const char *runner_id,
-                             Compass__V1__SessionsResponse *command, runner_command_done done,
-                             void *arg);
+/* Queues COMMAND for RUNNER_ID; its request_id is filled in here and it is
+ * encoded at once, so the message may be freed on return.  With DONE, DONE
+ * runs exactly once, later, with the outcome, unless the command is
+ * abandoned first; an unwritten command is withdrawn at
+ * config.command_timeout_ms.  Without DONE (the Runner learns of a start
+ * or stop; nobody waits) it stays queued until written or the stream ends.
+ * Returns RUNNER_SEND_QUEUED with *HANDLE set (HANDLE may be NULL), or why
+ * nothing was queued (DONE will not run). */
+int runner_command_send(struct rpc_context *ctx, const char *runner_id,
+                        Compass__V1__SessionsResponse *command, runner_command_done done, void *arg,
+                        struct runner_command **handle);
 
-/* The waiter went away: DONE will not run. */
-void runner_command_abandon(struct rpc_context *ctx, uint64_t command_id);
+/* The waiter went away: DONE will not run.  A command not yet written is
+ * withdrawn; a written one is remembered until its answer, which is then
+ * counted as late. */
+void runner_command_abandon(struct rpc_context *ctx, struct runner_command *command);
 
 /* The last runner_seq accepted from RUNNER_ID, read from the store on first
  * use and kept in memory after.  Returns 0 with *SLOT set, or -1 when the
@@ -42,6 +76,10 @@ int runner_seq_slot(struct rpc_context *ctx, const char *runner_id, uint64_t **s
 /* Writes RUNNER_ID's last accepted runner_seq to the store (best effort; a
  * failure is logged and retried at the next persist). */
 void runner_seq_persist(struct rpc_context *ctx, const char *runner_id);
+
+/* Prometheus text: queued commands and bytes, refusals, withdrawals,
+ * unanswered commands, late answers, refused reports. */
+void runner_registry_write_metrics(const struct runner_registry *runners, FILE *out);
 
 /* RunnerService/Sessions. */
 extern const struct grpc_method runner_sessions_method;

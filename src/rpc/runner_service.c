@@ -7,6 +7,7 @@
  * session's binding (FAILED_PRECONDITION, one constant for unknown and
  * foreign), a binding read fault (UNAVAILABLE), then the target (NOT_FOUND).
  * Nothing is delegated before the binding is verified. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "rpc/hub.h"
 #include "rpc/rpc.h"
 #include "rpc/runner_control.h"
+#include "rpc/stream_guard.h"
 #include "store/blob.h"
 #include "store/gate.h"
 #include "store/store.h"
@@ -83,7 +85,30 @@ struct publish_stream {
     uint64_t unpersisted;
     char bound_session[STORE_ID_MAX];
     int64_t bound_at_ms;
+    struct grpc_call *call;
+    struct rpc_context *ctx;
+    struct store_subject subject;
+    struct stream_guard guard;
 };
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* The store changed: a revoked Runner token ends the stream
+ * UNAUTHENTICATED; a binding that moved is noticed by the next frame,
+ * which is checked afresh instead of trusting the last answer. */
+static void publish_recheck(struct stream_guard *guard)
+{
+    struct publish_stream *stream = container_of(guard, struct publish_stream, guard);
+
+    stream->bound_session[0] = '\0';
+    if (grpc_call_finished(stream->call))
+        return;
+    if (stream_guard_reauthenticate(stream->ctx->guards, stream->call, &stream->subject) != 0) {
+        log_info("runner %s: its PublishEvents stream is no longer authorized; ended",
+                 stream->runner_id);
+        stream_guard_remove(stream->ctx->guards, &stream->guard);
+    }
+}
 
 static void publish_on_start(struct grpc_call *call)
 {
@@ -104,6 +129,11 @@ static void publish_on_start(struct grpc_call *call)
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     }
+    stream->call = call;
+    stream->ctx = ctx;
+    stream->subject = subject;
+    stream->guard.recheck = publish_recheck;
+    stream_guard_add(ctx->guards, &stream->guard);
     grpc_call_set_user(call, stream);
 }
 
@@ -174,8 +204,8 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
     struct session *s;
     int rv;
 
-    if (!stream)
-        return;
+    if (!stream || grpc_call_finished(call))
+        return; /* ended (a revoked token): nothing more is accepted */
     /* The store keeps runner_seq as a signed 64-bit integer. */
     if (request->runner_seq == 0 || request->runner_seq > (uint64_t)INT64_MAX) {
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, RUNNER_SEQ_RANGE_MESSAGE);
@@ -271,6 +301,7 @@ static void publish_on_close(struct grpc_call *call)
 
     if (!stream)
         return;
+    stream_guard_remove(ctx->guards, &stream->guard);
     runner_seq_persist(ctx, stream->runner_id);
     free(stream);
 }

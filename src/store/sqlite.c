@@ -334,6 +334,48 @@ static int sq_session_list(void *impl, const struct store_session_filter *filter
     return rc == SQLITE_DONE ? STORE_OK : sq_read_fault(st, rc);
 }
 
+static int sq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, void *arg)
+{
+    struct sqlite_store *st = impl;
+    struct store_session s;
+    sqlite3_stmt *stmt = sq_read_stmt(st, "store.binding", SQ_SESSION_HOSTED);
+    int rc;
+
+    if (!stmt)
+        return STORE_FAULT;
+    sq_bind(stmt, 1, runner_id);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        read_session_row(stmt, &s);
+        if (cb(&s, arg) != 0) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    sq_release(stmt);
+    return rc == SQLITE_DONE ? STORE_OK : sq_read_fault(st, rc);
+}
+
+static int sq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out)
+{
+    struct sqlite_store *st = impl;
+    sqlite3_stmt *stmt = sq_read_stmt(st, "store.session", SQ_SESSION_COUNT_OPEN);
+    int rc;
+
+    if (!stmt)
+        return STORE_FAULT;
+    sq_bind(stmt, 1, agent_account_id);
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW)
+        *out = (uint64_t)sqlite3_column_int64(stmt, 0);
+    sq_release(stmt);
+    return rc == SQLITE_ROW ? STORE_OK : sq_read_fault(st, rc);
+}
+
+static int sq_change_generation(void *impl, uint64_t *generation)
+{
+    return sq_cache_generation(impl, generation);
+}
+
 static int member_check_db(struct sqlite_store *st, const char *account_id, const char *channel_id)
 {
     sqlite3_stmt *stmt = sq_stmt(st, SQ_MEMBER_CHECK);
@@ -538,10 +580,13 @@ static const struct store_ops sqlite_ops = {
     .resource_get = sq_resource_get,
     .read_begin = sq_read_begin,
     .read_end = sq_read_end,
+    .change_generation = sq_change_generation,
     .session_create = sq_session_create,
     .session_close = sq_session_close,
     .session_reopen = sq_session_reopen,
     .session_list = sq_session_list,
+    .runner_sessions = sq_runner_sessions,
+    .session_count_open = sq_session_count_open,
     .terminal_create = sq_terminal_create,
     .agent_session_create = sq_agent_session_create,
     .resource_close = sq_resource_close,
@@ -639,6 +684,8 @@ int sqlite_store_open(const char *path, struct store **out, char *err, size_t er
     rv = sq_migrate(st->db, err, errlen);
     if (rv != STORE_OK)
         goto fail;
+    /* The baseline of change_generation: changes from here on count. */
+    (void)sq_cache_generation(st, &(uint64_t){0});
     st->base.ops = &sqlite_ops;
     st->base.impl = st;
     *out = &st->base;

@@ -38,6 +38,12 @@ struct sq_cache {
     int off;
     unsigned char walhdr[WAL_HDR_LEN]; /* wal-index header at data_version */
     int have_walhdr;
+    /* change_generation's own watch of data_version. */
+    int64_t watch_version;
+    int watch_have_version;
+    unsigned char watch_walhdr[WAL_HDR_LEN];
+    int watch_have_walhdr;
+    uint64_t generation;
     int scope;         /* read_begin nesting depth */
     int scope_checked; /* the check ran inside the current scope */
     int scope_probed;  /* the file header was checked inside the scope */
@@ -270,6 +276,43 @@ int sq_cache_check(struct sqlite_store *st)
     st->cache->have_walhdr = have_hdr;
     if (st->cache->scope > 0)
         st->cache->scope_checked = 1;
+    return STORE_OK;
+}
+
+int sq_cache_generation(struct sqlite_store *st, uint64_t *generation)
+{
+    struct sq_cache *c = st->cache;
+    unsigned char hdr[WAL_HDR_LEN];
+    int have_hdr = wal_header(st, hdr);
+    sqlite3_stmt *stmt;
+    int64_t v;
+    int rc;
+
+    if (have_hdr && c->watch_have_walhdr && c->watch_have_version &&
+        memcmp(hdr, c->watch_walhdr, WAL_HDR_LEN) == 0) {
+        *generation = c->generation;
+        return STORE_OK;
+    }
+    stmt = sq_stmt(st, SQ_DATA_VERSION);
+    if (!stmt)
+        return STORE_FAULT;
+    rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW) {
+        sq_release(stmt);
+        return sq_read_fault(st, rc);
+    }
+    v = sqlite3_column_int64(stmt, 0);
+    sq_release(stmt);
+    if (c->watch_have_version && c->watch_version != v)
+        c->generation++;
+    c->watch_version = v;
+    c->watch_have_version = 1;
+    /* Copied before data_version was read: a commit in between shows as a
+     * changed header next time, never as a missed change. */
+    if (have_hdr)
+        memcpy(c->watch_walhdr, hdr, WAL_HDR_LEN);
+    c->watch_have_walhdr = have_hdr;
+    *generation = c->generation;
     return STORE_OK;
 }
 

@@ -34,6 +34,13 @@ int sq_cache_header_ok(struct sqlite_store *st);
  * may be served from the cache either). */
 int sq_cache_check(struct sqlite_store *st);
 
+/* store_ops.change_generation: a counter that moves when PRAGMA
+ * data_version does (another connection committed), checked with the same
+ * wal-index header shortcut as sq_cache_check but kept apart from the
+ * cache, so it works with the cache off too.  Returns STORE_OK, or
+ * STORE_FAULT when the database cannot be read. */
+int sq_cache_generation(struct sqlite_store *st, uint64_t *generation);
+
 /* Lookups return STORE_OK / STORE_NOT_FOUND for a cached answer (positive
  * or negative) and STORE_FAULT for "not cached". */
 int sq_cache_session_get(struct sq_cache *c, const char *session_id, struct store_session *out);

@@ -171,6 +171,10 @@ static const char *const sql_text[SQ_COUNT] = {
     [SQ_REMOVE_CONTAINER] = "DELETE FROM containers WHERE name = ?1",
     [SQ_REMOVE_SESSION] = "DELETE FROM sessions WHERE id = ?1",
     [SQ_DATA_VERSION] = "PRAGMA data_version",
+    [SQ_SESSION_HOSTED] = SESSION_COLUMNS "WHERE c.runner_id = ?1",
+    [SQ_SESSION_COUNT_OPEN] = "SELECT count(*) FROM sessions s "
+                              "JOIN containers c ON c.name = s.container_name "
+                              "WHERE c.agent_account_id = ?1 AND s.closed = 0",
 };
 
 const char *sq_sql(enum sq_id id)

@@ -191,6 +191,13 @@ struct store_ops {
     void (*read_begin)(void *impl);
     void (*read_end)(void *impl);
 
+    /* *GENERATION moves (it only grows) whenever another connection, such
+     * as `agenthub admin` in another process, committed since the last
+     * call; this handle's own writes do not move it.  Cheap when nothing
+     * changed (no SQL), so a timer may poll it.  OK, or FAULT when the
+     * database cannot be read. */
+    int (*change_generation)(void *impl, uint64_t *generation);
+
     /* --- sessions and resources --- */
     /* Creates a session; OUT_ID (may be NULL) receives its id.  INVALID if
      * the container or owner does not exist; CONFLICT if the id or
@@ -205,6 +212,12 @@ struct store_ops {
     int (*session_reopen)(void *impl, const char *session_id);
     int (*session_list)(void *impl, const struct store_session_filter *filter, store_session_cb cb,
                         void *arg);
+    /* Every session of RUNNER_ID's containers, open and closed, in one
+     * read: a Runner's report of the sessions it hosts is checked against
+     * them all at once, not one read per reported id. */
+    int (*runner_sessions)(void *impl, const char *runner_id, store_session_cb cb, void *arg);
+    /* *OUT = how many sessions of AGENT_ACCOUNT_ID's containers are open. */
+    int (*session_count_open)(void *impl, const char *agent_account_id, uint64_t *out);
     /* A new terminal resource in CONTAINER; INVALID if no such container. */
     int (*terminal_create)(void *impl, const char *container_name, uint64_t *out_id);
     /* A new agent-session resource under terminal PARENT_ID, with its

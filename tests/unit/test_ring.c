@@ -294,6 +294,44 @@ START_TEST(property_lagging_reader_never_skips)
 }
 END_TEST
 
+START_TEST(trim_evicts_oldest_and_gives_memory_back)
+{
+    struct ring r;
+    struct ring_entry e;
+    uint8_t buf[1000];
+    uint64_t i, newest;
+    size_t heap, freed;
+
+    memset(buf, 'x', sizeof(buf));
+    ring_init(&r, 1 << 20);
+    for (i = 0; i < 1000; i++)
+        ring_append(&r, buf, sizeof(buf), (int64_t)i);
+    heap = ring_heap_bytes(&r);
+    newest = ring_newest_seq(&r);
+    /* Keep about a tenth: the oldest go, the newest stay readable in order. */
+    freed = ring_trim(&r, 100 * (sizeof(buf) + RING_SLOT_BYTES));
+    ck_assert_uint_eq(ring_count(&r), 100);
+    ck_assert_uint_eq(ring_newest_seq(&r), newest);
+    ck_assert_uint_eq(ring_oldest_seq(&r), newest - 99);
+    ck_assert_uint_eq(freed, heap - ring_heap_bytes(&r));
+    ck_assert_uint_lt(ring_heap_bytes(&r), heap / 4);
+    ck_assert_int_eq(ring_next(&r, 0, &e), RING_EVICTED);
+    ck_assert_int_eq(ring_next(&r, newest - 100, &e), RING_OK);
+    ck_assert_uint_eq(e.seq, newest - 99);
+    ck_assert_int_eq(e.at_unix_ms, (int64_t)(newest - 100));
+    /* Appends continue with the next seq and regrow as needed. */
+    for (i = 0; i < 500; i++)
+        ck_assert_uint_eq(ring_append(&r, buf, sizeof(buf), 0), newest + 1 + i);
+    /* KEEP 0 frees everything; seqs are never reused. */
+    heap = ring_heap_bytes(&r);
+    ck_assert_uint_eq(ring_trim(&r, 0), heap);
+    ck_assert_uint_eq(ring_heap_bytes(&r), 0);
+    ck_assert_uint_eq(ring_count(&r), 0);
+    ck_assert_uint_eq(ring_append(&r, buf, 10, 0), newest + 501);
+    ring_free(&r);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ring");
@@ -313,6 +351,7 @@ int main(void)
     tcase_add_loop_test(tc, property_random_sizes_respect_bound_and_seq_order, 0, 20);
     tcase_add_test(tc, cursor_check_classifies_resume_points);
     tcase_add_loop_test(tc, property_lagging_reader_never_skips, 0, 5);
+    tcase_add_test(tc, trim_evicts_oldest_and_gives_memory_back);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -270,6 +270,55 @@ START_TEST(iteration_visits_every_live_session_once)
 }
 END_TEST
 
+START_TEST(budget_trims_the_least_recently_appended_sessions_first)
+{
+    struct session_registry reg;
+    struct session *a, *b, *c;
+    struct sub ua;
+    struct ring_entry e;
+    uint8_t frame[4000];
+    int i;
+
+    memset(frame, 'f', sizeof(frame));
+    session_registry_init(&reg, 1 << 20);
+    a = open_id(&reg, "a");
+    b = open_id(&reg, "b");
+    c = open_id(&reg, "c");
+    sub_init(&ua, a);
+    session_watch(a, &ua.w);
+    for (i = 0; i < 200; i++) /* a is filled first: the least recent */
+        session_append(a, frame, sizeof(frame), i);
+    for (i = 0; i < 200; i++)
+        session_append(b, frame, sizeof(frame), i);
+    ck_assert_uint_eq(session_registry_log_bytes(&reg),
+                      ring_heap_bytes(session_ring(a)) + ring_heap_bytes(session_ring(b)));
+    ck_assert_uint_eq(reg.trimmed_bytes, 0);
+    /* A budget of about 1.5 sessions: a, the idlest, pays, b does not. */
+    session_registry_set_budget(&reg, 1200 * 1024);
+    ck_assert_uint_le(session_registry_log_bytes(&reg), 1200 * 1024);
+    ck_assert_uint_eq(ring_count(session_ring(b)), 200);
+    ck_assert_uint_lt(ring_count(session_ring(a)), 200);
+    ck_assert_uint_gt(reg.trimmed_bytes, 0);
+    ck_assert_uint_eq(ring_newest_seq(session_ring(a)), 200);
+    /* The watcher of a, caught up, is unaffected; one from the start is told. */
+    ck_assert_int_eq(ring_next(session_ring(a), ua.cursor, &e), RING_NONE);
+    ck_assert_int_eq(ring_next(session_ring(a), 0, &e), RING_EVICTED);
+    /* c's appends now push out a's, then b's oldest entries, never c's own. */
+    for (i = 0; i < 200; i++) {
+        session_append(c, frame, sizeof(frame), i);
+        ck_assert_uint_le(session_registry_log_bytes(&reg), 1200 * 1024);
+    }
+    ck_assert_uint_eq(ring_count(session_ring(c)), 200);
+    ck_assert_uint_eq(ring_heap_bytes(session_ring(a)), 0);
+    ck_assert_uint_lt(ring_count(session_ring(b)), 200);
+    /* Ending and freeing a session gives its bytes back to the registry. */
+    session_end(b);
+    ck_assert_uint_eq(session_registry_log_bytes(&reg), ring_heap_bytes(session_ring(c)));
+    session_unwatch(a, &ua.w);
+    session_registry_free(&reg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("session");
@@ -288,6 +337,7 @@ int main(void)
     tcase_add_test(tc, ring_bound_applies_per_session);
     tcase_add_test(tc, empty_session_costs_under_1k);
     tcase_add_test(tc, iteration_visits_every_live_session_once);
+    tcase_add_test(tc, budget_trims_the_least_recently_appended_sessions_first);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

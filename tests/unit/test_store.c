@@ -59,6 +59,13 @@ static const struct store_ops *ops(void)
     return fx.s->ops;
 }
 
+static int count_row(const struct store_session *row, void *arg)
+{
+    (void)row;
+    (*(int *)arg)++;
+    return 0;
+}
+
 /* --- schema --- */
 
 START_TEST(fresh_database_is_at_the_current_schema_in_wal_mode)
@@ -568,6 +575,58 @@ START_TEST(named_failpoints_fault_their_reads)
 END_TEST
 #endif
 
+START_TEST(runner_sessions_and_open_counts_are_one_read_each)
+{
+    struct store_session_spec spec = {"", "ctr-1", "alice", "", ""};
+    uint64_t open = 0;
+    int n = 0;
+
+    ck_assert_int_eq(ops()->runner_sessions(fx.s->impl, "runner-1", count_row, &n), STORE_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(ops()->session_count_open(fx.s->impl, "agent-1", &open), STORE_OK);
+    ck_assert_uint_eq(open, 1);
+    ck_assert_int_eq(ops()->session_create(fx.s->impl, &spec, NULL), STORE_OK);
+    ck_assert_int_eq(ops()->session_close(fx.s->impl, "sess-1"), STORE_OK);
+    n = 0;
+    ck_assert_int_eq(ops()->runner_sessions(fx.s->impl, "runner-1", count_row, &n), STORE_OK);
+    ck_assert_int_eq(n, 2); /* closed ones too */
+    ck_assert_int_eq(ops()->session_count_open(fx.s->impl, "agent-1", &open), STORE_OK);
+    ck_assert_uint_eq(open, 1);
+    ck_assert_int_eq(ops()->session_count_open(fx.s->impl, "agent-2", &open), STORE_OK);
+    ck_assert_uint_eq(open, 1);
+    ck_assert_int_eq(ops()->session_count_open(fx.s->impl, "nobody", &open), STORE_OK);
+    ck_assert_uint_eq(open, 0);
+}
+END_TEST
+
+START_TEST(change_generation_moves_for_other_connections_only)
+{
+    struct store *other = store_fixture_second_handle(&fx);
+    uint64_t g0, g1;
+    int changed = 0;
+
+    ck_assert_int_eq(ops()->change_generation(fx.s->impl, &g0), STORE_OK);
+    ck_assert_int_eq(ops()->change_generation(fx.s->impl, &g1), STORE_OK);
+    ck_assert_uint_eq(g0, g1);
+    /* Our own write: no change to report. */
+    ck_assert_int_eq(ops()->member_remove(fx.s->impl, "bob", "chan-a", &changed), STORE_OK);
+    ck_assert_int_eq(ops()->change_generation(fx.s->impl, &g1), STORE_OK);
+    ck_assert_uint_eq(g0, g1);
+    /* Another connection's commit moves it, once. */
+    ck_assert_int_eq(other->ops->member_add(other->impl, "bob", "chan-a", &changed), STORE_OK);
+    ck_assert_int_eq(ops()->change_generation(fx.s->impl, &g1), STORE_OK);
+    ck_assert_uint_gt(g1, g0);
+    ck_assert_int_eq(ops()->change_generation(fx.s->impl, &g0), STORE_OK);
+    ck_assert_uint_eq(g0, g1);
+    /* With the gate cache off, too. */
+    sqlite_store_cache_enable(fx.s, 0);
+    raw_exec(fx.db, "UPDATE tokens SET revoked = 1 WHERE account_id = 'bob'");
+    ck_assert_int_eq(ops()->change_generation(fx.s->impl, &g1), STORE_OK);
+    ck_assert_uint_gt(g1, g0);
+    store_close(other);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -601,6 +660,8 @@ static Suite *store_suite(void)
     tcase_add_test(tc, closing_an_agent_session_resource_closes_its_session);
     tcase_add_test(tc, runner_seq_persists_all_64_bits);
     tcase_add_test(tc, containers_of_a_runner);
+    tcase_add_test(tc, runner_sessions_and_open_counts_are_one_read_each);
+    tcase_add_test(tc, change_generation_moves_for_other_connections_only);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("administration");

@@ -1,0 +1,233 @@
+/* stream_guard: see stream_guard.h. */
+#include "rpc/stream_guard.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "grpc/grpc.h"
+#include "store/auth.h"
+#include "store/gate.h"
+#include "store/store.h"
+
+struct stream_guards {
+    struct event_base *base;
+    struct store *store;
+    struct stream_guard *head;
+    size_t count;
+    struct event *poll;          /* persistent, pending while count > 0 */
+    struct event *step;          /* zero-delay: the next batch of a recheck pass */
+    struct stream_guard *cursor; /* next guard of the pass; NULL: none */
+    int in_pass;
+    int again; /* the store moved again during the pass */
+    uint64_t generation;
+    int have_generation;
+    uint64_t passes;
+    uint64_t ended_unauthenticated;
+    uint64_t ended_not_found;
+    uint64_t ended_other;
+};
+
+static void guards_on_poll(evutil_socket_t fd, short what, void *arg);
+static void guards_on_step(evutil_socket_t fd, short what, void *arg);
+
+struct stream_guards *stream_guards_new(struct event_base *base, struct store *store)
+{
+    struct stream_guards *guards = calloc(1, sizeof(*guards));
+
+    if (!guards)
+        return NULL;
+    guards->base = base;
+    guards->store = store;
+    guards->poll = event_new(base, -1, EV_PERSIST, guards_on_poll, guards);
+    guards->step = evtimer_new(base, guards_on_step, guards);
+    if (!guards->poll || !guards->step) {
+        stream_guards_free(guards);
+        return NULL;
+    }
+    /* The baseline: a change from now on starts a pass. */
+    if (store && store->ops->change_generation &&
+        store->ops->change_generation(store->impl, &guards->generation) == STORE_OK)
+        guards->have_generation = 1;
+    return guards;
+}
+
+void stream_guards_free(struct stream_guards *guards)
+{
+    if (!guards)
+        return;
+    if (guards->poll)
+        event_free(guards->poll);
+    if (guards->step)
+        event_free(guards->step);
+    free(guards);
+}
+
+static void schedule_step(struct stream_guards *guards)
+{
+    static const struct timeval now = {0, 0};
+
+    /* A timer, not event_active: it runs after the loop has polled for
+     * I/O again, so other calls are served between two batches. */
+    evtimer_add(guards->step, &now);
+}
+
+void stream_guard_add(struct stream_guards *guards, struct stream_guard *guard)
+{
+    struct timeval every = {STREAM_GUARD_POLL_MS / 1000, (STREAM_GUARD_POLL_MS % 1000) * 1000};
+
+    if (!guards || guard->linked)
+        return;
+    guard->prev = NULL;
+    guard->next = guards->head;
+    if (guards->head)
+        guards->head->prev = guard;
+    guards->head = guard;
+    guard->linked = 1;
+    if (guards->count++ == 0)
+        evtimer_add(guards->poll, &every);
+}
+
+void stream_guard_remove(struct stream_guards *guards, struct stream_guard *guard)
+{
+    if (!guards || !guard->linked)
+        return;
+    if (guards->cursor == guard)
+        guards->cursor = guard->next;
+    if (guard->prev)
+        guard->prev->next = guard->next;
+    else
+        guards->head = guard->next;
+    if (guard->next)
+        guard->next->prev = guard->prev;
+    guard->prev = guard->next = NULL;
+    guard->linked = 0;
+    if (--guards->count == 0) {
+        event_del(guards->poll);
+        event_del(guards->step);
+        guards->cursor = NULL;
+        guards->in_pass = 0;
+        guards->again = 0;
+    }
+}
+
+static void start_pass(struct stream_guards *guards)
+{
+    if (guards->in_pass) {
+        guards->again = 1;
+        return;
+    }
+    guards->in_pass = 1;
+    guards->cursor = guards->head;
+    guards->passes++;
+    schedule_step(guards);
+}
+
+static void guards_on_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream_guards *guards = arg;
+    uint64_t generation = 0;
+    int rv;
+
+    if (!guards->store || !guards->store->ops->change_generation)
+        return;
+    rv = guards->store->ops->change_generation(guards->store->impl, &generation);
+    if (rv != STORE_OK) {
+        /* Fail closed: the rechecks read the store themselves and end
+         * their streams UNAVAILABLE while it cannot answer. */
+        start_pass(guards);
+        return;
+    }
+    if (guards->have_generation && generation == guards->generation)
+        return;
+    guards->generation = generation;
+    guards->have_generation = 1;
+    log_debug("the ownership store changed; re-checking %zu open stream(s)", guards->count);
+    start_pass(guards);
+}
+
+static void guards_on_step(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream_guards *guards = arg;
+    int n;
+
+    for (n = 0; n < STREAM_GUARD_BATCH && guards->cursor; n++) {
+        struct stream_guard *guard = guards->cursor;
+        guards->cursor = guard->next;
+        guard->recheck(guard); /* may unlink any guard: remove keeps cursor valid */
+    }
+    if (guards->cursor) {
+        schedule_step(guards);
+        return;
+    }
+    guards->in_pass = 0;
+    if (guards->again) {
+        guards->again = 0;
+        start_pass(guards);
+    }
+}
+
+void stream_guard_end(struct stream_guards *guards, struct grpc_call *call, int status,
+                      const char *message)
+{
+    if (guards) {
+        if (status == GRPC_STATUS_UNAUTHENTICATED)
+            guards->ended_unauthenticated++;
+        else if (status == GRPC_STATUS_NOT_FOUND)
+            guards->ended_not_found++;
+        else
+            guards->ended_other++;
+    }
+    grpc_call_finish(call, status, message);
+}
+
+int stream_guard_reauthenticate(struct stream_guards *guards, struct grpc_call *call,
+                                struct store_subject *subject)
+{
+    const char *header = grpc_call_metadata(call, "authorization");
+    enum auth_door door =
+        strcmp(grpc_call_door_name(call), "runner") == 0 ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
+    struct store_subject fresh;
+    int rv;
+
+    if (!guards || !guards->store) {
+        stream_guard_end(guards, call, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
+        return -1;
+    }
+    rv = auth_authenticate(guards->store, door, header, header ? strlen(header) : 0, &fresh);
+    if (rv == AUTH_FAULT) {
+        stream_guard_end(guards, call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return -1;
+    }
+    /* A token is bound to one subject for good, so a different answer can
+     * only mean the token no longer stands for the caller. */
+    if (rv != AUTH_OK || fresh.kind != subject->kind || strcmp(fresh.id, subject->id) != 0) {
+        stream_guard_end(guards, call, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
+        return -1;
+    }
+    *subject = fresh; /* is_admin may have changed */
+    return 0;
+}
+
+void stream_guards_write_metrics(const struct stream_guards *guards, FILE *out)
+{
+    if (!guards)
+        return;
+    fprintf(out,
+            "# HELP agenthub_streams_guarded Open streams re-checked when the ownership store "
+            "changes.\n"
+            "# TYPE agenthub_streams_guarded gauge\n"
+            "agenthub_streams_guarded %zu\n"
+            "# HELP agenthub_stream_recheck_passes_total Times the open streams were re-checked.\n"
+            "# TYPE agenthub_stream_recheck_passes_total counter\n"
+            "agenthub_stream_recheck_passes_total %llu\n"
+            "# HELP agenthub_streams_revoked_total Open streams ended by a re-check, by status.\n"
+            "# TYPE agenthub_streams_revoked_total counter\n"
+            "agenthub_streams_revoked_total{status=\"UNAUTHENTICATED\"} %llu\n"
+            "agenthub_streams_revoked_total{status=\"NOT_FOUND\"} %llu\n"
+            "agenthub_streams_revoked_total{status=\"other\"} %llu\n",
+            guards->count, (unsigned long long)guards->passes,
+            (unsigned long long)guards->ended_unauthenticated,
+            (unsigned long long)guards->ended_not_found, (unsigned long long)guards->ended_other);
+}
