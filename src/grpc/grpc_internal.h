@@ -33,6 +33,11 @@ struct grpc_door {
     size_t method_cap;
     uint64_t unknown_method_calls;
     uint64_t rejected_calls;
+    const struct grpc_authenticator *auth;
+    uint64_t header_refusals[GRPC_STATUS_COUNT]; /* refused by the authenticator */
+    uint64_t send_cap_cuts;    /* ended: send queue past GRPC_SEND_CAP_FACTOR x bound */
+    uint64_t request_timeouts; /* ended: first message not in within the timeout */
+    uint64_t recv_pauses;      /* request delivery paused for a full send queue */
     struct h2_listener *listener;
     struct grpc_door *next;
 };
@@ -77,8 +82,14 @@ struct grpc_call {
     unsigned cancelled : 1;
     unsigned deferred : 1;
     unsigned in_handler : 1;
+    unsigned input_paused : 1; /* send queue over its bound: no delivery */
+    unsigned end_pending : 1;  /* END_STREAM came while input was queued */
     uint64_t timeout_ns;
 
+    void *caller;                /* the door authenticator's, for needs_caller methods */
+    struct byte_queue in;        /* request bytes held while delivery is paused */
+    struct event *resume;        /* delivers held input once the queue drains */
+    struct event *request_timer; /* the first message's timeout */
     struct grpc_reader reader;
     uint8_t *unary_request;
     size_t unary_request_len;
@@ -109,5 +120,14 @@ void grpc_call_send_trailers(struct grpc_call *call);
 /* The layer ends the call itself: queued whole messages are dropped, a
  * message already partly sent is completed so framing stays intact. */
 void grpc_call_fail(struct grpc_call *call, int status, const char *message);
+/* The call finished: request bytes still held are thrown away. */
+void grpc_call_drop_input(struct grpc_call *call);
+
+/* DOOR's method at PATH (LEN bytes), or NULL. */
+struct door_method *grpc_door_find(const struct grpc_door *door, const char *path, size_t len);
+
+/* The h2 handler of every door (grpc_recv.c). */
+struct h2_handler;
+extern const struct h2_handler grpc_h2_handler;
 
 #endif

@@ -332,4 +332,5 @@ const struct grpc_method runner_sessions_method = {
     .on_message = sessions_on_message,
     .on_half_close = sessions_on_half_close,
     .on_close = sessions_on_close,
+    .needs_caller = 1,
 };
