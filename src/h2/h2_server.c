@@ -703,6 +703,7 @@ static int conn_setup_session(struct h2_conn *conn)
     nghttp2_session_callbacks *callbacks;
     nghttp2_option *option;
     nghttp2_settings_entry settings[4];
+    size_t window;
     int rv;
 
     if (nghttp2_session_callbacks_new(&callbacks) != 0)
@@ -740,7 +741,14 @@ static int conn_setup_session(struct h2_conn *conn)
     settings[3].value = 0;
     if (nghttp2_submit_settings(conn->session, NGHTTP2_FLAG_NONE, settings, 4) != 0)
         return -1;
-    nghttp2_session_set_local_window_size(conn->session, NGHTTP2_FLAG_NONE, 0, CONNECTION_WINDOW);
+    /* The connection window is what a client may send that no budget
+     * check has seen yet: never more than the connection's budget. */
+    window = conn->server->limits.conn_recv_budget;
+    if (window > CONNECTION_WINDOW)
+        window = CONNECTION_WINDOW;
+    if (window < NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE)
+        window = NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE;
+    nghttp2_session_set_local_window_size(conn->session, NGHTTP2_FLAG_NONE, 0, (int32_t)window);
     return 0;
 }
 
