@@ -337,8 +337,11 @@ void metrics_http_free(struct metrics_http *metrics)
 {
     if (!metrics)
         return;
-    while (metrics->conns)
-        conn_free(metrics->conns);
+    for (struct metrics_conn *conn = metrics->conns, *next; conn; conn = next) {
+        next = conn->next;
+        bufferevent_free(conn->bev);
+        free(conn);
+    }
     if (metrics->listener)
         evconnlistener_free(metrics->listener);
     if (metrics->accept_pause)
