@@ -24,13 +24,11 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
 }
 
-static void on_request_timeout(evutil_socket_t fd, short what, void *arg)
+static void request_timeout(struct grpc_call *call)
 {
-    struct grpc_call *call = arg;
     char message[96];
 
-    if (call->finished)
-        return;
+    call->request_waiting = 0;
     call->door->request_timeouts++;
     snprintf(message, sizeof(message), "the request message did not arrive within %u ms",
              (unsigned)call->server->limits.request_timeout_ms);
@@ -39,23 +37,59 @@ static void on_request_timeout(evutil_socket_t fd, short what, void *arg)
         h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
 }
 
-/* Arms the first message's timeout, once per call. */
+/* Sweeps per request timeout: a request that started waiting between two
+ * sweeps has waited at least the timeout (and less than 5/4 of it) when
+ * REQUEST_SWEEPS + 1 sweeps have passed. */
+#define REQUEST_SWEEPS 4
+
+/* Every quarter of the request timeout: cancels the calls whose request has
+ * waited for its first message longer than the timeout.  One sweep over
+ * the calls, rather than a timer or a clock read per call, keeps the unary
+ * path cheap. */
+static void on_request_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct grpc_server *server = arg;
+
+    server->sweeps++;
+    for (struct grpc_call *call = server->calls, *next; call; call = next) {
+        next = call->next;
+        if (call->request_waiting && !call->finished &&
+            server->sweeps - call->request_since_sweep > REQUEST_SWEEPS)
+            request_timeout(call);
+    }
+}
+
+struct event *grpc_request_sweep_new(struct grpc_server *server)
+{
+    uint32_t ms = server->limits.request_timeout_ms / REQUEST_SWEEPS;
+    struct timeval tv;
+    struct event *sweep;
+
+    if (ms < 10)
+        ms = 10;
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+    sweep = event_new(server->base, -1, EV_PERSIST, on_request_sweep, server);
+    if (sweep && event_add(sweep, &tv) != 0) {
+        event_free(sweep);
+        sweep = NULL;
+    }
+    return sweep;
+}
+
+/* The request starts waiting for its first message, once per call. */
 static void request_timer_start(struct grpc_call *call)
 {
-    uint32_t ms = call->server->limits.request_timeout_ms;
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-
-    if (call->request_timer)
+    if (call->request_timed)
         return;
-    call->request_timer = evtimer_new(call->server->base, on_request_timeout, call);
-    if (call->request_timer)
-        event_add(call->request_timer, &tv);
+    call->request_timed = 1;
+    call->request_waiting = 1;
+    call->request_since_sweep = call->server->sweeps;
 }
 
 static void request_timer_stop(struct grpc_call *call)
 {
-    if (call->request_timer)
-        event_del(call->request_timer);
+    call->request_waiting = 0;
 }
 
 void grpc_call_drop_input(struct grpc_call *call)
@@ -488,8 +522,6 @@ static void call_stream_close(void *data, uint32_t error_code)
     if (call->next)
         call->next->prev = call->prev;
     server->call_count--;
-    if (call->request_timer)
-        event_free(call->request_timer);
     if (call->resume)
         event_free(call->resume);
     grpc_reader_free(&call->reader);

@@ -24,6 +24,11 @@ struct grpc_server *grpc_server_new(struct event_base *base, struct h2_server *h
     server->limits = *limits;
     if (!server->limits.request_timeout_ms)
         server->limits.request_timeout_ms = GRPC_DEFAULT_REQUEST_TIMEOUT_MS;
+    server->request_sweep = grpc_request_sweep_new(server);
+    if (!server->request_sweep) {
+        free(server);
+        return NULL;
+    }
     return server;
 }
 
@@ -31,6 +36,7 @@ void grpc_server_free(struct grpc_server *server)
 {
     if (!server)
         return;
+    event_free(server->request_sweep);
     while (server->doors) {
         struct grpc_door *door = server->doors;
         server->doors = door->next;

@@ -59,11 +59,11 @@ struct h2_conn {
     size_t stream_count;
     size_t held;              /* sum of its streams' held bytes */
     struct h2_stream *grant;  /* the one stream credited while over a budget */
-    int64_t last_progress_ms; /* monotonic: the last stream frame either way */
     int32_t header_stream_id; /* the stream whose header block is open */
     unsigned header_block_open : 1;
     unsigned header_block_ending : 1; /* its END_HEADERS frame has begun */
-    unsigned progressed : 1;          /* a stream frame since last_progress_ms */
+    unsigned header_timer_armed : 1;  /* header_event is pending */
+    unsigned progressed : 1;          /* a stream frame since the idle timer's last look */
     unsigned credit_waiting : 1;      /* a stream waits for budget to get credit */
     int in_callback;                  /* >0 while nghttp2 is calling us: never free then */
     int close_pending;                /* close as soon as we are out of callbacks */

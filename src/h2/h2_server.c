@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "common/clock.h"
 #include "h2/h2.h"
 #include "h2/h2_internal.h"
 
@@ -137,7 +136,20 @@ static void header_block_closed(struct h2_conn *conn)
 {
     conn->header_block_open = 0;
     conn->header_block_ending = 0;
-    event_del(conn->header_event);
+    if (conn->header_timer_armed) {
+        conn->header_timer_armed = 0;
+        event_del(conn->header_event);
+    }
+}
+
+/* After a read: a header block still open waits for more bytes, and only
+ * then is its timer armed (a block that came whole costs no timer). */
+static void header_timer_arm(struct h2_conn *conn)
+{
+    if (conn->header_block_open && !conn->header_timer_armed) {
+        conn->header_timer_armed = 1;
+        event_add(conn->header_event, &conn->server->header_timeout);
+    }
 }
 
 static int on_begin_frame(nghttp2_session *session, const nghttp2_frame_hd *hd, void *user_data)
@@ -148,7 +160,6 @@ static int on_begin_frame(nghttp2_session *session, const nghttp2_frame_hd *hd, 
         if (!conn->header_block_open) {
             conn->header_block_open = 1;
             conn->header_stream_id = hd->stream_id;
-            event_add(conn->header_event, &conn->server->header_timeout);
         }
         if (hd->flags & NGHTTP2_FLAG_END_HEADERS)
             conn->header_block_ending = 1;
@@ -166,19 +177,12 @@ static void on_header_timeout(evutil_socket_t fd, short what, void *arg)
 
     conn->server->stats.header_timeouts++;
     conn->header_block_open = 0;
+    conn->header_timer_armed = 0;
     nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
                           nghttp2_session_get_last_proc_stream_id(conn->session), NGHTTP2_NO_ERROR,
                           (const uint8_t *)"header timeout", 14);
     if (h2_conn_flush(conn) == 0)
         conn_close_after_write(conn);
-}
-
-static void note_progress(struct h2_conn *conn)
-{
-    if (conn->progressed) {
-        conn->progressed = 0;
-        conn->last_progress_ms = clock_monotonic_ms();
-    }
 }
 
 /* 1 when STREAM waits on the server, not on its client: the handler has
@@ -194,35 +198,27 @@ static int stream_waits_on_server(const struct h2_stream *stream)
     return stream->deferred && !stream->end_sent;
 }
 
-static void arm_idle(struct h2_conn *conn, int64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-
-    event_add(conn->idle_event, &tv);
-}
-
-/* The idle timer: a connection is closed once no stream frame went either
- * way for the idle timeout (PINGs, SETTINGS and WINDOW_UPDATEs do not count)
- * and none of its streams is waiting on the server. */
+/* The idle timer, every idle timeout: a connection is closed once no stream
+ * frame went either way for a whole period (PINGs, SETTINGS and
+ * WINDOW_UPDATEs do not count) and none of its streams is waiting on the
+ * server.  So it goes between one and two idle timeouts after its last
+ * progress; frames only set a flag, with no timer or clock work. */
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
     struct h2_conn *conn = arg;
-    int64_t timeout = conn->server->limits.idle_timeout_ms;
-    int64_t quiet;
 
     if (conn->closing) { /* the peer never read its GOAWAY */
         conn_close(conn);
         return;
     }
-    note_progress(conn);
-    quiet = clock_monotonic_ms() - conn->last_progress_ms;
-    if (quiet < timeout) {
-        arm_idle(conn, timeout - quiet);
+    if (conn->progressed) {
+        conn->progressed = 0;
+        event_add(conn->idle_event, &conn->server->idle_timeout);
         return;
     }
     for (struct h2_stream *s = conn->streams; s; s = s->next)
         if (stream_waits_on_server(s)) {
-            arm_idle(conn, timeout);
+            event_add(conn->idle_event, &conn->server->idle_timeout);
             return;
         }
     conn->server->stats.idle_closes++;
@@ -582,7 +578,7 @@ static void conn_close_after_write(struct h2_conn *conn)
     }
     conn->closing = 1;
     bufferevent_disable(conn->bev, EV_READ);
-    event_del(conn->header_event);
+    header_block_closed(conn);
     event_add(conn->idle_event, &linger); /* on_idle frees it if the peer never reads */
 }
 
@@ -610,7 +606,6 @@ int h2_conn_flush(struct h2_conn *conn)
         }
     }
     conn->in_callback--;
-    note_progress(conn);
     if (!conn->close_pending && !nghttp2_session_want_read(conn->session) &&
         !nghttp2_session_want_write(conn->session) && evbuffer_get_length(out) == 0)
         conn->close_pending = 1;
@@ -661,6 +656,7 @@ static void on_read(struct bufferevent *bev, void *arg)
             conn_close_after_write(conn);
         return;
     }
+    header_timer_arm(conn);
     h2_conn_flush(conn);
 }
 
@@ -795,12 +791,11 @@ void h2_conn_accept(struct h2_listener *listener, evutil_socket_t fd)
     if (server->conns)
         server->conns->prev = conn;
     server->conns = conn;
-    conn->last_progress_ms = clock_monotonic_ms();
     event_add(conn->idle_event, &server->idle_timeout);
     /* The TLS handshake and the client's preface are bounded like a header
      * block: the first frame (SETTINGS) ends it. */
     conn->header_block_open = 1;
-    event_add(conn->header_event, &server->header_timeout);
+    header_timer_arm(conn);
     bufferevent_setwatermark(conn->bev, EV_WRITE, OUTPUT_LOW_WATER, 0);
     bufferevent_setcb(conn->bev, on_read, on_write, on_event, conn);
     bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
