@@ -139,11 +139,12 @@ void h2_stream_resume(struct h2_stream *stream);
 /* Request body flow control.  Every DATA byte handed to stream_data is
  * "held" until the handler releases it (delivered to the application or
  * thrown away); held bytes count against the connection's and the server's
- * receive budgets.  h2 returns flow-control credit (WINDOW_UPDATE) for
- * received bytes while the stream is not paused and the budgets have room;
- * over a budget, one stream per connection at a time keeps its credit so a
- * message in progress can still complete.  A stream's remaining held bytes
- * are released when it closes. */
+ * receive budgets.  h2 returns stream window (WINDOW_UPDATE) for received
+ * bytes while the stream is not paused and the budgets have room; over a
+ * budget, one stream per connection at a time keeps getting it so a message
+ * in progress can still complete, and the others are held to what is left
+ * of their windows.  A stream's remaining held bytes are released when it
+ * closes. */
 void h2_stream_release(struct h2_stream *stream, size_t len);
 
 /* Paused (1), the stream gets no flow-control credit, so a client that

@@ -43,9 +43,11 @@ static int budget_exceeded(const struct h2_conn *conn)
            server->stats.recv_buffered >= server->limits.server_recv_budget;
 }
 
-/* Gives the stream's received bytes back to the client as window, unless
- * it is paused or a budget is spent and another stream of this connection
- * holds the connection's grant (then it waits for a release). */
+/* Gives the stream's received bytes back to the client as stream window,
+ * unless it is paused or a budget is spent and another stream of this
+ * connection holds the connection's grant (then it waits for a release).
+ * The connection window is given back as bytes arrive: withheld, the bytes
+ * of waiting streams would close it for the stream that may go on. */
 static void stream_credit(struct h2_stream *stream)
 {
     struct h2_conn *conn = stream->conn;
@@ -60,7 +62,7 @@ static void stream_credit(struct h2_stream *stream)
         }
         conn->grant = stream;
     }
-    nghttp2_session_consume(conn->session, stream->stream_id, stream->uncredited);
+    nghttp2_session_consume_stream(conn->session, stream->stream_id, stream->uncredited);
     stream->uncredited = 0;
 }
 
@@ -360,14 +362,14 @@ static int on_data_chunk_recv(nghttp2_session *session, uint8_t flags, int32_t s
         return 0;
     }
     stream_hold(stream, len);
+    nghttp2_session_consume_connection(session, len);
     conn->listener->handler.stream_data(stream->data, data, len);
     stream_credit(stream);
     return 0;
 }
 
 /* Frees STREAM after telling its handler.  With LIVE (the connection goes
- * on), what it still held is given back to the budgets and the connection
- * window. */
+ * on), what it still held is given back to the budgets. */
 static void stream_unlink_and_free(struct h2_conn *conn, struct h2_stream *stream,
                                    uint32_t error_code, int live)
 {
@@ -383,8 +385,6 @@ static void stream_unlink_and_free(struct h2_conn *conn, struct h2_stream *strea
     conn->server->stats.recv_buffered -= stream->held;
     if (conn->grant == stream)
         conn->grant = NULL;
-    if (live && stream->uncredited > 0)
-        nghttp2_session_consume_connection(conn->session, stream->uncredited);
     if (live && conn->header_block_open && conn->header_block_ending &&
         conn->header_stream_id == stream->stream_id)
         header_block_closed(conn);
@@ -737,8 +737,7 @@ static int conn_setup_session(struct h2_conn *conn)
     settings[3].value = 0;
     if (nghttp2_submit_settings(conn->session, NGHTTP2_FLAG_NONE, settings, 4) != 0)
         return -1;
-    /* The connection window is what a client may send that no budget
-     * check has seen yet: never more than the connection's budget. */
+    /* Never more connection window than the connection's budget. */
     window = conn->server->limits.conn_recv_budget;
     if (window > CONNECTION_WINDOW)
         window = CONNECTION_WINDOW;

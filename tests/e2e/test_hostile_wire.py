@@ -18,8 +18,8 @@ import grpc
 import pytest
 
 import rawh2
-from helpers import (BIDI, CHECK, CLIENT_STREAM, SERVER_STREAM, GoodClient, Health, read_bytes,
-                     vm_rss_kib)
+from helpers import (BIDI, CHECK, CLIENT_STREAM, SERVER_STREAM, UNARY, GoodClient, Health,
+                     read_bytes, vm_rss_kib)
 from hyperframe.frame import (DataFrame, HeadersFrame, PingFrame, SettingsFrame,
                               WindowUpdateFrame)
 from rawh2 import grpc_frame
@@ -306,32 +306,70 @@ def held_attack(server, pb, streams, body_len):
 
 
 def test_request_bytes_held_per_connection_are_budgeted(start_server, pb):
-    """Health Checks (no caller needed) that send most of a 900 kB message and
-    never end: past --recv-budget-bytes the server stops granting window,
-    and a new stream on that connection is refused (REFUSED_STREAM).  What
-    the server took does not follow the attack's size."""
+    """8 health Checks (no caller needed) on one connection, all opened first,
+    each sending most of one large message and never ending.  Past
+    --recv-budget-bytes the server gives window back to one stream only:
+    the others keep what is left of their 1 MiB stream windows, so making
+    each message 4x larger does not make the server hold 4x more.  A new
+    stream on that connection is refused (REFUSED_STREAM)."""
     results = {}
     for scale in (1, 4):
         server = start_measured(start_server, "--recv-budget-bytes", str(MiB))
-        grown, sent, conn, sids = held_attack(server, pb, 8 * scale, 900 * 1000)
+        grown, sent, conn, sids = held_attack(server, pb, 8, scale * 900 * 1000)
         held = metric(server, "agenthub_recv_buffered_bytes")
         print("scale %d: server let in %d bytes, holds %d, grew %d KiB" % (scale, sent, held,
                                                                            grown))
-        assert held < 4 * MiB  # the budget, the window and one message in progress
-        sid = conn.request(CHECK)  # (no body: the client has no window left)
+        # The budget, what the other streams' windows had left, one message.
+        assert held <= MiB + 7 * MiB + scale * 900 * 1000 + 5
+        sid = conn.request(CHECK)  # (no body: the attacker spent its windows)
         assert conn.wait_reset(sid) == rawh2.REFUSED_STREAM
         assert metric(server, "agenthub_streams_refused_budget_total") >= 1
-        results[scale] = sent
-        # Ending the streams delivers them and frees the budget.
+        results[scale] = held
+        # Resetting the streams frees the budget: the connection works again.
         for s in sids:
             conn.send_rst(s)
         server.wait_metric("agenthub_recv_buffered_bytes", lambda v: v == 0)
         sid = conn.request(CHECK, end_stream=False)
-        assert conn.send_flow(sid, grpc_frame(b"")) == 5  # the window came back
+        assert conn.send_flow(sid, grpc_frame(b"")) == 5
         conn.send_data(sid, b"", end_stream=True)
         assert conn.wait_closed(sid).grpc_status == 0
         server.stop()
-    assert results[4] < results[1] + 2 * MiB, results
+    assert results[4] < 2 * results[1], results
+
+
+def test_messages_over_the_budget_still_complete_one_at_a_time(start_server, pb):
+    """A well-behaved client with four 3 MB unary calls in flight on one
+    connection, interleaved, against a 1 MiB budget: the stream holding the
+    connection's turn completes, then the next, and none waits for a
+    timeout."""
+    server = start_measured(start_server, "--recv-budget-bytes", str(MiB))
+    good = server.track(GoodClient(server.public, pb))
+    conn = flow_connect(server)
+    body = grpc_frame(pb.echo.EchoRequest(payload=b"x" * 3000000).SerializeToString())
+    sids = [conn.request(UNARY, end_stream=False) for _ in range(4)]
+    sent = dict.fromkeys(sids, 0)
+    started = time.monotonic()
+    while any(n < len(body) for n in sent.values()) and time.monotonic() - started < 20:
+        moved = False
+        for sid in sids:
+            room = min(conn.window(sid), 16384, len(body) - sent[sid])
+            if room > 0:
+                conn.send_frame(DataFrame(sid, data=body[sent[sid]:sent[sid] + room],
+                                          flags=["END_STREAM"] if sent[sid] + room == len(body)
+                                          else []))
+                conn.conn_credit -= room
+                conn.stream_credit[sid] = conn.stream_credit.get(sid, 0) - room
+                sent[sid] += room
+                moved = True
+        conn.pump(0 if moved else 0.02)
+        good.assert_served()
+    for sid in sids:
+        stream = conn.wait_closed(sid, timeout=10)
+        assert stream.grpc_status == 0, stream.trailers
+        [(_, reply)] = stream.messages()
+        assert pb.echo.EchoResponse.FromString(reply).total_bytes == 3000000
+    assert time.monotonic() - started < 8  # no request timeout (10 s) was needed
+    assert metric(server, 'agenthub_grpc_request_timeouts_total{door="public"}') == 0
 
 
 def test_a_request_whose_first_message_never_arrives_is_cancelled(start_server, pb):
