@@ -1,6 +1,6 @@
-/* h2_internal: what h2_server.c (connections, streams, nghttp2) and
- * h2_listen.c (the server, listeners, accepting) share.  Not for use
- * outside src/h2. */
+/* h2_internal: what h2_server.c (connections, streams, nghttp2),
+ * h2_budget.c (receive budgets) and h2_listen.c (the server, listeners,
+ * accepting) share.  Not for use outside src/h2. */
 #ifndef AGENTHUB_H2_INTERNAL_H
 #define AGENTHUB_H2_INTERNAL_H
 
@@ -82,6 +82,23 @@ struct h2_server {
     struct timeval header_timeout;
     struct h2_stats stats;
 };
+
+/* Wakes the connection's writer at the end of this loop turn (not from
+ * within its own read, which flushes on return). */
+void h2_conn_schedule_flush(struct h2_conn *conn);
+
+/* --- Receive budgets (h2_budget.c) --- */
+
+/* 1 when the connection's or the server's receive budget is spent. */
+int h2_budget_exceeded(const struct h2_conn *conn);
+/* LEN request bytes arrived on STREAM: held, without stream window yet. */
+void h2_stream_hold(struct h2_stream *stream, size_t len);
+/* Gives STREAM's bytes back as stream window when the budgets allow. */
+void h2_stream_credit(struct h2_stream *stream);
+/* Held bytes of CONN went away: its waiting streams may get window. */
+void h2_budget_freed(struct h2_conn *conn);
+/* The same for the server-wide budget, across every connection. */
+void h2_budget_server_freed(struct h2_server *server);
 
 /* Takes over an accepted socket FD for LISTENER.  Closes FD when the
  * connection cannot be set up. */

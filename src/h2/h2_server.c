@@ -1,6 +1,7 @@
-/* h2_server: one nghttp2 session per connection: its streams, request body
- * flow control against the receive budgets, and the timers that close a
- * connection which makes no progress or leaves a header block open. */
+/* h2_server: one nghttp2 session per connection: its streams, the stream
+ * API handlers use, and the timers that close a connection which makes no
+ * progress or leaves a header block open.  The receive budgets are in
+ * h2_budget.c. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -26,110 +27,11 @@
 static void conn_close(struct h2_conn *conn);
 static void conn_close_after_write(struct h2_conn *conn);
 
-static void conn_schedule_flush(struct h2_conn *conn)
+void h2_conn_schedule_flush(struct h2_conn *conn)
 {
     /* Inside on_read the flush at its end writes what was queued. */
     if (!conn->in_callback)
         event_active(conn->flush_event, EV_WRITE, 0);
-}
-
-/* --- Receive budgets and flow-control credit ---------------------------- */
-
-static int budget_exceeded(const struct h2_conn *conn)
-{
-    const struct h2_server *server = conn->server;
-
-    return conn->held >= server->limits.conn_recv_budget ||
-           server->stats.recv_buffered >= server->limits.server_recv_budget;
-}
-
-/* Gives the stream's received bytes back to the client as stream window,
- * unless it is paused or a budget is spent and another stream of this
- * connection holds the connection's grant (then it waits for a release).
- * The connection window is given back as bytes arrive: withheld, the bytes
- * of waiting streams would close it for the stream that may go on. */
-static void stream_credit(struct h2_stream *stream)
-{
-    struct h2_conn *conn = stream->conn;
-
-    if (stream->uncredited == 0 || stream->input_paused)
-        return;
-    if (budget_exceeded(conn)) {
-        if (conn->grant && conn->grant != stream) {
-            conn->credit_waiting = 1;
-            conn->server->credit_waiting = 1;
-            return;
-        }
-        conn->grant = stream;
-    }
-    nghttp2_session_consume_stream(conn->session, stream->stream_id, stream->uncredited);
-    stream->uncredited = 0;
-}
-
-static void conn_credit_waiting(struct h2_conn *conn)
-{
-    if (!conn->credit_waiting)
-        return;
-    conn->credit_waiting = 0;
-    for (struct h2_stream *s = conn->streams; s; s = s->next)
-        stream_credit(s);
-    conn_schedule_flush(conn);
-}
-
-/* Bytes left the server's custody: budgets have room again, so streams
- * that waited for credit get it (those of other connections too, when the
- * server-wide budget was the one spent). */
-static void budget_freed(struct h2_conn *conn)
-{
-    struct h2_server *server = conn->server;
-
-    conn_credit_waiting(conn);
-    if (server->credit_waiting && server->stats.recv_buffered < server->limits.server_recv_budget) {
-        server->credit_waiting = 0;
-        for (struct h2_conn *c = server->conns; c; c = c->next)
-            conn_credit_waiting(c);
-    }
-}
-
-static void stream_hold(struct h2_stream *stream, size_t len)
-{
-    stream->held += len;
-    stream->uncredited += len;
-    stream->conn->held += len;
-    stream->conn->server->stats.recv_buffered += len;
-}
-
-void h2_stream_release(struct h2_stream *stream, size_t len)
-{
-    struct h2_conn *conn = stream->conn;
-
-    if (len > stream->held)
-        len = stream->held;
-    stream->held -= len;
-    conn->held -= len;
-    conn->server->stats.recv_buffered -= len;
-    if (conn->grant == stream)
-        conn->grant = NULL; /* its message went through: others may take a turn */
-    stream_credit(stream);
-    budget_freed(conn);
-    conn_schedule_flush(conn);
-}
-
-void h2_stream_pause_input(struct h2_stream *stream, int paused)
-{
-    struct h2_conn *conn = stream->conn;
-
-    stream->input_paused = paused ? 1 : 0;
-    if (paused) {
-        if (conn->grant == stream) {
-            conn->grant = NULL;
-            conn->credit_waiting = 1;
-            budget_freed(conn);
-        }
-        return;
-    }
-    stream_credit(stream);
-    conn_schedule_flush(conn);
 }
 
 /* --- Progress and header blocks ------------------------------------------ */
@@ -240,7 +142,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
 
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    if (budget_exceeded(conn)) {
+    if (h2_budget_exceeded(conn)) {
         /* The client may retry it: nothing of it was processed. */
         conn->server->stats.streams_refused_budget++;
         nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
@@ -361,10 +263,10 @@ static int on_data_chunk_recv(nghttp2_session *session, uint8_t flags, int32_t s
         nghttp2_session_consume(session, stream_id, len);
         return 0;
     }
-    stream_hold(stream, len);
+    h2_stream_hold(stream, len);
     nghttp2_session_consume_connection(session, len);
     conn->listener->handler.stream_data(stream->data, data, len);
-    stream_credit(stream);
+    h2_stream_credit(stream);
     return 0;
 }
 
@@ -391,7 +293,7 @@ static void stream_unlink_and_free(struct h2_conn *conn, struct h2_stream *strea
     conn->listener->handler.stream_close(stream->data, error_code);
     free(stream);
     if (live)
-        budget_freed(conn);
+        h2_budget_freed(conn);
 }
 
 static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
@@ -465,7 +367,7 @@ int h2_stream_respond(struct h2_stream *stream, const struct h2_header *headers,
     if (rv != 0)
         return -1;
     stream->answered = 1;
-    conn_schedule_flush(stream->conn);
+    h2_conn_schedule_flush(stream->conn);
     return 0;
 }
 
@@ -482,7 +384,7 @@ int h2_stream_trailers(struct h2_stream *stream, const struct h2_header *headers
         free(nv);
     if (rv != 0)
         return -1;
-    conn_schedule_flush(stream->conn);
+    h2_conn_schedule_flush(stream->conn);
     return 0;
 }
 
@@ -490,14 +392,14 @@ void h2_stream_resume(struct h2_stream *stream)
 {
     stream->deferred = 0;
     nghttp2_session_resume_data(stream->conn->session, stream->stream_id);
-    conn_schedule_flush(stream->conn);
+    h2_conn_schedule_flush(stream->conn);
 }
 
 void h2_stream_reset(struct h2_stream *stream, uint32_t error_code)
 {
     nghttp2_submit_rst_stream(stream->conn->session, NGHTTP2_FLAG_NONE, stream->stream_id,
                               error_code);
-    conn_schedule_flush(stream->conn);
+    h2_conn_schedule_flush(stream->conn);
 }
 
 void h2_stream_reset_after_end(struct h2_stream *stream, uint32_t error_code)
@@ -547,11 +449,7 @@ void h2_conn_free(struct h2_conn *conn)
     bufferevent_free(conn->bev);
     free(conn);
     /* What it held is free now: others may have waited for it. */
-    if (server->credit_waiting && server->stats.recv_buffered < server->limits.server_recv_budget) {
-        server->credit_waiting = 0;
-        for (struct h2_conn *c = server->conns; c; c = c->next)
-            conn_credit_waiting(c);
-    }
+    h2_budget_server_freed(server);
 }
 
 static void conn_close(struct h2_conn *conn)
