@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -45,6 +46,8 @@ struct config {
     size_t runner_queue_bytes;
     size_t command_timeout_ms;
     size_t max_report_sessions;
+    struct metrics_http_limits metrics;
+    int max_connections_set; /* --max-connections given */
 };
 
 struct server {
@@ -95,9 +98,21 @@ static void usage(FILE *out)
           "  --tls-cert FILE --tls-key FILE   serve TLS 1.2+ with ALPN h2\n"
           "  --tls-client-ca FILE          require client certificates signed by FILE\n"
           "  --max-concurrent-streams N    SETTINGS_MAX_CONCURRENT_STREAMS (default 100)\n"
-          "  --max-connections N           open connections per listener (default 10000)\n"
-          "  --idle-timeout-ms N           close idle connections (default 300000)\n"
+          "  --max-connections N           open connections per listener (default: what the\n"
+          "                                open-files limit holds, shared by the listeners,\n"
+          "                                at most 10000); more are closed at accept\n"
+          "  --idle-timeout-ms N           close connections where no stream made progress\n"
+          "                                (PINGs do not count) (default 300000)\n"
+          "  --header-timeout-ms N         close connections whose TLS handshake, preface or\n"
+          "                                request header block is unfinished (default 10000)\n"
           "  --max-recv-bytes N            largest request message (default 4194304)\n"
+          "  --request-timeout-ms N        cancel a request whose first message is not in\n"
+          "                                (default 10000)\n"
+          "  --recv-budget-bytes N         request bytes held per connection; over it new\n"
+          "                                streams are refused (default 16777216)\n"
+          "  --total-recv-budget-bytes N   the same across the server (default 268435456)\n"
+          "  --metrics-max-connections N   metrics listener connections (default 16)\n"
+          "  --metrics-idle-timeout-ms N   metrics request and answer time (default 10000)\n"
           "  --verbose                     debug logging\n"
           "  --version, --help\n"
           "\n"
@@ -131,6 +146,26 @@ static int parse_u32_range(const char *flag, size_t value)
     return 0;
 }
 
+/* Descriptors kept for everything but client connections: the store, blobs,
+ * stdio, listeners, the event loop. */
+#define FD_RESERVE 64
+
+/* Connections per HTTP/2 listener the open-files limit can hold: what is
+ * left after the reserve and the metrics listener's cap, shared by the
+ * public and Runner listeners, at most 10000. */
+static uint32_t default_max_connections(const struct config *config)
+{
+    struct rlimit rl;
+    rlim_t listeners = config->runner_listen ? 2 : 1;
+    rlim_t reserve = FD_RESERVE + (config->metrics_listen ? config->metrics.max_connections : 0);
+    rlim_t n;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 10000;
+    n = rl.rlim_cur > reserve + listeners ? (rl.rlim_cur - reserve) / listeners : 1;
+    return n > 10000 ? 10000 : (uint32_t)n;
+}
+
 /* Returns 0 to run, 1 when --help/--version printed, -1 on a usage error. */
 static int parse_args(int argc, char **argv, struct config *config)
 {
@@ -156,6 +191,12 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_MAX_CONNECTIONS,
         OPT_IDLE_TIMEOUT,
         OPT_MAX_RECV,
+        OPT_HEADER_TIMEOUT,
+        OPT_REQUEST_TIMEOUT,
+        OPT_RECV_BUDGET,
+        OPT_TOTAL_RECV_BUDGET,
+        OPT_METRICS_MAX_CONNECTIONS,
+        OPT_METRICS_IDLE_TIMEOUT,
         OPT_VERBOSE,
         OPT_VERSION,
         OPT_HELP,
@@ -182,6 +223,12 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
         {"idle-timeout-ms", required_argument, NULL, OPT_IDLE_TIMEOUT},
         {"max-recv-bytes", required_argument, NULL, OPT_MAX_RECV},
+        {"header-timeout-ms", required_argument, NULL, OPT_HEADER_TIMEOUT},
+        {"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+        {"recv-budget-bytes", required_argument, NULL, OPT_RECV_BUDGET},
+        {"total-recv-budget-bytes", required_argument, NULL, OPT_TOTAL_RECV_BUDGET},
+        {"metrics-max-connections", required_argument, NULL, OPT_METRICS_MAX_CONNECTIONS},
+        {"metrics-idle-timeout-ms", required_argument, NULL, OPT_METRICS_IDLE_TIMEOUT},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -194,8 +241,14 @@ static int parse_args(int argc, char **argv, struct config *config)
     config->h2.max_header_list_bytes = 16384;
     config->h2.idle_timeout_ms = 300000;
     config->h2.max_connections = 10000;
+    config->h2.header_timeout_ms = H2_DEFAULT_HEADER_TIMEOUT_MS;
+    config->h2.conn_recv_budget = H2_DEFAULT_CONN_RECV_BUDGET;
+    config->h2.server_recv_budget = H2_DEFAULT_SERVER_RECV_BUDGET;
     config->grpc.max_recv_bytes = 4 * 1024 * 1024;
     config->grpc.send_bound_bytes = 1024 * 1024;
+    config->grpc.request_timeout_ms = GRPC_DEFAULT_REQUEST_TIMEOUT_MS;
+    config->metrics.max_connections = 16;
+    config->metrics.idle_timeout_ms = 10000;
     config->agent_log_bytes = 4 * 1024 * 1024;
     config->bus_bytes = 16 * 1024 * 1024;
     config->subscriber_buffer_bytes = 1024 * 1024;
@@ -282,6 +335,7 @@ static int parse_args(int argc, char **argv, struct config *config)
             if (parse_size("--max-connections", optarg, &n) != 0)
                 return -1;
             config->h2.max_connections = (uint32_t)n;
+            config->max_connections_set = 1;
             break;
         case OPT_IDLE_TIMEOUT:
             if (parse_size("--idle-timeout-ms", optarg, &n) != 0)
@@ -291,6 +345,35 @@ static int parse_args(int argc, char **argv, struct config *config)
         case OPT_MAX_RECV:
             if (parse_size("--max-recv-bytes", optarg, &config->grpc.max_recv_bytes) != 0)
                 return -1;
+            break;
+        case OPT_HEADER_TIMEOUT:
+            if (parse_size("--header-timeout-ms", optarg, &n) != 0)
+                return -1;
+            config->h2.header_timeout_ms = (uint32_t)n;
+            break;
+        case OPT_REQUEST_TIMEOUT:
+            if (parse_size("--request-timeout-ms", optarg, &n) != 0)
+                return -1;
+            config->grpc.request_timeout_ms = (uint32_t)n;
+            break;
+        case OPT_RECV_BUDGET:
+            if (parse_size("--recv-budget-bytes", optarg, &config->h2.conn_recv_budget) != 0)
+                return -1;
+            break;
+        case OPT_TOTAL_RECV_BUDGET:
+            if (parse_size("--total-recv-budget-bytes", optarg, &config->h2.server_recv_budget) !=
+                0)
+                return -1;
+            break;
+        case OPT_METRICS_MAX_CONNECTIONS:
+            if (parse_size("--metrics-max-connections", optarg, &config->metrics.max_connections) !=
+                0)
+                return -1;
+            break;
+        case OPT_METRICS_IDLE_TIMEOUT:
+            if (parse_size("--metrics-idle-timeout-ms", optarg, &n) != 0)
+                return -1;
+            config->metrics.idle_timeout_ms = (uint32_t)n;
             break;
         case OPT_VERBOSE:
             log_setup("agenthubd", LOG_LEVEL_DEBUG);
@@ -329,6 +412,8 @@ static int parse_args(int argc, char **argv, struct config *config)
         fprintf(stderr, "agenthubd: --tls-client-ca needs --tls-cert and --tls-key\n");
         return -1;
     }
+    if (!config->max_connections_set)
+        config->h2.max_connections = default_max_connections(config);
     return 0;
 }
 
@@ -396,8 +481,34 @@ static void write_metrics(void *arg, FILE *out)
     fprintf(out,
             "# HELP agenthub_log_lines_dropped_total log lines stderr did not take in time.\n"
             "# TYPE agenthub_log_lines_dropped_total counter\n"
-            "agenthub_log_lines_dropped_total %llu\n",
-            (unsigned long long)log_dropped_lines());
+            "agenthub_log_lines_dropped_total %llu\n"
+            "# HELP agenthub_recv_buffered_bytes request bytes received and not yet delivered.\n"
+            "# TYPE agenthub_recv_buffered_bytes gauge\n"
+            "agenthub_recv_buffered_bytes %llu\n"
+            "# HELP agenthub_connections_over_limit_total connections closed at accept: over "
+            "--max-connections.\n"
+            "# TYPE agenthub_connections_over_limit_total counter\n"
+            "agenthub_connections_over_limit_total %llu\n"
+            "# HELP agenthub_idle_closes_total connections closed: no stream progress.\n"
+            "# TYPE agenthub_idle_closes_total counter\n"
+            "agenthub_idle_closes_total %llu\n"
+            "# HELP agenthub_header_timeouts_total connections closed: handshake, preface or "
+            "header block unfinished.\n"
+            "# TYPE agenthub_header_timeouts_total counter\n"
+            "agenthub_header_timeouts_total %llu\n"
+            "# HELP agenthub_streams_refused_budget_total streams refused: a receive budget "
+            "was spent.\n"
+            "# TYPE agenthub_streams_refused_budget_total counter\n"
+            "agenthub_streams_refused_budget_total %llu\n"
+            "# HELP agenthub_accept_pauses_total accepting paused: accept() failed (out of "
+            "file descriptors).\n"
+            "# TYPE agenthub_accept_pauses_total counter\n"
+            "agenthub_accept_pauses_total %llu\n",
+            (unsigned long long)log_dropped_lines(), (unsigned long long)stats->recv_buffered,
+            (unsigned long long)stats->connections_over_limit,
+            (unsigned long long)stats->idle_closes, (unsigned long long)stats->header_timeouts,
+            (unsigned long long)stats->streams_refused_budget,
+            (unsigned long long)stats->accept_pauses);
     grpc_server_write_metrics(server->grpc, out);
     rpc_write_metrics(&server->rpc, out);
     hub_write_metrics(&server->rpc, out);
@@ -449,6 +560,7 @@ static void on_signal(evutil_socket_t signal_number, short what, void *arg)
 
 static int register_door(struct server *server, struct grpc_door *door, int runner_door)
 {
+    rpc_install_authenticator(door);
     if (health_register(&server->rpc, door) != 0 || reflection_register(&server->rpc, door) != 0 ||
         resource_register(&server->rpc, door) != 0)
         return -1;
@@ -561,8 +673,9 @@ int main(int argc, char **argv)
         goto fail;
     }
     if (server.config.metrics_listen) {
-        server.metrics = metrics_http_new(server.base, server.config.metrics_listen, write_metrics,
-                                          metrics_healthy, &server, err, sizeof(err));
+        server.metrics =
+            metrics_http_new(server.base, server.config.metrics_listen, &server.config.metrics,
+                             write_metrics, metrics_healthy, &server, err, sizeof(err));
         if (!server.metrics) {
             log_error("metrics listener: %s", err);
             goto fail;

@@ -32,6 +32,13 @@ struct grpc_method {
     const char *path; /* "/package.Service/Method" */
     enum grpc_method_kind kind;
     const ProtobufCMessageDescriptor *request_type;
+    /* The door's authenticator (grpc_door_set_authenticator) resolves the
+     * caller from the request headers before any request byte is accepted;
+     * a refused call ends there (Trailers-Only and RST_STREAM). */
+    int needs_caller;
+    /* Bits only the door's authenticator reads (what else a method needs
+     * before it may start). */
+    uint32_t door_flags;
     /* Optional: the request headers were accepted (before any message). */
     void (*on_start)(struct grpc_call *call);
     /* A decoded request message, freed when this returns.  Unary and
@@ -50,6 +57,26 @@ struct grpc_method {
 struct grpc_limits {
     size_t max_recv_bytes;   /* one request message; default 4 MiB */
     size_t send_bound_bytes; /* per-call queue size grpc_call_over_bound compares with */
+    /* A request whose first message is not complete this long after it
+     * started is cancelled (0: GRPC_DEFAULT_REQUEST_TIMEOUT_MS). */
+    uint32_t request_timeout_ms;
+};
+
+#define GRPC_DEFAULT_REQUEST_TIMEOUT_MS 10000
+
+/* A call whose send queue already holds more than its bound and would grow
+ * past this many times the bound is ended RESOURCE_EXHAUSTED: its handler
+ * keeps pushing to a client that does not read. */
+#define GRPC_SEND_CAP_FACTOR 4
+
+/* Resolves a call's caller from its request headers, for methods with
+ * needs_caller.  CALLER points to caller_size zeroed bytes kept with the
+ * call (grpc_call_caller).  Returns GRPC_STATUS_OK, or the status the call
+ * is refused with and its message in *MESSAGE (static storage). */
+struct grpc_authenticator {
+    size_t caller_size;
+    int (*authenticate)(struct grpc_call *call, const struct grpc_method *method, void *caller,
+                        const char **message);
 };
 
 /* --- Server and doors ---------------------------------------------------- */
@@ -69,6 +96,10 @@ void grpc_server_set_request_check(struct grpc_server *server, grpc_request_chec
 /* A door is a method table served on one listener.  door_data is handed to
  * handlers through grpc_call_door_data.  Returns NULL on allocation failure. */
 struct grpc_door *grpc_door_new(struct grpc_server *server, const char *name, void *door_data);
+
+/* Installs the authenticator of DOOR's needs_caller methods (AUTH is not
+ * copied).  Without one such methods are refused UNAUTHENTICATED. */
+void grpc_door_set_authenticator(struct grpc_door *door, const struct grpc_authenticator *auth);
 
 /* Registers METHOD (not copied: it must outlive the server).  Returns 0, or
  * -1 when the path is already registered or memory is short. */
@@ -109,11 +140,19 @@ const char *grpc_call_door_name(const struct grpc_call *call);
 const struct grpc_door *grpc_call_door(const struct grpc_call *call);
 const char *grpc_call_path(const struct grpc_call *call);
 
+/* What the door's authenticator resolved for a needs_caller method, or
+ * NULL for a method without. */
+const void *grpc_call_caller(const struct grpc_call *call);
+
 /* A request header value (NUL-terminated), or NULL.  NAME is lowercase. */
 const char *grpc_call_metadata(const struct grpc_call *call, const char *name);
 
 /* Queues a response message.  Returns 0, or -1 when the call is finished or
- * gone, or memory is short (the message is dropped). */
+ * gone, or memory is short (the message is dropped), or the queue is past
+ * GRPC_SEND_CAP_FACTOR times the bound (the layer ends the call with
+ * RESOURCE_EXHAUSTED).  While the queue is over its bound the layer delivers
+ * no further request message to the handler (HTTP/2 flow control holds the
+ * client back) and resumes once it drains. */
 int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message);
 
 /* Queues one response message made of PREFIX then BODY (either may be

@@ -8,8 +8,6 @@
 #include "grpc/grpc_internal.h"
 #include "h2/h2.h"
 
-#define HTTP2_NO_ERROR 0x0
-
 /* --- Small containers ---------------------------------------------------- */
 
 int grpc_header_list_add(struct header_list *list, const char *name, size_t name_len,
@@ -138,12 +136,34 @@ static int call_queued(struct grpc_call *call)
     return 0;
 }
 
+/* A handler that keeps pushing while its queue is over the bound (a
+ * client that does not read) is stopped at GRPC_SEND_CAP_FACTOR times the
+ * bound: the call ends RESOURCE_EXHAUSTED and what it queued is dropped.
+ * Returns 0 when LEN more body bytes may be queued, or -1 after ending it. */
+static int call_send_room(struct grpc_call *call, size_t len)
+{
+    size_t pending = byte_queue_length(&call->out);
+    size_t bound = call->server->limits.send_bound_bytes;
+    size_t cap = bound * GRPC_SEND_CAP_FACTOR;
+    char message[128];
+
+    if (pending <= bound || pending + GRPC_FRAME_HEADER_LEN + len <= cap)
+        return 0;
+    call->door->send_cap_cuts++;
+    snprintf(message, sizeof(message),
+             "the client is not reading its responses (more than %zu bytes queued)", cap);
+    grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+    if (call->stream)
+        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+    return -1;
+}
+
 int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
                            const uint8_t *body, size_t body_len)
 {
     uint8_t *at;
 
-    if (call->finished || !call->stream)
+    if (call->finished || !call->stream || call_send_room(call, prefix_len + body_len) != 0)
         return -1;
     at = grpc_frame_reserve(&call->out, prefix_len + body_len);
     if (!at)
@@ -157,11 +177,15 @@ int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t
 
 int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
 {
+    size_t len;
     uint8_t *at;
 
     if (call->finished || !call->stream)
         return -1;
-    at = grpc_frame_reserve(&call->out, protobuf_c_message_get_packed_size(message));
+    len = protobuf_c_message_get_packed_size(message);
+    if (call_send_room(call, len) != 0)
+        return -1;
+    at = grpc_frame_reserve(&call->out, len);
     if (!at)
         return -1;
     protobuf_c_message_pack(message, at);
@@ -221,6 +245,7 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
     call->status_message = message ? strdup(message) : NULL;
     if (call->deadline)
         event_del(call->deadline);
+    grpc_call_drop_input(call);
     if (!call->stream)
         return;
     if (!call->headers_sent) {
@@ -302,6 +327,11 @@ const struct grpc_door *grpc_call_door(const struct grpc_call *call)
 const char *grpc_call_path(const struct grpc_call *call)
 {
     return call->entry ? call->entry->method->path : "";
+}
+
+const void *grpc_call_caller(const struct grpc_call *call)
+{
+    return call->caller;
 }
 
 const char *grpc_call_metadata(const struct grpc_call *call, const char *name)

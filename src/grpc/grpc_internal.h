@@ -33,6 +33,11 @@ struct grpc_door {
     size_t method_cap;
     uint64_t unknown_method_calls;
     uint64_t rejected_calls;
+    const struct grpc_authenticator *auth;
+    uint64_t header_refusals[GRPC_STATUS_COUNT]; /* refused by the authenticator */
+    uint64_t send_cap_cuts;    /* ended: send queue past GRPC_SEND_CAP_FACTOR x bound */
+    uint64_t request_timeouts; /* ended: first message not in within the timeout */
+    uint64_t recv_pauses;      /* request delivery paused for a full send queue */
     struct h2_listener *listener;
     struct grpc_door *next;
 };
@@ -46,6 +51,8 @@ struct grpc_server {
     struct grpc_call *calls;
     size_t call_count;
     int shutting_down;
+    struct event *request_sweep; /* enforces limits.request_timeout_ms */
+    uint64_t sweeps;             /* request sweeps so far */
 };
 
 /* Header name/value pairs kept as offsets into one arena. */
@@ -78,8 +85,16 @@ struct grpc_call {
     unsigned cancelled : 1;
     unsigned deferred : 1;
     unsigned in_handler : 1;
+    unsigned input_paused : 1;    /* send queue over its bound: no delivery */
+    unsigned end_pending : 1;     /* END_STREAM came while input was queued */
+    unsigned request_timed : 1;   /* its first message's timeout was started */
+    unsigned request_waiting : 1; /* and the first message is not in yet */
     uint64_t timeout_ns;
 
+    void *caller;                 /* the door authenticator's, for needs_caller methods */
+    struct byte_queue in;         /* request bytes held while delivery is paused */
+    struct event *resume;         /* delivers held input once the queue drains */
+    uint64_t request_since_sweep; /* with request_waiting: the request sweep it began in */
     struct grpc_reader reader;
     uint8_t *unary_request;
     size_t unary_request_len;
@@ -110,5 +125,18 @@ void grpc_call_send_trailers(struct grpc_call *call);
 /* The layer ends the call itself: queued whole messages are dropped, a
  * message already partly sent is completed so framing stays intact. */
 void grpc_call_fail(struct grpc_call *call, int status, const char *message);
+/* The call finished: request bytes still held are thrown away. */
+void grpc_call_drop_input(struct grpc_call *call);
+
+/* DOOR's method at PATH (LEN bytes), or NULL. */
+struct door_method *grpc_door_find(const struct grpc_door *door, const char *path, size_t len);
+
+/* A persistent timer on SERVER's base that cancels requests waiting longer
+ * than limits.request_timeout_ms.  Returns NULL when short of memory. */
+struct event *grpc_request_sweep_new(struct grpc_server *server);
+
+/* The h2 handler of every door (grpc_recv.c). */
+struct h2_handler;
+extern const struct h2_handler grpc_h2_handler;
 
 #endif

@@ -56,9 +56,22 @@ struct h2_handler {
 struct h2_limits {
     uint32_t max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS */
     uint32_t max_header_list_bytes;  /* request header list cap */
-    uint32_t idle_timeout_ms;        /* close connections with no open stream */
+    uint32_t idle_timeout_ms;        /* close connections that make no progress */
     uint32_t max_connections;        /* per listener */
+    /* Longest the TLS handshake and connection preface, or a request header
+     * block, may stay unfinished (0: H2_DEFAULT_HEADER_TIMEOUT_MS). */
+    uint32_t header_timeout_ms;
+    /* Request body bytes received but not yet released by the handler, per
+     * connection and across the server.  Over either, new streams are
+     * refused and flow-control credit is withheld (see h2_stream_release).
+     * 0 picks the H2_DEFAULT_ value. */
+    size_t conn_recv_budget;
+    size_t server_recv_budget;
 };
+
+#define H2_DEFAULT_HEADER_TIMEOUT_MS  10000
+#define H2_DEFAULT_CONN_RECV_BUDGET   (16 * 1024 * 1024)
+#define H2_DEFAULT_SERVER_RECV_BUDGET (256 * 1024 * 1024)
 
 struct h2_tls_config {
     const char *cert_file;
@@ -73,6 +86,12 @@ struct h2_stats {
     uint64_t streams_total;
     uint64_t bytes_in;
     uint64_t bytes_out;
+    uint64_t recv_buffered;          /* gauge: request bytes held, all connections */
+    uint64_t connections_over_limit; /* closed at accept: over --max-connections */
+    uint64_t idle_closes;            /* closed for making no progress */
+    uint64_t header_timeouts;        /* closed with a header block left open */
+    uint64_t streams_refused_budget; /* REFUSED_STREAM: over a receive budget */
+    uint64_t accept_pauses;          /* accept paused: out of file descriptors */
 };
 
 /* Creates the server on BASE.  Returns NULL on allocation failure. */
@@ -121,6 +140,22 @@ int h2_stream_trailers(struct h2_stream *stream, const struct h2_header *headers
 /* Wakes a stream whose stream_read returned H2_READ_DEFERRED.  The write
  * is flushed at the end of the current loop iteration. */
 void h2_stream_resume(struct h2_stream *stream);
+
+/* Request body flow control.  Every DATA byte handed to stream_data is
+ * "held" until the handler releases it (delivered to the application or
+ * thrown away); held bytes count against the connection's and the server's
+ * receive budgets.  h2 returns stream window (WINDOW_UPDATE) for received
+ * bytes while the stream is not paused and the budgets have room; over a
+ * budget, one stream per connection at a time keeps getting it so a message
+ * in progress can still complete, and the others are held to what is left
+ * of their windows.  A stream's remaining held bytes are released when it
+ * closes. */
+void h2_stream_release(struct h2_stream *stream, size_t len);
+
+/* Paused (1), the stream gets no flow-control credit, so a client that
+ * keeps sending is stopped by its window; unpaused (0) returns the credit
+ * withheld meanwhile. */
+void h2_stream_pause_input(struct h2_stream *stream, int paused);
 
 /* Resets the stream with an HTTP/2 error code.  stream_close follows. */
 void h2_stream_reset(struct h2_stream *stream, uint32_t error_code);

@@ -1,25 +1,21 @@
-/* h2_server: listeners, TLS and one nghttp2 session per connection. */
-#include "h2/h2.h"
-#include "h2/h2_tls.h"
-
-#include <arpa/inet.h>
-#include <errno.h>
+/* h2_server: one nghttp2 session per connection: its streams, the stream
+ * API handlers use, and the timers that close a connection which makes no
+ * progress or leaves a header block open.  The receive budgets are in
+ * h2_budget.c. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <event2/listener.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
+
+#include "h2/h2.h"
+#include "h2/h2_internal.h"
 
 /* Stop pulling frames from nghttp2 while this much is unwritten; resume when
  * the socket drains below the low mark. */
@@ -28,58 +24,114 @@
 #define STREAM_WINDOW     (1024 * 1024)
 #define CONNECTION_WINDOW (16 * 1024 * 1024)
 
-struct h2_conn;
-
-struct h2_stream {
-    struct h2_conn *conn;
-    int32_t stream_id;
-    void *data;
-    size_t header_bytes;
-    uint32_t reset_code; /* with reset_after_end: RST_STREAM once ended */
-    int reset_after_end;
-    int end_sent;
-    struct h2_stream *prev, *next;
-};
-
-struct h2_listener {
-    struct h2_server *server;
-    char name[16];
-    char address[80];
-    struct evconnlistener *evlistener;
-    SSL_CTX *ssl_ctx;
-    struct h2_handler handler;
-    void *listener_data;
-    size_t connection_count;
-    struct h2_listener *next;
-};
-
-struct h2_conn {
-    struct h2_server *server;
-    struct h2_listener *listener;
-    struct bufferevent *bev;
-    nghttp2_session *session;
-    struct event *flush_event;
-    struct event *idle_event;
-    struct h2_stream *streams;
-    size_t stream_count;
-    int in_callback;   /* >0 while nghttp2 is calling us: never free then */
-    int close_pending; /* close as soon as we are out of callbacks */
-    int closing;       /* writing out a last GOAWAY; closes once it is sent */
-    struct h2_conn *prev, *next;
-};
-
-struct h2_server {
-    struct event_base *base;
-    struct h2_limits limits;
-    struct h2_listener *listeners;
-    struct h2_conn *conns;
-    int draining;
-    struct timeval idle_timeout;
-    struct h2_stats stats;
-};
-
-static int conn_flush(struct h2_conn *conn);
 static void conn_close(struct h2_conn *conn);
+static void conn_close_after_write(struct h2_conn *conn);
+
+void h2_conn_schedule_flush(struct h2_conn *conn)
+{
+    /* Inside on_read the flush at its end writes what was queued. */
+    if (!conn->in_callback)
+        event_active(conn->flush_event, EV_WRITE, 0);
+}
+
+/* --- Progress and header blocks ------------------------------------------ */
+
+static void header_block_closed(struct h2_conn *conn)
+{
+    conn->header_block_open = 0;
+    conn->header_block_ending = 0;
+    if (conn->header_timer_armed) {
+        conn->header_timer_armed = 0;
+        event_del(conn->header_event);
+    }
+}
+
+/* After a read: a header block still open waits for more bytes, and only
+ * then is its timer armed (a block that came whole costs no timer). */
+static void header_timer_arm(struct h2_conn *conn)
+{
+    if (conn->header_block_open && !conn->header_timer_armed) {
+        conn->header_timer_armed = 1;
+        event_add(conn->header_event, &conn->server->header_timeout);
+    }
+}
+
+static int on_begin_frame(nghttp2_session *session, const nghttp2_frame_hd *hd, void *user_data)
+{
+    struct h2_conn *conn = user_data;
+
+    if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
+        if (!conn->header_block_open) {
+            conn->header_block_open = 1;
+            conn->header_stream_id = hd->stream_id;
+        }
+        if (hd->flags & NGHTTP2_FLAG_END_HEADERS)
+            conn->header_block_ending = 1;
+        return 0;
+    }
+    /* Frames cannot interleave with a header block: the last one ended. */
+    if (conn->header_block_open)
+        header_block_closed(conn);
+    return 0;
+}
+
+static void on_header_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct h2_conn *conn = arg;
+
+    conn->server->stats.header_timeouts++;
+    conn->header_block_open = 0;
+    conn->header_timer_armed = 0;
+    nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(conn->session), NGHTTP2_NO_ERROR,
+                          (const uint8_t *)"header timeout", 14);
+    if (h2_conn_flush(conn) == 0)
+        conn_close_after_write(conn);
+}
+
+/* 1 when STREAM waits on the server, not on its client: the handler has
+ * not answered yet, or has answered and has nothing more to send.  Streams
+ * holding undelivered request bytes, or with output the client's window or
+ * socket does not take, wait on the client. */
+static int stream_waits_on_server(const struct h2_stream *stream)
+{
+    if (stream->held > 0)
+        return 0;
+    if (!stream->answered)
+        return 1;
+    return stream->deferred && !stream->end_sent;
+}
+
+/* The idle timer, every idle timeout: a connection is closed once no stream
+ * frame went either way for a whole period (PINGs, SETTINGS and
+ * WINDOW_UPDATEs do not count) and none of its streams is waiting on the
+ * server.  So it goes between one and two idle timeouts after its last
+ * progress; frames only set a flag, with no timer or clock work. */
+static void on_idle(evutil_socket_t fd, short what, void *arg)
+{
+    struct h2_conn *conn = arg;
+
+    if (conn->closing) { /* the peer never read its GOAWAY */
+        conn_close(conn);
+        return;
+    }
+    if (conn->progressed) {
+        conn->progressed = 0;
+        event_add(conn->idle_event, &conn->server->idle_timeout);
+        return;
+    }
+    for (struct h2_stream *s = conn->streams; s; s = s->next)
+        if (stream_waits_on_server(s)) {
+            event_add(conn->idle_event, &conn->server->idle_timeout);
+            return;
+        }
+    conn->server->stats.idle_closes++;
+    nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(conn->session), NGHTTP2_NO_ERROR,
+                          (const uint8_t *)"idle", 4);
+    if (h2_conn_flush(conn) == 0)
+        conn_close_after_write(conn);
+}
 
 /* --- nghttp2 callbacks --------------------------------------------------- */
 
@@ -90,6 +142,13 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
 
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
+    if (h2_budget_exceeded(conn)) {
+        /* The client may retry it: nothing of it was processed. */
+        conn->server->stats.streams_refused_budget++;
+        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                  NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
     stream = calloc(1, sizeof(*stream));
     if (!stream)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -139,8 +198,21 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     struct h2_conn *conn = user_data;
     struct h2_stream *stream;
 
-    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+    switch (frame->hd.type) {
+    case NGHTTP2_HEADERS:
+        header_block_closed(conn);
+        conn->progressed = 1;
+        break;
+    case NGHTTP2_DATA:
+        if (frame->hd.length > 0 || (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            conn->progressed = 1;
+        break;
+    case NGHTTP2_RST_STREAM:
+        conn->progressed = 1;
         return 0;
+    default:
+        return 0;
+    }
     stream = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
     if (!stream)
         return 0;
@@ -151,12 +223,25 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     return 0;
 }
 
+static int on_invalid_frame_recv(nghttp2_session *session, const nghttp2_frame *frame,
+                                 int lib_error_code, void *user_data)
+{
+    struct h2_conn *conn = user_data;
+
+    if (frame->hd.type == NGHTTP2_HEADERS)
+        header_block_closed(conn);
+    return 0;
+}
+
 static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
+    struct h2_conn *conn = user_data;
     struct h2_stream *stream;
 
-    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM) ||
-        (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA))
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+        return 0;
+    conn->progressed = 1;
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     stream = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
     if (!stream)
@@ -174,13 +259,21 @@ static int on_data_chunk_recv(nghttp2_session *session, uint8_t flags, int32_t s
     struct h2_conn *conn = user_data;
     struct h2_stream *stream = nghttp2_session_get_stream_user_data(session, stream_id);
 
-    if (stream)
-        conn->listener->handler.stream_data(stream->data, data, len);
+    if (!stream) { /* a stream we refused: its bytes go nowhere */
+        nghttp2_session_consume(session, stream_id, len);
+        return 0;
+    }
+    h2_stream_hold(stream, len);
+    nghttp2_session_consume_connection(session, len);
+    conn->listener->handler.stream_data(stream->data, data, len);
+    h2_stream_credit(stream);
     return 0;
 }
 
+/* Frees STREAM after telling its handler.  With LIVE (the connection goes
+ * on), what it still held is given back to the budgets. */
 static void stream_unlink_and_free(struct h2_conn *conn, struct h2_stream *stream,
-                                   uint32_t error_code)
+                                   uint32_t error_code, int live)
 {
     if (stream->prev)
         stream->prev->next = stream->next;
@@ -190,8 +283,17 @@ static void stream_unlink_and_free(struct h2_conn *conn, struct h2_stream *strea
         stream->next->prev = stream->prev;
     conn->stream_count--;
     conn->server->stats.streams_open--;
+    conn->held -= stream->held;
+    conn->server->stats.recv_buffered -= stream->held;
+    if (conn->grant == stream)
+        conn->grant = NULL;
+    if (live && conn->header_block_open && conn->header_block_ending &&
+        conn->header_stream_id == stream->stream_id)
+        header_block_closed(conn);
     conn->listener->handler.stream_close(stream->data, error_code);
     free(stream);
+    if (live)
+        h2_budget_freed(conn);
 }
 
 static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
@@ -203,7 +305,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     if (!stream)
         return 0;
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);
-    stream_unlink_and_free(conn, stream, error_code);
+    stream_unlink_and_free(conn, stream, error_code, 1);
     return 0;
 }
 
@@ -217,8 +319,10 @@ static ssize_t on_data_read(nghttp2_session *session, int32_t stream_id, uint8_t
     ssize_t n;
 
     n = conn->listener->handler.stream_read(stream->data, buf, length, &flags);
-    if (n == H2_READ_DEFERRED)
+    if (n == H2_READ_DEFERRED) {
+        stream->deferred = 1;
         return NGHTTP2_ERR_DEFERRED;
+    }
     if (n < 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (flags & H2_READ_EOF)
@@ -244,11 +348,6 @@ static nghttp2_nv *headers_to_nv(const struct h2_header *headers, size_t count, 
     return nv;
 }
 
-static void conn_schedule_flush(struct h2_conn *conn)
-{
-    event_active(conn->flush_event, EV_WRITE, 0);
-}
-
 int h2_stream_respond(struct h2_stream *stream, const struct h2_header *headers, size_t count,
                       int has_body)
 {
@@ -267,7 +366,8 @@ int h2_stream_respond(struct h2_stream *stream, const struct h2_header *headers,
         free(nv);
     if (rv != 0)
         return -1;
-    conn_schedule_flush(stream->conn);
+    stream->answered = 1;
+    h2_conn_schedule_flush(stream->conn);
     return 0;
 }
 
@@ -284,21 +384,22 @@ int h2_stream_trailers(struct h2_stream *stream, const struct h2_header *headers
         free(nv);
     if (rv != 0)
         return -1;
-    conn_schedule_flush(stream->conn);
+    h2_conn_schedule_flush(stream->conn);
     return 0;
 }
 
 void h2_stream_resume(struct h2_stream *stream)
 {
+    stream->deferred = 0;
     nghttp2_session_resume_data(stream->conn->session, stream->stream_id);
-    conn_schedule_flush(stream->conn);
+    h2_conn_schedule_flush(stream->conn);
 }
 
 void h2_stream_reset(struct h2_stream *stream, uint32_t error_code)
 {
     nghttp2_submit_rst_stream(stream->conn->session, NGHTTP2_FLAG_NONE, stream->stream_id,
                               error_code);
-    conn_schedule_flush(stream->conn);
+    h2_conn_schedule_flush(stream->conn);
 }
 
 void h2_stream_reset_after_end(struct h2_stream *stream, uint32_t error_code)
@@ -323,7 +424,7 @@ size_t h2_stream_connection_backlog(const struct h2_stream *stream)
 
 /* --- Connections --------------------------------------------------------- */
 
-static void conn_free(struct h2_conn *conn)
+void h2_conn_free(struct h2_conn *conn)
 {
     struct h2_server *server = conn->server;
 
@@ -331,7 +432,7 @@ static void conn_free(struct h2_conn *conn)
     for (struct h2_stream *stream = conn->streams, *next; stream; stream = next) {
         next = stream->next;
         nghttp2_session_set_stream_user_data(conn->session, stream->stream_id, NULL);
-        stream_unlink_and_free(conn, stream, NGHTTP2_CANCEL);
+        stream_unlink_and_free(conn, stream, NGHTTP2_CANCEL, 0);
     }
     if (conn->prev)
         conn->prev->next = conn->next;
@@ -344,8 +445,11 @@ static void conn_free(struct h2_conn *conn)
     nghttp2_session_del(conn->session);
     event_free(conn->flush_event);
     event_free(conn->idle_event);
+    event_free(conn->header_event);
     bufferevent_free(conn->bev);
     free(conn);
+    /* What it held is free now: others may have waited for it. */
+    h2_budget_server_freed(server);
 }
 
 static void conn_close(struct h2_conn *conn)
@@ -354,7 +458,7 @@ static void conn_close(struct h2_conn *conn)
         conn->close_pending = 1;
         return;
     }
-    conn_free(conn);
+    h2_conn_free(conn);
 }
 
 /* How long a closing connection may take to write its last frames. */
@@ -372,13 +476,14 @@ static void conn_close_after_write(struct h2_conn *conn)
     }
     conn->closing = 1;
     bufferevent_disable(conn->bev, EV_READ);
+    header_block_closed(conn);
     event_add(conn->idle_event, &linger); /* on_idle frees it if the peer never reads */
 }
 
 /* Moves frames from nghttp2 into the socket buffer, stopping at the high
  * water mark.  Closes the connection when neither side has more to say.
  * Returns 0, or -1 when the connection was freed. */
-static int conn_flush(struct h2_conn *conn)
+int h2_conn_flush(struct h2_conn *conn)
 {
     struct evbuffer *out = bufferevent_get_output(conn->bev);
 
@@ -403,7 +508,7 @@ static int conn_flush(struct h2_conn *conn)
         !nghttp2_session_want_write(conn->session) && evbuffer_get_length(out) == 0)
         conn->close_pending = 1;
     if (conn->close_pending && !conn->in_callback) {
-        conn_free(conn);
+        h2_conn_free(conn);
         return -1;
     }
     return 0;
@@ -411,7 +516,7 @@ static int conn_flush(struct h2_conn *conn)
 
 static void on_flush_event(evutil_socket_t fd, short what, void *arg)
 {
-    (void)conn_flush(arg);
+    (void)h2_conn_flush(arg);
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
@@ -445,12 +550,12 @@ static void on_read(struct bufferevent *bev, void *arg)
     if (conn->close_pending) {
         /* Let nghttp2 say GOAWAY when it has one queued, then close. */
         conn->close_pending = 0;
-        if (conn_flush(conn) == 0)
+        if (h2_conn_flush(conn) == 0)
             conn_close_after_write(conn);
         return;
     }
-    event_add(conn->idle_event, &conn->server->idle_timeout); /* re-arm on activity */
-    conn_flush(conn);
+    header_timer_arm(conn);
+    h2_conn_flush(conn);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
@@ -463,7 +568,7 @@ static void on_write(struct bufferevent *bev, void *arg)
             conn_close(conn);
         return;
     }
-    conn_flush(conn);
+    h2_conn_flush(conn);
 }
 
 static void on_event(struct bufferevent *bev, short events, void *arg)
@@ -480,30 +585,11 @@ static void on_event(struct bufferevent *bev, short events, void *arg)
             conn_close(conn);
             return;
         }
-        conn_flush(conn);
+        h2_conn_flush(conn);
         return;
     }
     if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
         conn_close(conn);
-}
-
-static void on_idle(evutil_socket_t fd, short what, void *arg)
-{
-    struct h2_conn *conn = arg;
-
-    if (conn->closing) { /* the peer never read its GOAWAY */
-        conn_close(conn);
-        return;
-    }
-    if (conn->stream_count > 0) {
-        event_add(conn->idle_event, &conn->server->idle_timeout);
-        return;
-    }
-    nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
-                          nghttp2_session_get_last_proc_stream_id(conn->session), NGHTTP2_NO_ERROR,
-                          (const uint8_t *)"idle", 4);
-    if (conn_flush(conn) == 0)
-        conn_close_after_write(conn);
 }
 
 static int conn_setup_session(struct h2_conn *conn)
@@ -511,13 +597,16 @@ static int conn_setup_session(struct h2_conn *conn)
     nghttp2_session_callbacks *callbacks;
     nghttp2_option *option;
     nghttp2_settings_entry settings[4];
+    size_t window;
     int rv;
 
     if (nghttp2_session_callbacks_new(&callbacks) != 0)
         return -1;
+    nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, on_begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(callbacks, on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, on_frame_recv);
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks, on_invalid_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, on_data_chunk_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, on_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, on_frame_send);
@@ -528,6 +617,9 @@ static int conn_setup_session(struct h2_conn *conn)
     nghttp2_option_set_no_closed_streams(option, 1);
     nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33);
     nghttp2_option_set_max_settings(option, 32);
+    /* Window credit is given back only for bytes released or credited by
+     * the budget rules above, never merely for having arrived. */
+    nghttp2_option_set_no_auto_window_update(option, 1);
     rv = nghttp2_session_server_new2(&conn->session, callbacks, conn, option);
     nghttp2_option_del(option);
     nghttp2_session_callbacks_del(callbacks);
@@ -543,22 +635,22 @@ static int conn_setup_session(struct h2_conn *conn)
     settings[3].value = 0;
     if (nghttp2_submit_settings(conn->session, NGHTTP2_FLAG_NONE, settings, 4) != 0)
         return -1;
-    nghttp2_session_set_local_window_size(conn->session, NGHTTP2_FLAG_NONE, 0, CONNECTION_WINDOW);
+    /* Never more connection window than the connection's budget. */
+    window = conn->server->limits.conn_recv_budget;
+    if (window > CONNECTION_WINDOW)
+        window = CONNECTION_WINDOW;
+    if (window < NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE)
+        window = NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE;
+    nghttp2_session_set_local_window_size(conn->session, NGHTTP2_FLAG_NONE, 0, (int32_t)window);
     return 0;
 }
 
-static void on_accept(struct evconnlistener *evlistener, evutil_socket_t fd, struct sockaddr *addr,
-                      int addrlen, void *arg)
+void h2_conn_accept(struct h2_listener *listener, evutil_socket_t fd)
 {
-    struct h2_listener *listener = arg;
     struct h2_server *server = listener->server;
     struct h2_conn *conn;
     int one = 1;
 
-    if (server->draining || listener->connection_count >= server->limits.max_connections) {
-        evutil_closesocket(fd);
-        return;
-    }
     conn = calloc(1, sizeof(*conn));
     if (!conn) {
         evutil_closesocket(fd);
@@ -585,7 +677,9 @@ static void on_accept(struct evconnlistener *evlistener, evutil_socket_t fd, str
     }
     conn->flush_event = event_new(server->base, -1, 0, on_flush_event, conn);
     conn->idle_event = evtimer_new(server->base, on_idle, conn);
-    if (!conn->flush_event || !conn->idle_event || conn_setup_session(conn) != 0)
+    conn->header_event = evtimer_new(server->base, on_header_timeout, conn);
+    if (!conn->flush_event || !conn->idle_event || !conn->header_event ||
+        conn_setup_session(conn) != 0)
         goto fail_bev;
     listener->connection_count++;
     server->stats.connections_open++;
@@ -595,11 +689,15 @@ static void on_accept(struct evconnlistener *evlistener, evutil_socket_t fd, str
         server->conns->prev = conn;
     server->conns = conn;
     event_add(conn->idle_event, &server->idle_timeout);
+    /* The TLS handshake and the client's preface are bounded like a header
+     * block: the first frame (SETTINGS) ends it. */
+    conn->header_block_open = 1;
+    header_timer_arm(conn);
     bufferevent_setwatermark(conn->bev, EV_WRITE, OUTPUT_LOW_WATER, 0);
     bufferevent_setcb(conn->bev, on_read, on_write, on_event, conn);
     bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
     if (!listener->ssl_ctx)
-        conn_flush(conn);
+        h2_conn_flush(conn);
     return;
 
 fail_bev:
@@ -609,179 +707,12 @@ fail_bev:
         event_free(conn->flush_event);
     if (conn->idle_event)
         event_free(conn->idle_event);
+    if (conn->header_event)
+        event_free(conn->header_event);
     bufferevent_free(conn->bev);
     free(conn);
     return;
 fail_fd:
     evutil_closesocket(fd);
     free(conn);
-}
-
-/* --- Server and listeners ------------------------------------------------ */
-
-struct h2_server *h2_server_new(struct event_base *base, const struct h2_limits *limits)
-{
-    struct h2_server *server = calloc(1, sizeof(*server));
-
-    if (!server)
-        return NULL;
-    server->base = base;
-    server->limits = *limits;
-    server->idle_timeout.tv_sec = limits->idle_timeout_ms / 1000;
-    server->idle_timeout.tv_usec = (limits->idle_timeout_ms % 1000) * 1000;
-    return server;
-}
-
-void h2_server_free(struct h2_server *server)
-{
-    if (!server)
-        return;
-    while (server->conns)
-        conn_free(server->conns);
-    while (server->listeners) {
-        struct h2_listener *listener = server->listeners;
-        server->listeners = listener->next;
-        if (listener->evlistener)
-            evconnlistener_free(listener->evlistener);
-        if (listener->ssl_ctx)
-            SSL_CTX_free(listener->ssl_ctx);
-        free(listener);
-    }
-    free(server);
-}
-
-/* Splits "host:port" or "[v6]:port".  Returns 0 or -1. */
-static int split_host_port(const char *host_port, char *host, size_t host_size, char *port,
-                           size_t port_size)
-{
-    const char *colon;
-    size_t host_len;
-
-    if (host_port[0] == '[') {
-        const char *close = strchr(host_port, ']');
-        if (!close || close[1] != ':')
-            return -1;
-        host_len = (size_t)(close - host_port - 1);
-        if (host_len >= host_size)
-            return -1;
-        memcpy(host, host_port + 1, host_len);
-        colon = close + 1;
-    } else {
-        colon = strrchr(host_port, ':');
-        if (!colon)
-            return -1;
-        host_len = (size_t)(colon - host_port);
-        if (host_len >= host_size)
-            return -1;
-        memcpy(host, host_port, host_len);
-    }
-    host[host_len] = '\0';
-    if (strlen(colon + 1) == 0 || strlen(colon + 1) >= port_size)
-        return -1;
-    memcpy(port, colon + 1, strlen(colon + 1) + 1);
-    return 0;
-}
-
-struct h2_listener *h2_listen(struct h2_server *server, const char *name, const char *host_port,
-                              const struct h2_tls_config *tls, const struct h2_handler *handler,
-                              void *listener_data, char *err, size_t err_size)
-{
-    char host[64], port[16];
-    struct addrinfo hints, *res = NULL;
-    struct h2_listener *listener;
-    struct sockaddr_storage bound;
-    socklen_t bound_len = sizeof(bound);
-    char ip[INET6_ADDRSTRLEN];
-    int rv;
-
-    if (split_host_port(host_port, host, sizeof(host), port, sizeof(port)) != 0) {
-        snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
-        return NULL;
-    }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    rv = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
-    if (rv != 0) {
-        snprintf(err, err_size, "%s: %s", host_port, gai_strerror(rv));
-        return NULL;
-    }
-    listener = calloc(1, sizeof(*listener));
-    if (!listener) {
-        freeaddrinfo(res);
-        snprintf(err, err_size, "out of memory");
-        return NULL;
-    }
-    listener->server = server;
-    snprintf(listener->name, sizeof(listener->name), "%s", name);
-    listener->handler = *handler;
-    listener->listener_data = listener_data;
-    if (tls && tls->cert_file) {
-        listener->ssl_ctx = h2_tls_context_new(tls, err, err_size);
-        if (!listener->ssl_ctx)
-            goto fail;
-    }
-    listener->evlistener =
-        evconnlistener_new_bind(server->base, on_accept, listener,
-                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-                                1024, res->ai_addr, (int)res->ai_addrlen);
-    if (!listener->evlistener) {
-        snprintf(err, err_size, "%s: cannot listen: %s", host_port, strerror(errno));
-        goto fail;
-    }
-    memset(&bound, 0, sizeof(bound));
-    getsockname(evconnlistener_get_fd(listener->evlistener), (struct sockaddr *)&bound, &bound_len);
-    if (bound.ss_family == AF_INET6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&bound;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        snprintf(listener->address, sizeof(listener->address), "[%s]:%u", ip,
-                 ntohs(in6->sin6_port));
-    } else {
-        struct sockaddr_in *in4 = (struct sockaddr_in *)&bound;
-        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
-        snprintf(listener->address, sizeof(listener->address), "%s:%u", ip, ntohs(in4->sin_port));
-    }
-    freeaddrinfo(res);
-    listener->next = server->listeners;
-    server->listeners = listener;
-    return listener;
-fail:
-    freeaddrinfo(res);
-    if (listener->ssl_ctx)
-        SSL_CTX_free(listener->ssl_ctx);
-    free(listener);
-    return NULL;
-}
-
-const char *h2_listener_address(const struct h2_listener *listener)
-{
-    return listener->address;
-}
-
-void h2_server_drain(struct h2_server *server)
-{
-    struct h2_conn *conn, *next;
-
-    server->draining = 1;
-    for (struct h2_listener *l = server->listeners; l; l = l->next)
-        if (l->evlistener)
-            evconnlistener_disable(l->evlistener);
-    for (conn = server->conns; conn; conn = next) {
-        next = conn->next;
-        nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
-                              nghttp2_session_get_last_proc_stream_id(conn->session),
-                              NGHTTP2_NO_ERROR, NULL, 0);
-        conn_flush(conn);
-    }
-}
-
-size_t h2_server_connection_count(const struct h2_server *server)
-{
-    return (size_t)server->stats.connections_open;
-}
-
-const struct h2_stats *h2_server_stats(const struct h2_server *server)
-{
-    return &server->stats;
 }

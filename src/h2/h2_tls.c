@@ -5,6 +5,8 @@
 #include <openssl/err.h>
 #include <stdio.h>
 
+#define SESSION_ID_CONTEXT "agenthubd"
+
 static int on_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                           const unsigned char *in, unsigned int inlen, void *arg)
 {
@@ -25,6 +27,20 @@ SSL_CTX *h2_tls_context_new(const struct h2_tls_config *tls, char *err, size_t e
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
+    /* TLS 1.2 suites HTTP/2 allows (RFC 9113 appendix A forbids every
+     * non-AEAD and non-ephemeral one, CBC above all).  TLS 1.3 suites are
+     * all AEAD. */
+    if (SSL_CTX_set_cipher_list(ctx, H2_TLS12_CIPHERS) != 1) {
+        snprintf(err, err_size, "cannot set the TLS 1.2 cipher list");
+        goto fail;
+    }
+    /* Resumed sessions must be tied to this context, or OpenSSL refuses to
+     * resume any session when client certificates are verified. */
+    if (SSL_CTX_set_session_id_context(ctx, (const unsigned char *)SESSION_ID_CONTEXT,
+                                       sizeof(SESSION_ID_CONTEXT) - 1) != 1) {
+        snprintf(err, err_size, "cannot set the TLS session id context");
+        goto fail;
+    }
     if (SSL_CTX_use_certificate_chain_file(ctx, tls->cert_file) != 1) {
         snprintf(err, err_size, "cannot load TLS certificate %s", tls->cert_file);
         goto fail;

@@ -1,5 +1,5 @@
-/* h2_tls: the server's TLS context: TLS 1.2+, ALPN h2 only, optional
- * client certificates. */
+/* h2_tls: the server's TLS context: TLS 1.2+ with h2's cipher suites, ALPN
+ * h2 only, optional client certificates, session resumption. */
 #ifndef AGENTHUB_H2_TLS_H
 #define AGENTHUB_H2_TLS_H
 
@@ -7,6 +7,13 @@
 #include <stddef.h>
 
 #include "h2/h2.h"
+
+/* The TLS 1.2 cipher list: ECDHE key exchange with AES-GCM or
+ * ChaCha20-Poly1305 only (what RFC 9113 appendix A leaves for h2). */
+#define H2_TLS12_CIPHERS                                                                           \
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"                                   \
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"                                   \
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
 /* Builds a context from TLS's files.  Returns NULL with a reason in ERR
  * (which file failed to load). */

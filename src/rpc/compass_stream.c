@@ -252,6 +252,8 @@ const struct grpc_method compass_subscribe_agent_session_method = {
     .on_message = pane_on_message,
     .on_writable = pane_on_writable,
     .on_close = pane_on_close,
+    .needs_caller = 1,
+    .door_flags = RPC_NEEDS_SEAM,
 };
 
 /* --- SubscribeEvents ----------------------------------------------------- */
@@ -470,4 +472,5 @@ const struct grpc_method compass_subscribe_events_method = {
     .on_message = events_on_message,
     .on_writable = events_on_writable,
     .on_close = events_on_close,
+    .needs_caller = 1,
 };

@@ -150,6 +150,24 @@ static void bidi_on_message(struct grpc_call *call, const ProtobufCMessage *mess
         return;
     }
     stream->total_bytes += request->payload.len;
+    if (request->response_count > 0) {
+        /* A handler that pushes without looking at its send queue: the
+         * layer's cap is what stops it. */
+        uint8_t *payload = calloc(1, request->response_size ? request->response_size : 1);
+        if (!payload) {
+            grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+            return;
+        }
+        response.payload.data = payload;
+        response.payload.len = request->response_size;
+        for (uint32_t i = 0; i < request->response_count; i++) {
+            response.index = stream->index++;
+            if (grpc_call_send(call, &response.base) != 0)
+                break;
+        }
+        free(payload);
+        return;
+    }
     response.payload = request->payload;
     response.index = stream->index++;
     response.total_bytes = stream->total_bytes;

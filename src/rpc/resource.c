@@ -465,16 +465,34 @@ static void report_state_on_message(struct grpc_call *call, const ProtobufCMessa
 }
 
 static const struct grpc_method resource_methods[] = {
-    {"/compass.v1.ResourceService/SpawnResource", GRPC_METHOD_UNARY,
-     &compass__v1__spawn_resource_request__descriptor, NULL, spawn_on_message, NULL, NULL, NULL},
-    {"/compass.v1.ResourceService/AppendResourceOutput", GRPC_METHOD_UNARY,
-     &compass__v1__append_resource_output_request__descriptor, NULL, append_on_message, NULL, NULL,
-     NULL},
-    {"/compass.v1.ResourceService/CloseResource", GRPC_METHOD_UNARY,
-     &compass__v1__close_resource_request__descriptor, NULL, close_on_message, NULL, NULL, NULL},
-    {"/compass.v1.ResourceService/ReportAgentState", GRPC_METHOD_UNARY,
-     &compass__v1__report_agent_state_request__descriptor, NULL, report_state_on_message, NULL,
-     NULL, NULL},
+    {
+        .path = "/compass.v1.ResourceService/SpawnResource",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &compass__v1__spawn_resource_request__descriptor,
+        .on_message = spawn_on_message,
+        .needs_caller = 1,
+    },
+    {
+        .path = "/compass.v1.ResourceService/AppendResourceOutput",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &compass__v1__append_resource_output_request__descriptor,
+        .on_message = append_on_message,
+        .needs_caller = 1,
+    },
+    {
+        .path = "/compass.v1.ResourceService/CloseResource",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &compass__v1__close_resource_request__descriptor,
+        .on_message = close_on_message,
+        .needs_caller = 1,
+    },
+    {
+        .path = "/compass.v1.ResourceService/ReportAgentState",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &compass__v1__report_agent_state_request__descriptor,
+        .on_message = report_state_on_message,
+        .needs_caller = 1,
+    },
 };
 
 int resource_register(struct rpc_context *ctx, struct grpc_door *door)

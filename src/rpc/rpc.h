@@ -66,9 +66,19 @@ struct rpc_context {
 
 /* --- Shared handler helpers (rpc_common.c) ------------------------------ */
 
-/* Authenticates CALL's bearer token for the door it came in on.  Returns 0
- * with *SUBJECT filled; otherwise finishes the call (UNAUTHENTICATED, or
- * UNAVAILABLE when the store could not answer) and returns -1. */
+/* grpc_method.door_flags bit: the method answers UNAVAILABLE on a server
+ * without a Runner seam, before it looks at the caller. */
+#define RPC_NEEDS_SEAM 0x1u
+
+/* Makes DOOR authenticate the caller of every needs_caller method from its
+ * request headers, before any request byte is accepted. */
+void rpc_install_authenticator(struct grpc_door *door);
+
+/* The caller of CALL: for a needs_caller method the subject resolved from
+ * the request headers (always there: the call was refused otherwise).
+ * Returns 0 with *SUBJECT filled; otherwise (only for a method without the
+ * flag) finishes the call (UNAUTHENTICATED, or UNAVAILABLE when the store
+ * could not answer) and returns -1. */
 int rpc_authenticate(struct grpc_call *call, struct store_subject *subject);
 
 /* 1 when CALL arrived on the Runner door. */

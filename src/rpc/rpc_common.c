@@ -12,13 +12,55 @@ int rpc_on_runner_door(const struct grpc_call *call)
     return strcmp(grpc_call_door_name(call), "runner") == 0;
 }
 
-int rpc_authenticate(struct grpc_call *call, struct store_subject *subject)
+/* The door authenticator: the Runner seam first for methods that need it,
+ * then the bearer token.  Returns a gRPC status (see grpc_authenticator). */
+static int door_authenticate(struct grpc_call *call, const struct grpc_method *method, void *caller,
+                             const char **message)
 {
     struct rpc_context *ctx = grpc_call_door_data(call);
     const char *header = grpc_call_metadata(call, "authorization");
     enum auth_door door = rpc_on_runner_door(call) ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
     int rv;
 
+    if ((method->door_flags & RPC_NEEDS_SEAM) && !ctx->config.has_runner_seam) {
+        *message = "this server has no Runner seam";
+        return GRPC_STATUS_UNAVAILABLE;
+    }
+    *message = AUTH_UNAUTHENTICATED_MESSAGE;
+    if (!ctx->store) /* a door that attaches no caller identity is a wiring bug */
+        return GRPC_STATUS_UNAUTHENTICATED;
+    rv = auth_authenticate(ctx->store, door, header, header ? strlen(header) : 0, caller);
+    if (rv == AUTH_OK)
+        return GRPC_STATUS_OK;
+    if (rv == AUTH_FAULT) {
+        *message = GATE_FAULT_MESSAGE;
+        return GRPC_STATUS_UNAVAILABLE;
+    }
+    return GRPC_STATUS_UNAUTHENTICATED;
+}
+
+static const struct grpc_authenticator door_authenticator = {
+    .caller_size = sizeof(struct store_subject),
+    .authenticate = door_authenticate,
+};
+
+void rpc_install_authenticator(struct grpc_door *door)
+{
+    grpc_door_set_authenticator(door, &door_authenticator);
+}
+
+int rpc_authenticate(struct grpc_call *call, struct store_subject *subject)
+{
+    struct rpc_context *ctx = grpc_call_door_data(call);
+    const struct store_subject *caller = grpc_call_caller(call);
+    const char *header = grpc_call_metadata(call, "authorization");
+    enum auth_door door = rpc_on_runner_door(call) ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
+    int rv;
+
+    if (caller) { /* resolved from the request headers */
+        *subject = *caller;
+        return 0;
+    }
     /* A door that attaches no caller identity is a wiring bug: fail closed. */
     if (!ctx->store) {
         grpc_call_finish(call, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);

@@ -689,4 +689,5 @@ const struct grpc_method runner_sessions_method = {
     .on_half_close = sessions_on_half_close,
     .on_writable = sessions_on_writable,
     .on_close = sessions_on_close,
+    .needs_caller = 1,
 };

@@ -418,20 +418,44 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
 }
 
 static const struct grpc_method runner_methods[] = {
-    {"/compass.v1.RunnerService/Enroll", GRPC_METHOD_UNARY,
-     &compass__v1__enroll_request__descriptor, NULL, enroll_on_message, NULL, NULL, NULL},
-    {"/compass.v1.RunnerService/PublishEvents", GRPC_METHOD_CLIENT_STREAMING,
-     &compass__v1__publish_events_request__descriptor, publish_on_start, publish_on_message,
-     publish_on_half_close, NULL, publish_on_close},
-    {"/compass.v1.RunnerService/UploadSessionBlob", GRPC_METHOD_UNARY,
-     &compass__v1__upload_session_blob_request__descriptor, NULL, upload_on_message, NULL, NULL,
-     NULL},
-    {"/compass.v1.RunnerService/FetchSessionBlob", GRPC_METHOD_UNARY,
-     &compass__v1__fetch_session_blob_request__descriptor, NULL, fetch_on_message, NULL, NULL,
-     NULL},
-    {"/compass.v1.RunnerService/ReportEvidence", GRPC_METHOD_UNARY,
-     &compass__v1__report_evidence_request__descriptor, NULL, evidence_on_message, NULL, NULL,
-     NULL},
+    {
+        .path = "/compass.v1.RunnerService/Enroll",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &compass__v1__enroll_request__descriptor,
+        .on_message = enroll_on_message,
+        .needs_caller = 1,
+    },
+    {
+        .path = "/compass.v1.RunnerService/PublishEvents",
+        .kind = GRPC_METHOD_CLIENT_STREAMING,
+        .request_type = &compass__v1__publish_events_request__descriptor,
+        .on_start = publish_on_start,
+        .on_message = publish_on_message,
+        .on_half_close = publish_on_half_close,
+        .on_close = publish_on_close,
+        .needs_caller = 1,
+    },
+    {
+        .path = "/compass.v1.RunnerService/UploadSessionBlob",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &compass__v1__upload_session_blob_request__descriptor,
+        .on_message = upload_on_message,
+        .needs_caller = 1,
+    },
+    {
+        .path = "/compass.v1.RunnerService/FetchSessionBlob",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &compass__v1__fetch_session_blob_request__descriptor,
+        .on_message = fetch_on_message,
+        .needs_caller = 1,
+    },
+    {
+        .path = "/compass.v1.RunnerService/ReportEvidence",
+        .kind = GRPC_METHOD_UNARY,
+        .request_type = &compass__v1__report_evidence_request__descriptor,
+        .on_message = evidence_on_message,
+        .needs_caller = 1,
+    },
 };
 
 int runner_service_register(struct rpc_context *ctx, struct grpc_door *door)

@@ -1,116 +1,330 @@
+/* metrics_http: a deliberately small HTTP/1.x responder for GET /metrics
+ * and GET /healthz.  One request per connection (Connection: close), a cap
+ * on open connections, an idle timeout that also bounds a request trickled
+ * in slowly, and accepting pauses (rather than spins) when the process is
+ * out of file descriptors. */
 #include "server/metrics_http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
+#include <event2/listener.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/log.h"
+
+/* The longest request head (request line and headers) read. */
+#define MAX_REQUEST_HEAD 8192
+#define ACCEPT_PAUSE_MS  250
+
+struct metrics_conn {
+    struct metrics_http *metrics;
+    struct bufferevent *bev;
+    int answered;
+    struct metrics_conn *prev, *next;
+};
+
 struct metrics_http {
-    struct evhttp *http;
+    struct event_base *base;
+    struct evconnlistener *listener;
+    struct event *accept_pause;
     metrics_http_writer writer;
     metrics_http_health health;
     void *arg;
+    struct metrics_http_limits limits;
+    struct metrics_conn *conns;
+    size_t conn_count;
+    uint64_t refused;       /* closed at accept: over the connection cap */
+    uint64_t idle_closes;   /* closed by the idle timeout */
+    uint64_t accept_pauses; /* accept() failed: paused */
     char address[80];
 };
 
-static void on_request(struct evhttp_request *request, void *arg)
+static void conn_free(struct metrics_conn *conn)
 {
-    struct metrics_http *metrics = arg;
-    const char *uri = evhttp_request_get_uri(request);
-    struct evbuffer *body = evbuffer_new();
-    char *text = NULL;
-    size_t text_len = 0;
+    struct metrics_http *metrics = conn->metrics;
 
-    if (!body) {
-        evhttp_send_error(request, HTTP_INTERNAL, NULL);
+    if (conn->prev)
+        conn->prev->next = conn->next;
+    else
+        metrics->conns = conn->next;
+    if (conn->next)
+        conn->next->prev = conn->prev;
+    metrics->conn_count--;
+    bufferevent_free(conn->bev);
+    free(conn);
+}
+
+/* The listener's own counters, after the server's. */
+static void write_own_metrics(const struct metrics_http *metrics, FILE *out)
+{
+    fprintf(out,
+            "# HELP agenthub_metrics_connections_refused_total metrics connections closed at "
+            "accept: over the cap.\n"
+            "# TYPE agenthub_metrics_connections_refused_total counter\n"
+            "agenthub_metrics_connections_refused_total %llu\n"
+            "# HELP agenthub_metrics_idle_closes_total metrics connections closed by the idle "
+            "timeout.\n"
+            "# TYPE agenthub_metrics_idle_closes_total counter\n"
+            "agenthub_metrics_idle_closes_total %llu\n"
+            "# TYPE agenthub_metrics_accept_pauses_total counter\n"
+            "agenthub_metrics_accept_pauses_total %llu\n",
+            (unsigned long long)metrics->refused, (unsigned long long)metrics->idle_closes,
+            (unsigned long long)metrics->accept_pauses);
+}
+
+static void respond(struct metrics_conn *conn, int status, const char *reason,
+                    const char *content_type, const char *body, size_t body_len, int head_only)
+{
+    struct evbuffer *out = bufferevent_get_output(conn->bev);
+
+    evbuffer_add_printf(out,
+                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                        "Connection: close\r\n\r\n",
+                        status, reason, content_type, body_len);
+    if (!head_only && body_len)
+        evbuffer_add(out, body, body_len);
+    conn->answered = 1;
+    bufferevent_disable(conn->bev, EV_READ);
+    bufferevent_enable(conn->bev, EV_WRITE);
+}
+
+static void respond_text(struct metrics_conn *conn, int status, const char *reason,
+                         const char *text)
+{
+    respond(conn, status, reason, "text/plain", text, strlen(text), 0);
+}
+
+/* Answers the request line LINE ("GET /metrics HTTP/1.1"). */
+static void answer(struct metrics_conn *conn, const char *line)
+{
+    struct metrics_http *metrics = conn->metrics;
+    const char *sp1 = strchr(line, ' ');
+    const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    size_t method_len, uri_len;
+    int head_only;
+
+    if (!sp1 || !sp2) {
+        respond_text(conn, 400, "Bad Request", "bad request line\n");
         return;
     }
-    if (evhttp_request_get_command(request) != EVHTTP_REQ_GET) {
-        evhttp_send_error(request, 405, "Method Not Allowed");
-    } else if (strcmp(uri, "/metrics") == 0) {
+    method_len = (size_t)(sp1 - line);
+    uri_len = (size_t)(sp2 - sp1 - 1);
+    head_only = method_len == 4 && memcmp(line, "HEAD", 4) == 0;
+    if (!head_only && !(method_len == 3 && memcmp(line, "GET", 3) == 0)) {
+        respond_text(conn, 405, "Method Not Allowed", "only GET and HEAD\n");
+        return;
+    }
+    if (uri_len == 8 && memcmp(sp1 + 1, "/metrics", 8) == 0) {
+        char *text = NULL;
+        size_t text_len = 0;
         FILE *out = open_memstream(&text, &text_len);
         if (!out) {
-            evhttp_send_error(request, HTTP_INTERNAL, NULL);
-        } else {
-            metrics->writer(metrics->arg, out);
-            fclose(out);
-            evbuffer_add(body, text, text_len);
-            evhttp_add_header(evhttp_request_get_output_headers(request), "Content-Type",
-                              "text/plain; version=0.0.4");
-            evhttp_send_reply(request, HTTP_OK, "OK", body);
+            respond_text(conn, 500, "Internal Server Error", "out of memory\n");
+            return;
         }
-    } else if (strcmp(uri, "/healthz") == 0) {
+        metrics->writer(metrics->arg, out);
+        write_own_metrics(metrics, out);
+        fclose(out);
+        respond(conn, 200, "OK", "text/plain; version=0.0.4", text, text_len, head_only);
+        free(text);
+    } else if (uri_len == 8 && memcmp(sp1 + 1, "/healthz", 8) == 0) {
         int healthy = metrics->health(metrics->arg);
-        evbuffer_add_printf(body, "%s\n", healthy ? "ok" : "draining");
-        evhttp_send_reply(request, healthy ? HTTP_OK : 503, healthy ? "OK" : "Draining", body);
+        const char *body = healthy ? "ok\n" : "draining\n";
+        respond(conn, healthy ? 200 : 503, healthy ? "OK" : "Draining", "text/plain", body,
+                strlen(body), head_only);
     } else {
-        evhttp_send_error(request, HTTP_NOTFOUND, NULL);
+        respond_text(conn, 404, "Not Found", "not found\n");
     }
-    free(text);
-    evbuffer_free(body);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct metrics_conn *conn = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer_ptr end;
+
+    if (conn->answered)
+        return;
+    /* Answer once the whole head is in: the request line and the headers. */
+    end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+    if (end.pos < 0)
+        end = evbuffer_search(in, "\n\n", 2, NULL);
+    if (end.pos < 0) {
+        if (evbuffer_get_length(in) > MAX_REQUEST_HEAD)
+            respond_text(conn, 431, "Request Header Fields Too Large", "request too large\n");
+        return;
+    }
+    char *line = evbuffer_readln(in, NULL, EVBUFFER_EOL_CRLF);
+    if (!line) {
+        respond_text(conn, 400, "Bad Request", "bad request\n");
+        return;
+    }
+    answer(conn, line);
+    free(line);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct metrics_conn *conn = arg;
+
+    if (conn->answered && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        conn_free(conn);
+}
+
+static void on_event(struct bufferevent *bev, short events, void *arg)
+{
+    struct metrics_conn *conn = arg;
+
+    if (events & BEV_EVENT_TIMEOUT)
+        conn->metrics->idle_closes++;
+    if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+        conn_free(conn);
+}
+
+static void on_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *addr,
+                      int addrlen, void *arg)
+{
+    struct metrics_http *metrics = arg;
+    struct timeval idle = {metrics->limits.idle_timeout_ms / 1000,
+                           (metrics->limits.idle_timeout_ms % 1000) * 1000};
+    struct metrics_conn *conn;
+
+    if (metrics->conn_count >= metrics->limits.max_connections) {
+        metrics->refused++;
+        evutil_closesocket(fd);
+        return;
+    }
+    conn = calloc(1, sizeof(*conn));
+    if (!conn) {
+        evutil_closesocket(fd);
+        return;
+    }
+    conn->metrics = metrics;
+    conn->bev = bufferevent_socket_new(metrics->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!conn->bev) {
+        evutil_closesocket(fd);
+        free(conn);
+        return;
+    }
+    conn->next = metrics->conns;
+    if (conn->next)
+        conn->next->prev = conn;
+    metrics->conns = conn;
+    metrics->conn_count++;
+    /* One timeout for reading the request and writing the answer: a client
+     * that sends nothing, or sends slowly, or does not read, is closed. */
+    bufferevent_set_timeouts(conn->bev, &idle, &idle);
+    bufferevent_setcb(conn->bev, on_read, on_write, on_event, conn);
+    bufferevent_enable(conn->bev, EV_READ);
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct metrics_http *metrics = arg;
+
+    evconnlistener_enable(metrics->listener);
+}
+
+/* accept() failed (out of file descriptors, usually): pause, log once. */
+static void on_accept_error(struct evconnlistener *listener, void *arg)
+{
+    struct metrics_http *metrics = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    struct timeval pause = {ACCEPT_PAUSE_MS / 1000, (ACCEPT_PAUSE_MS % 1000) * 1000};
+
+    evconnlistener_disable(listener);
+    metrics->accept_pauses++;
+    log_warn("listener metrics: cannot accept a connection (%s); pausing accepts for %d ms",
+             evutil_socket_error_to_string(err), ACCEPT_PAUSE_MS);
+    event_add(metrics->accept_pause, &pause);
+}
+
+/* "HOST:PORT" of the bound socket FD. */
+static void format_address(evutil_socket_t fd, char *out, size_t size, const char *fallback)
+{
+    struct sockaddr_storage bound;
+    socklen_t len = sizeof(bound);
+    char ip[INET6_ADDRSTRLEN];
+
+    memset(&bound, 0, sizeof(bound));
+    if (getsockname(fd, (struct sockaddr *)&bound, &len) != 0) {
+        snprintf(out, size, "%s", fallback);
+    } else if (bound.ss_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&bound;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(out, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    } else {
+        struct sockaddr_in *in4 = (struct sockaddr_in *)&bound;
+        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
+        snprintf(out, size, "%s:%u", ip, ntohs(in4->sin_port));
+    }
 }
 
 struct metrics_http *metrics_http_new(struct event_base *base, const char *host_port,
+                                      const struct metrics_http_limits *limits,
                                       metrics_http_writer writer, metrics_http_health health,
                                       void *arg, char *err, size_t err_size)
 {
     struct metrics_http *metrics = calloc(1, sizeof(*metrics));
-    char host[64];
     const char *colon = strrchr(host_port, ':');
-    struct evhttp_bound_socket *bound;
-    struct sockaddr_in addr;
-    socklen_t len = sizeof(addr);
-    long port;
-    char *end;
+    struct addrinfo hints, *res = NULL;
+    char host[64];
+    int rv;
 
     if (!metrics) {
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
-    if (!colon || (size_t)(colon - host_port) >= sizeof(host)) {
+    if (!colon || (size_t)(colon - host_port) >= sizeof(host) || colon[1] == '\0') {
         snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
         goto fail;
     }
     memcpy(host, host_port, (size_t)(colon - host_port));
     host[colon - host_port] = '\0';
-    port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 0 || port > 65535 || end == colon + 1) {
-        snprintf(err, err_size, "%s: bad port", host_port);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    rv = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res);
+    if (rv != 0) {
+        snprintf(err, err_size, "%s: %s", host_port, gai_strerror(rv));
         goto fail;
     }
+    metrics->base = base;
     metrics->writer = writer;
     metrics->health = health;
     metrics->arg = arg;
-    metrics->http = evhttp_new(base);
-    if (!metrics->http) {
-        snprintf(err, err_size, "cannot create the metrics listener");
+    metrics->limits = *limits;
+    metrics->accept_pause = evtimer_new(base, on_accept_resume, metrics);
+    if (!metrics->accept_pause) {
+        snprintf(err, err_size, "out of memory");
         goto fail;
     }
-    evhttp_set_allowed_methods(metrics->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-    evhttp_set_gencb(metrics->http, on_request, metrics);
-    bound = evhttp_bind_socket_with_handle(metrics->http, host, (uint16_t)port);
-    if (!bound) {
-        snprintf(err, err_size, "%s: cannot listen", host_port);
+    metrics->listener = evconnlistener_new_bind(
+        base, on_accept, metrics, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+        128, res->ai_addr, (int)res->ai_addrlen);
+    if (!metrics->listener) {
+        snprintf(err, err_size, "%s: cannot listen: %s", host_port, strerror(errno));
         goto fail;
     }
-    memset(&addr, 0, sizeof(addr));
-    if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&addr, &len) == 0 &&
-        addr.sin_family == AF_INET) {
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof(ip));
-        snprintf(metrics->address, sizeof(metrics->address), "%s:%u", ip, ntohs(addr.sin_port));
-    } else {
-        snprintf(metrics->address, sizeof(metrics->address), "%s", host_port);
-    }
+    evconnlistener_set_error_cb(metrics->listener, on_accept_error);
+    format_address(evconnlistener_get_fd(metrics->listener), metrics->address,
+                   sizeof(metrics->address), host_port);
+    freeaddrinfo(res);
     return metrics;
 fail:
-    if (metrics->http)
-        evhttp_free(metrics->http);
-    free(metrics);
+    if (res)
+        freeaddrinfo(res);
+    metrics_http_free(metrics);
     return NULL;
 }
 
@@ -123,6 +337,14 @@ void metrics_http_free(struct metrics_http *metrics)
 {
     if (!metrics)
         return;
-    evhttp_free(metrics->http);
+    for (struct metrics_conn *conn = metrics->conns, *next; conn; conn = next) {
+        next = conn->next;
+        bufferevent_free(conn->bev);
+        free(conn);
+    }
+    if (metrics->listener)
+        evconnlistener_free(metrics->listener);
+    if (metrics->accept_pause)
+        event_free(metrics->accept_pause);
     free(metrics);
 }

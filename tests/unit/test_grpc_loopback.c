@@ -29,8 +29,11 @@ static struct fixture fx;
 
 static void setup(void)
 {
-    struct h2_limits h2_limits = {100, 16384, 60000, 100};
-    struct grpc_limits grpc_limits = {1024 * 1024, 64 * 1024};
+    struct h2_limits h2_limits = {.max_concurrent_streams = 100,
+                                  .max_header_list_bytes = 16384,
+                                  .idle_timeout_ms = 60000,
+                                  .max_connections = 100};
+    struct grpc_limits grpc_limits = {.max_recv_bytes = 1024 * 1024, .send_bound_bytes = 64 * 1024};
     struct grpc_door *door;
     char err[256];
 

@@ -34,11 +34,14 @@ struct  Agenthub__Testing__V1__EchoRequest
   int32_t status_code;
   char *status_message;
   /*
-   * server streaming: how many responses
+   * server streaming: how many responses; bidi:
    */
   uint32_t response_count;
   /*
-   * server streaming: bytes per response
+   * pushed at once, past the send bound
+   */
+  /*
+   * server streaming and bidi: bytes per response
    */
   uint32_t response_size;
   /*

@@ -1,0 +1,554 @@
+/* grpc_recv: the h2 handler of every door.  It validates request headers,
+ * authenticates the caller of methods that need one before any request
+ * byte is accepted, reassembles and decodes request messages, enforces
+ * grpc-timeout and the first message's timeout, holds delivery back while
+ * a call's send queue is over its bound, and feeds the data provider. */
+#include <event2/event.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc/grpc.h"
+#include "grpc/grpc_internal.h"
+#include "h2/h2.h"
+
+static void call_stream_end(void *data);
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct grpc_call *call = arg;
+
+    grpc_call_fail(call, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
+    if (call->stream)
+        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+}
+
+static void request_timeout(struct grpc_call *call)
+{
+    char message[96];
+
+    call->request_waiting = 0;
+    call->door->request_timeouts++;
+    snprintf(message, sizeof(message), "the request message did not arrive within %u ms",
+             (unsigned)call->server->limits.request_timeout_ms);
+    grpc_call_fail(call, GRPC_STATUS_CANCELLED, message);
+    if (call->stream)
+        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+}
+
+/* Sweeps per request timeout: a request that started waiting between two
+ * sweeps has waited at least the timeout (and less than 5/4 of it) when
+ * REQUEST_SWEEPS + 1 sweeps have passed. */
+#define REQUEST_SWEEPS 4
+
+/* Every quarter of the request timeout: cancels the calls whose request has
+ * waited for its first message longer than the timeout.  One sweep over
+ * the calls, rather than a timer or a clock read per call, keeps the unary
+ * path cheap. */
+static void on_request_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct grpc_server *server = arg;
+
+    server->sweeps++;
+    for (struct grpc_call *call = server->calls, *next; call; call = next) {
+        next = call->next;
+        if (call->request_waiting && !call->finished &&
+            server->sweeps - call->request_since_sweep > REQUEST_SWEEPS)
+            request_timeout(call);
+    }
+}
+
+struct event *grpc_request_sweep_new(struct grpc_server *server)
+{
+    uint32_t ms = server->limits.request_timeout_ms / REQUEST_SWEEPS;
+    struct timeval tv;
+    struct event *sweep;
+
+    if (ms < 10)
+        ms = 10;
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+    sweep = event_new(server->base, -1, EV_PERSIST, on_request_sweep, server);
+    if (sweep && event_add(sweep, &tv) != 0) {
+        event_free(sweep);
+        sweep = NULL;
+    }
+    return sweep;
+}
+
+/* The request starts waiting for its first message, once per call. */
+static void request_timer_start(struct grpc_call *call)
+{
+    if (call->request_timed)
+        return;
+    call->request_timed = 1;
+    call->request_waiting = 1;
+    call->request_since_sweep = call->server->sweeps;
+}
+
+static void request_timer_stop(struct grpc_call *call)
+{
+    call->request_waiting = 0;
+}
+
+void grpc_call_drop_input(struct grpc_call *call)
+{
+    request_timer_stop(call);
+    byte_queue_clear(&call->in);
+    call->end_pending = 0;
+    if (!call->stream)
+        return;
+    h2_stream_release(call->stream, SIZE_MAX);
+    if (call->input_paused) {
+        call->input_paused = 0;
+        h2_stream_pause_input(call->stream, 0);
+    }
+}
+
+static void *call_stream_open(void *listener_data, struct h2_stream *stream)
+{
+    struct grpc_door *door = listener_data;
+    struct grpc_call *call = calloc(1, sizeof(*call));
+
+    if (!call)
+        return NULL;
+    call->server = door->server;
+    call->door = door;
+    call->stream = stream;
+    grpc_reader_init(&call->reader, door->server->limits.max_recv_bytes);
+    call->next = door->server->calls;
+    if (call->next)
+        call->next->prev = call;
+    door->server->calls = call;
+    door->server->call_count++;
+    return call;
+}
+
+static int name_is(const uint8_t *name, size_t len, const char *literal)
+{
+    return len == strlen(literal) && memcmp(name, literal, len) == 0;
+}
+
+static int call_stream_header(void *data, const uint8_t *name, size_t name_len,
+                              const uint8_t *value, size_t value_len)
+{
+    struct grpc_call *call = data;
+
+    if (name_is(name, name_len, ":method")) {
+        call->is_post = value_len == 4 && memcmp(value, "POST", 4) == 0;
+        return 0;
+    }
+    if (name_is(name, name_len, "content-type")) {
+        call->grpc_content_type = value_len >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
+                                  (value_len == 16 || value[16] == '+' || value[16] == ';');
+        return 0;
+    }
+    if (name_is(name, name_len, "te")) {
+        call->te_trailers = value_len == 8 && memcmp(value, "trailers", 8) == 0;
+        return 0;
+    }
+    if (name_is(name, name_len, "grpc-encoding")) {
+        call->encoding_unsupported = !(value_len == 8 && memcmp(value, "identity", 8) == 0);
+        return 0;
+    }
+    if (name_is(name, name_len, "grpc-timeout")) {
+        call->has_timeout = 1;
+        call->timeout_malformed =
+            grpc_timeout_parse((const char *)value, value_len, &call->timeout_ns) != 0;
+        return 0;
+    }
+    if (name_len > 0 && name[0] == ':' && !name_is(name, name_len, ":path"))
+        return 0;
+    return grpc_header_list_add(&call->request_headers, (const char *)name, name_len,
+                                (const char *)value, value_len);
+}
+
+/* Answers with a bare HTTP status (the request is not gRPC at all). */
+static void call_reject_http(struct grpc_call *call, const char *http_status, int grpc_status,
+                             const char *message)
+{
+    struct h2_header headers[4];
+    char status_buf[12];
+
+    snprintf(status_buf, sizeof(status_buf), "%d", grpc_status);
+    headers[0] = (struct h2_header){":status", 7, http_status, strlen(http_status)};
+    headers[1] = (struct h2_header){"grpc-status", 11, status_buf, strlen(status_buf)};
+    headers[2] = (struct h2_header){"grpc-message", 12, message, strlen(message)};
+    call->finished = call->headers_sent = call->trailers_sent = 1;
+    call->status = grpc_status;
+    call->door->rejected_calls++;
+    h2_stream_respond(call->stream, headers, 3, 0);
+    if (!call->half_closed)
+        h2_stream_reset_after_end(call->stream, HTTP2_NO_ERROR);
+}
+
+/* Resolves the caller from the request headers.  Returns 0, or -1 after
+ * refusing the call (Trailers-Only, then RST_STREAM if the client is still
+ * sending): nothing of its body is ever buffered. */
+static int call_authenticate(struct grpc_call *call)
+{
+    const struct grpc_authenticator *auth = call->door->auth;
+    const char *message = "this door accepts no caller";
+    int status = GRPC_STATUS_UNAUTHENTICATED;
+
+    if (auth) {
+        call->caller = calloc(1, auth->caller_size ? auth->caller_size : 1);
+        if (call->caller) {
+            message = NULL;
+            status = auth->authenticate(call, call->entry->method, call->caller, &message);
+        } else {
+            status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+            message = "out of memory";
+        }
+    }
+    if (status == GRPC_STATUS_OK)
+        return 0;
+    free(call->caller);
+    call->caller = NULL;
+    if (status > 0 && status < GRPC_STATUS_COUNT)
+        call->door->header_refusals[status]++;
+    grpc_call_fail(call, status, message);
+    return -1;
+}
+
+static int method_is_unary_request(const struct grpc_method *method)
+{
+    return method->kind == GRPC_METHOD_UNARY || method->kind == GRPC_METHOD_SERVER_STREAMING;
+}
+
+static void call_stream_headers_done(void *data)
+{
+    struct grpc_call *call = data;
+    const char *path = grpc_call_metadata(call, ":path");
+    char message[256];
+
+    if (!call->is_post) {
+        call_reject_http(call, "405", GRPC_STATUS_UNIMPLEMENTED, "only POST is allowed");
+        return;
+    }
+    if (!call->grpc_content_type) {
+        call_reject_http(call, "415", GRPC_STATUS_UNKNOWN, "content-type must be application/grpc");
+        return;
+    }
+    if (!call->te_trailers) {
+        call_reject_http(call, "400", GRPC_STATUS_INTERNAL, "te: trailers is required");
+        return;
+    }
+    call->entry = path ? grpc_door_find(call->door, path, strlen(path)) : NULL;
+    if (!call->entry) {
+        call->door->unknown_method_calls++;
+        snprintf(message, sizeof(message), "unknown method %.200s", path ? path : "(none)");
+        grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED, message);
+        return;
+    }
+    call->entry->started++;
+    if (call->encoding_unsupported) {
+        grpc_call_add_trailer(call, "grpc-accept-encoding", (const uint8_t *)"identity", 8);
+        grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "unsupported grpc-encoding");
+        return;
+    }
+    if (call->timeout_malformed) {
+        grpc_call_fail(call, GRPC_STATUS_INTERNAL, "malformed grpc-timeout");
+        return;
+    }
+    if (call->has_timeout) {
+        struct timeval tv;
+        uint64_t us = call->timeout_ns / 1000;
+        /* Beyond a day is as good as no deadline; keeps timeval sane. */
+        if (us > 86400ull * 1000000ull)
+            us = 86400ull * 1000000ull;
+        tv.tv_sec = (time_t)(us / 1000000);
+        tv.tv_usec = (suseconds_t)(us % 1000000);
+        call->deadline = evtimer_new(call->server->base, on_deadline, call);
+        if (call->deadline)
+            event_add(call->deadline, &tv);
+    }
+    if (call->server->shutting_down) {
+        grpc_call_fail(call, GRPC_STATUS_UNAVAILABLE, "server shutting down");
+        return;
+    }
+    if (call->entry->method->needs_caller && call_authenticate(call) != 0)
+        return;
+    call->started = 1;
+    /* A unary request is due at once; a stream's first message is timed
+     * from its first byte, so an open stream may stay quiet. */
+    if (method_is_unary_request(call->entry->method))
+        request_timer_start(call);
+    if (call->entry->method->on_start)
+        call->entry->method->on_start(call);
+}
+
+static void call_deliver(struct grpc_call *call, const uint8_t *bytes, size_t len)
+{
+    const struct grpc_method *method = call->entry->method;
+    ProtobufCMessage *request;
+    char why[256];
+
+    if (call->server->request_check &&
+        call->server->request_check(method->request_type, bytes, len, why, sizeof(why)) != 0) {
+        grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT, why);
+        return;
+    }
+    request = protobuf_c_message_unpack(method->request_type, NULL, len, bytes);
+    if (!request) {
+        grpc_call_fail(call, GRPC_STATUS_INTERNAL, "cannot parse the request message");
+        return;
+    }
+    method->on_message(call, request);
+    protobuf_c_message_free_unpacked(request, NULL);
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg);
+
+/* The send queue is over its bound: no request message reaches the handler
+ * until it drains, and h2 withholds window so the client stops sending. */
+static void call_pause_input(struct grpc_call *call)
+{
+    if (!call->resume)
+        call->resume = event_new(call->server->base, -1, 0, on_resume, call);
+    if (!call->resume) {
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    call->input_paused = 1;
+    call->door->recv_pauses++;
+    h2_stream_pause_input(call->stream, 1);
+}
+
+/* Feeds request bytes to the reader and hands whole messages over.
+ * Returns how many of LEN it used: all unless delivery paused part way (a
+ * finished call's bytes count as used: they are thrown away). */
+static size_t call_feed(struct grpc_call *call, const uint8_t *bytes, size_t len)
+{
+    size_t used = 0;
+
+    while (used < len && !call->finished && !call->input_paused) {
+        size_t consumed, message_len;
+        int rv = grpc_reader_feed(&call->reader, bytes + used, len - used, &consumed);
+        used += consumed;
+        if (rv == GRPC_READER_NEED_MORE)
+            break;
+        if (rv == GRPC_READER_TOO_LARGE) {
+            char message[128];
+            snprintf(message, sizeof(message), "request message larger than the limit (%zu bytes)",
+                     call->server->limits.max_recv_bytes);
+            grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+            break;
+        }
+        if (rv == GRPC_READER_COMPRESSED) {
+            grpc_call_fail(call, GRPC_STATUS_INTERNAL,
+                           "compressed message without a supported grpc-encoding");
+            break;
+        }
+        if (rv < 0) {
+            grpc_call_fail(call, GRPC_STATUS_INTERNAL, "malformed message framing");
+            break;
+        }
+        call->message_count++;
+        if (method_is_unary_request(call->entry->method)) {
+            if (call->message_count > 1) {
+                grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED,
+                               "more than one request message for a unary request");
+                break;
+            }
+            grpc_reader_message(&call->reader, &message_len);
+            /* Keep the one request until the client half-closes. */
+            call->unary_request = call->reader.body;
+            call->unary_request_len = message_len;
+            call->reader.body = NULL;
+            grpc_reader_take(&call->reader);
+            continue;
+        }
+        request_timer_stop(call);
+        const uint8_t *message = grpc_reader_message(&call->reader, &message_len);
+        call_deliver(call, message, message_len);
+        grpc_reader_take(&call->reader);
+        if (call->finished || !call->stream)
+            break;
+        h2_stream_release(call->stream, GRPC_FRAME_HEADER_LEN + message_len);
+        if (grpc_call_over_bound(call))
+            call_pause_input(call);
+    }
+    return call->finished ? len : used;
+}
+
+/* Keeps request bytes that cannot be delivered yet. */
+static void call_queue_input(struct grpc_call *call, const uint8_t *bytes, size_t len)
+{
+    uint8_t *at = byte_queue_reserve(&call->in, len);
+
+    if (!at) {
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    memcpy(at, bytes, len);
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct grpc_call *call = arg;
+    size_t used;
+
+    if (!call->input_paused || call->finished || !call->stream || grpc_call_over_bound(call))
+        return;
+    call->input_paused = 0;
+    used = call_feed(call, call->in.data + call->in.start, byte_queue_length(&call->in));
+    if (call->finished)
+        return; /* grpc_call_drop_input emptied the queue */
+    byte_queue_consume(&call->in, used);
+    if (call->input_paused)
+        return;
+    h2_stream_pause_input(call->stream, 0);
+    if (call->end_pending) {
+        call->end_pending = 0;
+        call_stream_end(call);
+    }
+}
+
+static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
+{
+    struct grpc_call *call = data;
+    size_t used;
+
+    if (call->finished || !call->started) {
+        h2_stream_release(call->stream, len);
+        return;
+    }
+    if (call->message_count == 0)
+        request_timer_start(call);
+    if (call->input_paused || byte_queue_length(&call->in) > 0) {
+        call_queue_input(call, bytes, len);
+        return;
+    }
+    used = call_feed(call, bytes, len);
+    if (used < len)
+        call_queue_input(call, bytes + used, len - used);
+}
+
+static void call_stream_end(void *data)
+{
+    struct grpc_call *call = data;
+
+    call->half_closed = 1;
+    if (call->finished || !call->started)
+        return;
+    if (call->input_paused || byte_queue_length(&call->in) > 0) {
+        call->end_pending = 1; /* after the held messages */
+        return;
+    }
+    if (!grpc_reader_idle(&call->reader)) {
+        grpc_call_fail(call, GRPC_STATUS_INTERNAL, "the request ended inside a message");
+        return;
+    }
+    if (method_is_unary_request(call->entry->method)) {
+        if (call->message_count != 1) {
+            grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED,
+                           "no request message for a unary request");
+            return;
+        }
+        request_timer_stop(call);
+        call_deliver(call, call->unary_request ? call->unary_request : (const uint8_t *)"",
+                     call->unary_request_len);
+        free(call->unary_request);
+        call->unary_request = NULL;
+        if (call->stream) /* the whole request is delivered */
+            h2_stream_release(call->stream, SIZE_MAX);
+        return;
+    }
+    if (call->entry->method->on_half_close)
+        call->entry->method->on_half_close(call);
+}
+
+/* Drops LEN sent bytes from the queue, keeping track of where the message
+ * at its head ends so a layer-made finish never cuts a message in half. */
+static void call_consume(struct grpc_call *call, size_t len)
+{
+    while (len > 0) {
+        if (call->out_partial == 0) {
+            const uint8_t *h = call->out.data + call->out.start;
+            call->out_partial = GRPC_FRAME_HEADER_LEN + ((size_t)h[1] << 24 | (size_t)h[2] << 16 |
+                                                         (size_t)h[3] << 8 | h[4]);
+        }
+        size_t take = len < call->out_partial ? len : call->out_partial;
+        byte_queue_consume(&call->out, take);
+        call->out_partial -= take;
+        len -= take;
+    }
+}
+
+static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *flags)
+{
+    struct grpc_call *call = data;
+    size_t available = byte_queue_length(&call->out);
+
+    if (available == 0 && !call->finished && call->started && call->entry->method->on_writable) {
+        call->entry->method->on_writable(call);
+        available = byte_queue_length(&call->out);
+    }
+    if (available == 0 && !call->finished) {
+        call->deferred = 1;
+        return H2_READ_DEFERRED;
+    }
+    if (len > available)
+        len = available;
+    if (len > 0) { /* a finished call with nothing queued may have no buffer */
+        memcpy(buf, call->out.data + call->out.start, len);
+        call_consume(call, len);
+    }
+    /* Delivery resumes from the loop, not from inside nghttp2's send. */
+    if (call->input_paused && !grpc_call_over_bound(call))
+        event_active(call->resume, EV_WRITE, 0);
+    if (byte_queue_length(&call->out) == 0 && call->finished && !call->trailers_sent) {
+        *flags |= H2_READ_EOF;
+        grpc_call_send_trailers(call);
+    }
+    return (ssize_t)len;
+}
+
+static void call_stream_close(void *data, uint32_t error_code)
+{
+    struct grpc_call *call = data;
+    struct grpc_server *server = call->server;
+
+    call->stream = NULL;
+    if (!call->trailers_sent) {
+        call->cancelled = 1;
+        grpc_call_count_status(call, GRPC_STATUS_CANCELLED);
+    }
+    if (call->deadline) {
+        event_free(call->deadline);
+        call->deadline = NULL;
+    }
+    if (call->started && call->entry->method->on_close)
+        call->entry->method->on_close(call);
+    if (call->prev)
+        call->prev->next = call->next;
+    else
+        server->calls = call->next;
+    if (call->next)
+        call->next->prev = call->prev;
+    server->call_count--;
+    if (call->resume)
+        event_free(call->resume);
+    grpc_reader_free(&call->reader);
+    free(call->unary_request);
+    free(call->status_message);
+    free(call->caller);
+    byte_queue_free(&call->in);
+    byte_queue_free(&call->out);
+    grpc_header_list_free(&call->request_headers);
+    grpc_header_list_free(&call->initial_metadata);
+    grpc_header_list_free(&call->trailing_metadata);
+    free(call);
+}
+
+const struct h2_handler grpc_h2_handler = {
+    .stream_open = call_stream_open,
+    .stream_header = call_stream_header,
+    .stream_headers_done = call_stream_headers_done,
+    .stream_data = call_stream_data,
+    .stream_end = call_stream_end,
+    .stream_read = call_stream_read,
+    .stream_close = call_stream_close,
+};

@@ -1,0 +1,114 @@
+/* h2_internal: what h2_server.c (connections, streams, nghttp2),
+ * h2_budget.c (receive budgets) and h2_listen.c (the server, listeners,
+ * accepting) share.  Not for use outside src/h2. */
+#ifndef AGENTHUB_H2_INTERNAL_H
+#define AGENTHUB_H2_INTERNAL_H
+
+#include <event2/util.h>
+#include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+#include "h2/h2.h"
+
+struct bufferevent;
+struct event;
+struct evconnlistener;
+
+struct h2_conn;
+
+struct h2_stream {
+    struct h2_conn *conn;
+    int32_t stream_id;
+    void *data;
+    size_t header_bytes;
+    size_t held;         /* request bytes received and not yet released */
+    size_t uncredited;   /* request bytes received and not yet given back as window */
+    uint32_t reset_code; /* with reset_after_end: RST_STREAM once ended */
+    unsigned reset_after_end : 1;
+    unsigned end_sent : 1;
+    unsigned answered : 1;     /* response headers were submitted */
+    unsigned deferred : 1;     /* its data provider waits for the handler */
+    unsigned input_paused : 1; /* h2_stream_pause_input */
+    struct h2_stream *prev, *next;
+};
+
+struct h2_listener {
+    struct h2_server *server;
+    char name[16];
+    char address[80];
+    struct evconnlistener *evlistener;
+    struct event *accept_pause; /* re-enables accepting after a failed accept */
+    SSL_CTX *ssl_ctx;
+    struct h2_handler handler;
+    void *listener_data;
+    size_t connection_count;
+    struct h2_listener *next;
+};
+
+struct h2_conn {
+    struct h2_server *server;
+    struct h2_listener *listener;
+    struct bufferevent *bev;
+    nghttp2_session *session;
+    struct event *flush_event;
+    struct event *idle_event;
+    struct event *header_event; /* armed while a request header block is open */
+    struct h2_stream *streams;
+    size_t stream_count;
+    size_t held;              /* sum of its streams' held bytes */
+    struct h2_stream *grant;  /* the one stream credited while over a budget */
+    int32_t header_stream_id; /* the stream whose header block is open */
+    unsigned header_block_open : 1;
+    unsigned header_block_ending : 1; /* its END_HEADERS frame has begun */
+    unsigned header_timer_armed : 1;  /* header_event is pending */
+    unsigned progressed : 1;          /* a stream frame since the idle timer's last look */
+    unsigned credit_waiting : 1;      /* a stream waits for budget to get credit */
+    int in_callback;                  /* >0 while nghttp2 is calling us: never free then */
+    int close_pending;                /* close as soon as we are out of callbacks */
+    int closing;                      /* writing out a last GOAWAY; closes once it is sent */
+    struct h2_conn *prev, *next;
+};
+
+struct h2_server {
+    struct event_base *base;
+    struct h2_limits limits;
+    struct h2_listener *listeners;
+    struct h2_conn *conns;
+    int draining;
+    int credit_waiting; /* some connection waits for the server budget */
+    struct timeval idle_timeout;
+    struct timeval header_timeout;
+    struct h2_stats stats;
+};
+
+/* Wakes the connection's writer at the end of this loop turn (not from
+ * within its own read, which flushes on return). */
+void h2_conn_schedule_flush(struct h2_conn *conn);
+
+/* --- Receive budgets (h2_budget.c) --- */
+
+/* 1 when the connection's or the server's receive budget is spent. */
+int h2_budget_exceeded(const struct h2_conn *conn);
+/* LEN request bytes arrived on STREAM: held, without stream window yet. */
+void h2_stream_hold(struct h2_stream *stream, size_t len);
+/* Gives STREAM's bytes back as stream window when the budgets allow. */
+void h2_stream_credit(struct h2_stream *stream);
+/* Held bytes of CONN went away: its waiting streams may get window. */
+void h2_budget_freed(struct h2_conn *conn);
+/* The same for the server-wide budget, across every connection. */
+void h2_budget_server_freed(struct h2_server *server);
+
+/* Takes over an accepted socket FD for LISTENER.  Closes FD when the
+ * connection cannot be set up. */
+void h2_conn_accept(struct h2_listener *listener, evutil_socket_t fd);
+
+/* Frees CONN now (its streams get stream_close first). */
+void h2_conn_free(struct h2_conn *conn);
+
+/* Moves frames from nghttp2 into the socket buffer.  Returns 0, or -1 when
+ * the connection was freed. */
+int h2_conn_flush(struct h2_conn *conn);
+
+#endif

@@ -1,0 +1,255 @@
+/* h2_listen: the server object, its listeners and the accept path,
+ * including what happens when accept() fails (out of file descriptors). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "h2/h2.h"
+#include "h2/h2_internal.h"
+#include "h2/h2_tls.h"
+
+/* How long accepting pauses after accept() failed.  Out of descriptors the
+ * listening socket stays readable, so retrying at once would spin; a short
+ * pause lets connections close, and the kernel keeps new ones queued. */
+#define ACCEPT_PAUSE_MS 250
+
+static void on_accept(struct evconnlistener *evlistener, evutil_socket_t fd, struct sockaddr *addr,
+                      int addrlen, void *arg)
+{
+    struct h2_listener *listener = arg;
+    struct h2_server *server = listener->server;
+
+    if (server->draining) {
+        evutil_closesocket(fd);
+        return;
+    }
+    if (listener->connection_count >= server->limits.max_connections) {
+        server->stats.connections_over_limit++;
+        evutil_closesocket(fd);
+        return;
+    }
+    h2_conn_accept(listener, fd);
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct h2_listener *listener = arg;
+
+    if (!listener->server->draining)
+        evconnlistener_enable(listener->evlistener);
+}
+
+/* accept() failed with something other than a transient error: EMFILE or
+ * ENFILE above all.  Stops accepting for ACCEPT_PAUSE_MS, with one log
+ * line per pause. */
+static void on_accept_error(struct evconnlistener *evlistener, void *arg)
+{
+    struct h2_listener *listener = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    struct timeval pause = {ACCEPT_PAUSE_MS / 1000, (ACCEPT_PAUSE_MS % 1000) * 1000};
+
+    evconnlistener_disable(evlistener);
+    listener->server->stats.accept_pauses++;
+    log_warn("listener %s: cannot accept a connection (%s); pausing accepts for %d ms",
+             listener->name, evutil_socket_error_to_string(err), ACCEPT_PAUSE_MS);
+    event_add(listener->accept_pause, &pause);
+}
+
+/* --- Server and listeners ------------------------------------------------ */
+
+struct h2_server *h2_server_new(struct event_base *base, const struct h2_limits *limits)
+{
+    struct h2_server *server = calloc(1, sizeof(*server));
+
+    if (!server)
+        return NULL;
+    server->base = base;
+    server->limits = *limits;
+    if (!server->limits.header_timeout_ms)
+        server->limits.header_timeout_ms = H2_DEFAULT_HEADER_TIMEOUT_MS;
+    if (!server->limits.conn_recv_budget)
+        server->limits.conn_recv_budget = H2_DEFAULT_CONN_RECV_BUDGET;
+    if (!server->limits.server_recv_budget)
+        server->limits.server_recv_budget = H2_DEFAULT_SERVER_RECV_BUDGET;
+    limits = &server->limits;
+    server->idle_timeout.tv_sec = limits->idle_timeout_ms / 1000;
+    server->idle_timeout.tv_usec = (limits->idle_timeout_ms % 1000) * 1000;
+    server->header_timeout.tv_sec = limits->header_timeout_ms / 1000;
+    server->header_timeout.tv_usec = (limits->header_timeout_ms % 1000) * 1000;
+    return server;
+}
+
+static void listener_free(struct h2_listener *listener)
+{
+    if (listener->evlistener)
+        evconnlistener_free(listener->evlistener);
+    if (listener->accept_pause)
+        event_free(listener->accept_pause);
+    if (listener->ssl_ctx)
+        SSL_CTX_free(listener->ssl_ctx);
+    free(listener);
+}
+
+void h2_server_free(struct h2_server *server)
+{
+    if (!server)
+        return;
+    while (server->conns)
+        h2_conn_free(server->conns);
+    while (server->listeners) {
+        struct h2_listener *listener = server->listeners;
+        server->listeners = listener->next;
+        listener_free(listener);
+    }
+    free(server);
+}
+
+/* Splits "host:port" or "[v6]:port".  Returns 0 or -1. */
+static int split_host_port(const char *host_port, char *host, size_t host_size, char *port,
+                           size_t port_size)
+{
+    const char *colon;
+    size_t host_len;
+
+    if (host_port[0] == '[') {
+        const char *close = strchr(host_port, ']');
+        if (!close || close[1] != ':')
+            return -1;
+        host_len = (size_t)(close - host_port - 1);
+        if (host_len >= host_size)
+            return -1;
+        memcpy(host, host_port + 1, host_len);
+        colon = close + 1;
+    } else {
+        colon = strrchr(host_port, ':');
+        if (!colon)
+            return -1;
+        host_len = (size_t)(colon - host_port);
+        if (host_len >= host_size)
+            return -1;
+        memcpy(host, host_port, host_len);
+    }
+    host[host_len] = '\0';
+    if (strlen(colon + 1) == 0 || strlen(colon + 1) >= port_size)
+        return -1;
+    memcpy(port, colon + 1, strlen(colon + 1) + 1);
+    return 0;
+}
+
+struct h2_listener *h2_listen(struct h2_server *server, const char *name, const char *host_port,
+                              const struct h2_tls_config *tls, const struct h2_handler *handler,
+                              void *listener_data, char *err, size_t err_size)
+{
+    char host[64], port[16];
+    struct addrinfo hints, *res = NULL;
+    struct h2_listener *listener;
+    struct sockaddr_storage bound;
+    socklen_t bound_len = sizeof(bound);
+    char ip[INET6_ADDRSTRLEN];
+    int rv;
+
+    if (split_host_port(host_port, host, sizeof(host), port, sizeof(port)) != 0) {
+        snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
+        return NULL;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    rv = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+    if (rv != 0) {
+        snprintf(err, err_size, "%s: %s", host_port, gai_strerror(rv));
+        return NULL;
+    }
+    listener = calloc(1, sizeof(*listener));
+    if (!listener) {
+        freeaddrinfo(res);
+        snprintf(err, err_size, "out of memory");
+        return NULL;
+    }
+    listener->server = server;
+    snprintf(listener->name, sizeof(listener->name), "%s", name);
+    listener->handler = *handler;
+    listener->listener_data = listener_data;
+    if (tls && tls->cert_file) {
+        listener->ssl_ctx = h2_tls_context_new(tls, err, err_size);
+        if (!listener->ssl_ctx)
+            goto fail;
+    }
+    listener->accept_pause = evtimer_new(server->base, on_accept_resume, listener);
+    if (!listener->accept_pause) {
+        snprintf(err, err_size, "out of memory");
+        goto fail;
+    }
+    listener->evlistener =
+        evconnlistener_new_bind(server->base, on_accept, listener,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+                                1024, res->ai_addr, (int)res->ai_addrlen);
+    if (!listener->evlistener) {
+        snprintf(err, err_size, "%s: cannot listen: %s", host_port, strerror(errno));
+        goto fail;
+    }
+    evconnlistener_set_error_cb(listener->evlistener, on_accept_error);
+    memset(&bound, 0, sizeof(bound));
+    getsockname(evconnlistener_get_fd(listener->evlistener), (struct sockaddr *)&bound, &bound_len);
+    if (bound.ss_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&bound;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(listener->address, sizeof(listener->address), "[%s]:%u", ip,
+                 ntohs(in6->sin6_port));
+    } else {
+        struct sockaddr_in *in4 = (struct sockaddr_in *)&bound;
+        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
+        snprintf(listener->address, sizeof(listener->address), "%s:%u", ip, ntohs(in4->sin_port));
+    }
+    freeaddrinfo(res);
+    listener->next = server->listeners;
+    server->listeners = listener;
+    return listener;
+fail:
+    freeaddrinfo(res);
+    listener_free(listener);
+    return NULL;
+}
+
+const char *h2_listener_address(const struct h2_listener *listener)
+{
+    return listener->address;
+}
+
+void h2_server_drain(struct h2_server *server)
+{
+    struct h2_conn *conn, *next;
+
+    server->draining = 1;
+    for (struct h2_listener *l = server->listeners; l; l = l->next) {
+        if (l->evlistener)
+            evconnlistener_disable(l->evlistener);
+        event_del(l->accept_pause);
+    }
+    for (conn = server->conns; conn; conn = next) {
+        next = conn->next;
+        nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(conn->session),
+                              NGHTTP2_NO_ERROR, NULL, 0);
+        h2_conn_flush(conn);
+    }
+}
+
+size_t h2_server_connection_count(const struct h2_server *server)
+{
+    return (size_t)server->stats.connections_open;
+}
+
+const struct h2_stats *h2_server_stats(const struct h2_server *server)
+{
+    return &server->stats;
+}
