@@ -111,6 +111,13 @@ static int call_send_headers(struct grpc_call *call, int trailers_only)
         return -1;
     headers[n++] = (struct h2_header){":status", 7, "200", 3};
     headers[n++] = (struct h2_header){"content-type", 12, "application/grpc", 16};
+    if (!trailers_only) {
+        const char *encoding = grpc_encoding_name((enum grpc_encoding)call->response_encoding);
+        if (call->response_encoding != GRPC_ENCODING_IDENTITY)
+            headers[n++] = (struct h2_header){"grpc-encoding", 13, encoding, strlen(encoding)};
+        headers[n++] = (struct h2_header){"grpc-accept-encoding", 20, GRPC_ACCEPT_ENCODING_VALUE,
+                                          strlen(GRPC_ACCEPT_ENCODING_VALUE)};
+    }
     while (n < 16 && grpc_header_list_next(&call->initial_metadata, &offset, &name, &value))
         headers[n++] = (struct h2_header){name, strlen(name), value, strlen(value)};
     if (trailers_only) {
@@ -158,14 +165,55 @@ static int call_send_room(struct grpc_call *call, size_t len)
     return -1;
 }
 
+/* 1 when a LEN-byte message of CALL goes out compressed: the client
+ * accepts an encoding and the message is big enough to gain from it. */
+static int call_compresses(const struct grpc_call *call, size_t len)
+{
+    return call->response_encoding != GRPC_ENCODING_IDENTITY && len >= GRPC_COMPRESS_MIN_BYTES;
+}
+
+/* Queues the whole message BODY compressed, or as it is when compressing
+ * does not make it smaller.  Returns 0, or -1 when memory is short. */
+static int call_append_compressed(struct grpc_call *call, const uint8_t *body, size_t len)
+{
+    enum grpc_encoding encoding = (enum grpc_encoding)call->response_encoding;
+    uint8_t *packed;
+    size_t packed_len;
+    int rv;
+
+    if (grpc_deflate(encoding, body, len, &packed, &packed_len) != 0)
+        return -1;
+    if (packed_len < len) {
+        rv = grpc_frame_append(&call->out, packed, packed_len, 1);
+        if (rv == 0)
+            call->door->compressed_sent[encoding]++;
+    } else {
+        rv = grpc_frame_append(&call->out, body, len, 0);
+    }
+    free(packed);
+    return rv;
+}
+
 int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
                            const uint8_t *body, size_t body_len)
 {
+    size_t len = prefix_len + body_len;
     uint8_t *at;
+    int rv;
 
-    if (call->finished || !call->stream || call_send_room(call, prefix_len + body_len) != 0)
+    if (call->finished || !call->stream || call_send_room(call, len) != 0)
         return -1;
-    at = grpc_frame_reserve(&call->out, prefix_len + body_len);
+    if (call_compresses(call, len)) {
+        uint8_t *whole = malloc(len);
+        if (!whole)
+            return -1;
+        memcpy(whole, prefix, prefix_len);
+        memcpy(whole + prefix_len, body, body_len);
+        rv = call_append_compressed(call, whole, len);
+        free(whole);
+        return rv == 0 ? call_queued(call) : -1;
+    }
+    at = grpc_frame_reserve(&call->out, len);
     if (!at)
         return -1;
     if (prefix_len)
@@ -179,12 +227,22 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
 {
     size_t len;
     uint8_t *at;
+    int rv;
 
     if (call->finished || !call->stream)
         return -1;
     len = protobuf_c_message_get_packed_size(message);
     if (call_send_room(call, len) != 0)
         return -1;
+    if (call_compresses(call, len)) {
+        uint8_t *packed = malloc(len);
+        if (!packed)
+            return -1;
+        protobuf_c_message_pack(message, packed);
+        rv = call_append_compressed(call, packed, len);
+        free(packed);
+        return rv == 0 ? call_queued(call) : -1;
+    }
     at = grpc_frame_reserve(&call->out, len);
     if (!at)
         return -1;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/byte_queue.h"
+#include "grpc/grpc_compress.h"
 #include "grpc/grpc.h"
 
 struct event;
@@ -38,6 +39,10 @@ struct grpc_door {
     uint64_t send_cap_cuts;    /* ended: send queue past GRPC_SEND_CAP_FACTOR x bound */
     uint64_t request_timeouts; /* ended: first message not in within the timeout */
     uint64_t recv_pauses;      /* request delivery paused for a full send queue */
+    /* Messages by grpc-encoding (enum grpc_encoding; identity not counted). */
+    uint64_t compressed_received[GRPC_ENCODING_UNSUPPORTED];
+    uint64_t compressed_sent[GRPC_ENCODING_UNSUPPORTED];
+    uint64_t decompress_refusals; /* a request that would not inflate within the limit */
     struct h2_listener *listener;
     struct grpc_door *next;
 };
@@ -85,10 +90,14 @@ struct grpc_call {
     unsigned cancelled : 1;
     unsigned deferred : 1;
     unsigned in_handler : 1;
-    unsigned input_paused : 1;    /* send queue over its bound: no delivery */
-    unsigned end_pending : 1;     /* END_STREAM came while input was queued */
-    unsigned request_timed : 1;   /* its first message's timeout was started */
-    unsigned request_waiting : 1; /* and the first message is not in yet */
+    unsigned input_paused : 1;     /* send queue over its bound: no delivery */
+    unsigned end_pending : 1;      /* END_STREAM came while input was queued */
+    unsigned request_timed : 1;    /* its first message's timeout was started */
+    unsigned request_waiting : 1;  /* and the first message is not in yet */
+    unsigned unary_compressed : 1; /* the held unary request has its compressed flag */
+    uint8_t request_encoding;      /* enum grpc_encoding of grpc-encoding */
+    uint8_t response_encoding;     /* what large responses are compressed with */
+    unsigned accept_encodings;     /* grpc-accept-encoding as GRPC_ENCODING_BITs */
     uint64_t timeout_ns;
 
     void *caller;                 /* the door authenticator's, for needs_caller methods */

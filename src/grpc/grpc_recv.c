@@ -149,7 +149,12 @@ static int call_stream_header(void *data, const uint8_t *name, size_t name_len,
         return 0;
     }
     if (name_is(name, name_len, "grpc-encoding")) {
-        call->encoding_unsupported = !(value_len == 8 && memcmp(value, "identity", 8) == 0);
+        call->request_encoding = grpc_encoding_parse((const char *)value, value_len);
+        call->encoding_unsupported = call->request_encoding == GRPC_ENCODING_UNSUPPORTED;
+        return 0;
+    }
+    if (name_is(name, name_len, "grpc-accept-encoding")) {
+        call->accept_encodings = grpc_accept_encoding_parse((const char *)value, value_len);
         return 0;
     }
     if (name_is(name, name_len, "grpc-timeout")) {
@@ -212,6 +217,24 @@ static int call_authenticate(struct grpc_call *call)
     return -1;
 }
 
+/* Requests may carry compressed messages once the client named their
+ * encoding.  Responses are compressed with the client's own request
+ * encoding when it accepts it back (or says nothing), else with gzip or
+ * deflate when it lists one; a client that lists none gets identity. */
+static void call_choose_encodings(struct grpc_call *call)
+{
+    unsigned accepted = call->accept_encodings;
+
+    call->reader.allow_compressed = call->request_encoding != GRPC_ENCODING_IDENTITY;
+    if (call->request_encoding != GRPC_ENCODING_IDENTITY &&
+        (!accepted || (accepted & GRPC_ENCODING_BIT(call->request_encoding))))
+        call->response_encoding = call->request_encoding;
+    else if (accepted & GRPC_ENCODING_BIT(GRPC_ENCODING_GZIP))
+        call->response_encoding = GRPC_ENCODING_GZIP;
+    else if (accepted & GRPC_ENCODING_BIT(GRPC_ENCODING_DEFLATE))
+        call->response_encoding = GRPC_ENCODING_DEFLATE;
+}
+
 static int method_is_unary_request(const struct grpc_method *method)
 {
     return method->kind == GRPC_METHOD_UNARY || method->kind == GRPC_METHOD_SERVER_STREAMING;
@@ -244,10 +267,13 @@ static void call_stream_headers_done(void *data)
     }
     call->entry->started++;
     if (call->encoding_unsupported) {
-        grpc_call_add_trailer(call, "grpc-accept-encoding", (const uint8_t *)"identity", 8);
+        grpc_call_add_trailer(call, "grpc-accept-encoding",
+                              (const uint8_t *)GRPC_ACCEPT_ENCODING_VALUE,
+                              strlen(GRPC_ACCEPT_ENCODING_VALUE));
         grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "unsupported grpc-encoding");
         return;
     }
+    call_choose_encodings(call);
     if (call->timeout_malformed) {
         grpc_call_fail(call, GRPC_STATUS_INTERNAL, "malformed grpc-timeout");
         return;
@@ -279,18 +305,57 @@ static void call_stream_headers_done(void *data)
         call->entry->method->on_start(call);
 }
 
-static void call_deliver(struct grpc_call *call, const uint8_t *bytes, size_t len)
+/* Inflates a compressed request message into *OUT (freed by the caller).
+ * Returns 0, or -1 after ending the call: RESOURCE_EXHAUSTED when it would
+ * inflate past the receive limit (nothing past the limit is ever
+ * produced), INTERNAL when it is not a valid stream of its encoding. */
+static int call_inflate(struct grpc_call *call, const uint8_t *bytes, size_t len, uint8_t **out,
+                        size_t *out_len)
+{
+    enum grpc_encoding encoding = (enum grpc_encoding)call->request_encoding;
+    size_t limit = call->server->limits.max_recv_bytes;
+    char message[160];
+    int rv = grpc_inflate(encoding, bytes, len, limit, out, out_len);
+
+    if (rv == GRPC_INFLATE_OK) {
+        call->door->compressed_received[encoding]++;
+        return 0;
+    }
+    call->door->decompress_refusals++;
+    if (rv == GRPC_INFLATE_TOO_LARGE) {
+        snprintf(message, sizeof(message),
+                 "request message larger than the limit (%zu bytes) once decompressed", limit);
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+    } else if (rv == GRPC_INFLATE_NO_MEMORY) {
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+        snprintf(message, sizeof(message), "cannot decompress the request message (%s)",
+                 grpc_encoding_name(encoding));
+        grpc_call_fail(call, GRPC_STATUS_INTERNAL, message);
+    }
+    return -1;
+}
+
+static void call_deliver(struct grpc_call *call, const uint8_t *bytes, size_t len, int compressed)
 {
     const struct grpc_method *method = call->entry->method;
     ProtobufCMessage *request;
+    uint8_t *inflated = NULL;
     char why[256];
 
+    if (compressed) {
+        if (call_inflate(call, bytes, len, &inflated, &len) != 0)
+            return;
+        bytes = inflated ? inflated : (const uint8_t *)"";
+    }
     if (call->server->request_check &&
         call->server->request_check(method->request_type, bytes, len, why, sizeof(why)) != 0) {
         grpc_call_fail(call, GRPC_STATUS_INVALID_ARGUMENT, why);
+        free(inflated);
         return;
     }
     request = protobuf_c_message_unpack(method->request_type, NULL, len, bytes);
+    free(inflated);
     if (!request) {
         grpc_call_fail(call, GRPC_STATUS_INTERNAL, "cannot parse the request message");
         return;
@@ -356,13 +421,14 @@ static size_t call_feed(struct grpc_call *call, const uint8_t *bytes, size_t len
             /* Keep the one request until the client half-closes. */
             call->unary_request = call->reader.body;
             call->unary_request_len = message_len;
+            call->unary_compressed = call->reader.compressed != 0;
             call->reader.body = NULL;
             grpc_reader_take(&call->reader);
             continue;
         }
         request_timer_stop(call);
         const uint8_t *message = grpc_reader_message(&call->reader, &message_len);
-        call_deliver(call, message, message_len);
+        call_deliver(call, message, message_len, call->reader.compressed);
         grpc_reader_take(&call->reader);
         if (call->finished || !call->stream)
             break;
@@ -449,7 +515,7 @@ static void call_stream_end(void *data)
         }
         request_timer_stop(call);
         call_deliver(call, call->unary_request ? call->unary_request : (const uint8_t *)"",
-                     call->unary_request_len);
+                     call->unary_request_len, call->unary_compressed);
         free(call->unary_request);
         call->unary_request = NULL;
         if (call->stream) /* the whole request is delivered */

@@ -156,7 +156,13 @@ static void door_write_limit_metrics(const struct grpc_server *server, FILE *out
           "# TYPE agenthub_grpc_request_timeouts_total counter\n"
           "# HELP agenthub_grpc_recv_pauses_total request delivery paused: send queue over its "
           "bound.\n"
-          "# TYPE agenthub_grpc_recv_pauses_total counter\n",
+          "# TYPE agenthub_grpc_recv_pauses_total counter\n"
+          "# HELP agenthub_grpc_compressed_messages_total messages that crossed the wire "
+          "compressed, by direction and grpc-encoding.\n"
+          "# TYPE agenthub_grpc_compressed_messages_total counter\n"
+          "# HELP agenthub_grpc_decompress_refusals_total calls ended: a request message that "
+          "would not inflate within the receive limit, or not inflate at all.\n"
+          "# TYPE agenthub_grpc_decompress_refusals_total counter\n",
           out);
     for (const struct grpc_door *door = server->doors; door; door = door->next) {
         for (int s = 0; s < GRPC_STATUS_COUNT; s++)
@@ -171,6 +177,18 @@ static void door_write_limit_metrics(const struct grpc_server *server, FILE *out
                 door->name, (unsigned long long)door->send_cap_cuts, door->name,
                 (unsigned long long)door->request_timeouts, door->name,
                 (unsigned long long)door->recv_pauses);
+        for (int e = GRPC_ENCODING_GZIP; e < GRPC_ENCODING_UNSUPPORTED; e++)
+            fprintf(out,
+                    "agenthub_grpc_compressed_messages_total{door=\"%s\",direction=\"received\","
+                    "encoding=\"%s\"} %llu\n"
+                    "agenthub_grpc_compressed_messages_total{door=\"%s\",direction=\"sent\","
+                    "encoding=\"%s\"} %llu\n",
+                    door->name, grpc_encoding_name((enum grpc_encoding)e),
+                    (unsigned long long)door->compressed_received[e], door->name,
+                    grpc_encoding_name((enum grpc_encoding)e),
+                    (unsigned long long)door->compressed_sent[e]);
+        fprintf(out, "agenthub_grpc_decompress_refusals_total{door=\"%s\"} %llu\n", door->name,
+                (unsigned long long)door->decompress_refusals);
     }
 }
 

@@ -62,6 +62,18 @@ uint8_t *grpc_frame_reserve(struct byte_queue *queue, size_t len)
     return at + GRPC_FRAME_HEADER_LEN;
 }
 
+int grpc_frame_append(struct byte_queue *queue, const uint8_t *body, size_t len, int compressed)
+{
+    uint8_t *at = grpc_frame_reserve(queue, len);
+
+    if (!at)
+        return -1;
+    at[-GRPC_FRAME_HEADER_LEN] = compressed ? 1 : 0;
+    if (len)
+        memcpy(at, body, len);
+    return 0;
+}
+
 void grpc_reader_init(struct grpc_reader *reader, size_t max_len)
 {
     memset(reader, 0, sizeof(*reader));
@@ -99,7 +111,7 @@ int grpc_reader_feed(struct grpc_reader *reader, const uint8_t *data, size_t len
             /* Refuse before buffering a single body byte. */
             if (reader->body_len > reader->max_len)
                 return GRPC_READER_TOO_LARGE;
-            if (reader->compressed)
+            if (reader->compressed && !reader->allow_compressed)
                 return GRPC_READER_COMPRESSED;
             reader->body_have = 0;
             if (reader->body_len > 0) {

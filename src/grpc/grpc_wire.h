@@ -49,11 +49,16 @@ struct byte_queue;
  * short. */
 uint8_t *grpc_frame_reserve(struct byte_queue *queue, size_t len);
 
+/* Appends one whole message, BODY with its compressed flag set as
+ * COMPRESSED says.  Returns 0, or -1 (the queue unchanged) as
+ * grpc_frame_reserve. */
+int grpc_frame_append(struct byte_queue *queue, const uint8_t *body, size_t len, int compressed);
+
 enum grpc_reader_result {
     GRPC_READER_NEED_MORE = 0, /* consumed everything given; no whole message yet */
     GRPC_READER_MESSAGE = 1,   /* a whole message is ready: see grpc_reader_message */
     GRPC_READER_TOO_LARGE = -1,
-    GRPC_READER_COMPRESSED = -2, /* compressed flag set; caller decides */
+    GRPC_READER_COMPRESSED = -2, /* compressed flag set and allow_compressed is not */
     GRPC_READER_BAD_FLAG = -3,   /* flag byte other than 0 or 1 */
     GRPC_READER_NO_MEMORY = -4,
 };
@@ -67,7 +72,8 @@ struct grpc_reader {
     size_t body_len;
     size_t body_have;
     size_t max_len;
-    int compressed;
+    int compressed;       /* the ready (or current) message's compressed flag */
+    int allow_compressed; /* the call has a grpc-encoding: flag 1 is fine */
     int message_ready;
 };
 

@@ -1,15 +1,19 @@
 """The gRPC layer's rules (PROTOCOL-HTTP2), driven with python3-grpcio and,
 where the wire form matters, with raw HTTP/2 frames (rawh2)."""
 import base64
+import os
 import queue
+import subprocess
 import time
 import urllib.parse
+import zlib
 
 import grpc
 import pytest
 
 import rawh2
-from helpers import (BIDI, CHECK, SERVER_STREAM, UNARY, UNLIMITED, Echo, Health, calls_key,
+from helpers import (BIDI, CHECK, REPO, SERVER_STREAM, UNARY, UNLIMITED, Echo, Health, build_dir,
+                     calls_key, vm_rss_kib,
                      rpc_error)
 from rawh2 import grpc_frame
 
@@ -116,20 +120,117 @@ def test_te_other_than_trailers_is_a_malformed_request(server):
 
 def test_unsupported_grpc_encoding_is_unimplemented_with_accept_encoding(server):
     raw = server.raw()
-    sid = raw.request(CHECK, body=grpc_frame(b""), extra=[("grpc-encoding", "gzip")])
+    sid = raw.request(CHECK, body=grpc_frame(b""), extra=[("grpc-encoding", "snappy")])
     stream = raw.wait_closed(sid)
     assert stream.grpc_status == 12
     accepted = [e.strip() for e in stream.trailers["grpc-accept-encoding"].split(",")]
-    assert "identity" in accepted
-    assert "gzip" not in accepted
+    assert sorted(accepted) == ["deflate", "gzip", "identity"]
 
 
-def test_grpcio_gzip_request_is_unimplemented(server, pb):
-    health = Health(server.channel(), pb)
-    err = rpc_error(health.check, compression=grpc.Compression.Gzip)
-    assert err.code() == grpc.StatusCode.UNIMPLEMENTED
-    # The same channel still works without compression.
+@pytest.mark.parametrize("compression", [grpc.Compression.Gzip, grpc.Compression.Deflate])
+def test_grpcio_compressed_calls_work_both_ways(server, pb, compression):
+    """grpcio with compression on: small and large requests, unary and
+    streaming; large responses come back compressed (grpcio accepts gzip
+    and deflate), small ones as they are."""
+    channel = server.channel(options=[("grpc.default_compression_algorithm", compression)])
+    health = Health(channel, pb)
+    echo = Echo(channel, pb)
     assert health.status() == Health.SERVING
+    text = b"the agent is running the tests again. " * 4000
+    for payload in (b"x", text):
+        assert echo.unary(echo.req(payload=payload), timeout=10).payload == payload
+    got = list(echo.server_stream(echo.req(response_count=3, response_size=20000), timeout=10))
+    assert [len(r.payload) for r in got] == [20000] * 3
+    reply = echo.client_stream(iter([echo.req(payload=text)] * 4), timeout=10)
+    assert reply.total_bytes == 4 * len(text)
+    m = server.metrics()
+    name = "gzip" if compression == grpc.Compression.Gzip else "deflate"
+    key = 'agenthub_grpc_compressed_messages_total{door="public",direction="%s",encoding="%s"}'
+    assert m[key % ("received", name)] >= 5, m
+    assert m[key % ("sent", name)] >= 4, m
+
+
+def test_large_responses_are_compressed_only_for_clients_that_accept_it(server, pb):
+    request = pb.echo.EchoRequest(payload=b"compressible " * 2000).SerializeToString()
+    raw = server.raw()
+    plain = raw.wait_closed(raw.request(UNARY, body=grpc_frame(request)))
+    asked = raw.wait_closed(raw.request(UNARY, body=grpc_frame(request),
+                                        extra=[("grpc-accept-encoding", "identity,gzip")]))
+    small = raw.wait_closed(raw.request(UNARY, body=grpc_frame(
+        pb.echo.EchoRequest(payload=b"tiny").SerializeToString()),
+        extra=[("grpc-accept-encoding", "gzip")]))
+    assert plain.grpc_status == asked.grpc_status == small.grpc_status == 0
+    assert "grpc-encoding" not in plain.headers
+    ((flag, body),) = plain.messages()
+    assert flag == 0
+    assert asked.headers["grpc-encoding"] == "gzip"
+    ((flag, packed),) = asked.messages()
+    assert flag == 1 and len(packed) < len(body) // 10
+    assert zlib.decompress(packed, 16 + zlib.MAX_WBITS) == body
+    ((flag, _),) = small.messages()
+    assert flag == 0  # too small to gain: sent as it is, even to a client that accepts gzip
+
+
+def test_a_decompression_bomb_is_refused_without_inflating_it(start_server, pb):
+    """64 MiB of zeros gzip to about 64 KiB: the server stops at its 4 MiB
+    receive limit and answers RESOURCE_EXHAUSTED; its memory does not grow
+    by the inflated size.  (ASan's quarantine of freed memory is shrunk so
+    that what was freed does not count as held.)"""
+    server = start_server(env={"ASAN_OPTIONS": "detect_leaks=1:quarantine_size_mb=4"})
+    zeros = b"\0" * (64 << 20)
+    bomb = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    packed = bomb.compress(pb.echo.EchoRequest(payload=zeros).SerializeToString()) + bomb.flush()
+    del zeros
+    assert len(packed) < 200_000
+    before = vm_rss_kib(server.pid)
+    raw = server.raw()
+    for _ in range(4):
+        sid = raw.request(UNARY, body=grpc_frame(packed, compressed=1),
+                          extra=[("grpc-encoding", "gzip")])
+        stream = raw.wait_closed(sid, timeout=20)
+        assert stream.grpc_status == 8, stream.trailers
+        assert "once decompressed" in stream.trailers["grpc-message"]
+    assert vm_rss_kib(server.pid) - before < 24 * 1024
+    m = server.metrics()
+    assert m['agenthub_grpc_decompress_refusals_total{door="public"}'] >= 4
+    assert Health(server.channel(), pb).status() == Health.SERVING
+
+
+@pytest.mark.parametrize("body", [b"not gzip at all", b""])
+def test_a_corrupt_compressed_message_is_internal(server, body):
+    raw = server.raw()
+    good = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    truncated = (good.compress(b"\x0a\x03abc") + good.flush())[:-4]
+    for packed in (body, truncated):
+        sid = raw.request(CHECK, body=grpc_frame(packed, compressed=1),
+                          extra=[("grpc-encoding", "gzip")])
+        stream = raw.wait_closed(sid)
+        assert stream.grpc_status == 13, stream.trailers
+        assert "cannot decompress" in stream.trailers["grpc-message"]
+
+
+NODE_TESTS = os.path.join(REPO, "tests", "node")
+
+
+@pytest.mark.parametrize("algorithm", ["gzip", "deflate"])
+def test_grpc_js_with_compression_on_makes_every_kind_of_call(start_server, algorithm):
+    """@grpc/grpc-js with grpc.default_compression_algorithm set (it never
+    falls back to identity) against a provisioned server."""
+    assert os.path.isdir(os.path.join(NODE_TESTS, "node_modules", "@grpc", "grpc-js")), \
+        "tests/node has no node_modules: run make deps"
+    s = start_server()
+    subprocess.run([os.path.join(build_dir(), "agenthub"), "admin", "--db",
+                    os.path.join(s.workdir, "db"), "import",
+                    os.path.join(REPO, "deploy", "demo-world.json")], check=True,
+                   stdout=subprocess.DEVNULL)
+    out = subprocess.run(["node", os.path.join(NODE_TESTS, "grpc_compression.mjs"), s.public,
+                          os.path.join(REPO, "proto"), algorithm, "t-alice"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip() == "ok: " + algorithm
+    m = s.metrics()
+    key = 'agenthub_grpc_compressed_messages_total{door="public",direction="%s",encoding="%s"}'
+    assert m[key % ("received", algorithm)] >= 5 and m[key % ("sent", algorithm)] >= 3, m
 
 
 @pytest.mark.parametrize("encoding", [None, "identity"])

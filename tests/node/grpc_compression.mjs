@@ -14,7 +14,7 @@ const options = { "grpc.default_compression_algorithm": algorithms[algorithm] };
 
 function load(file) {
   return grpc.loadPackageDefinition(protoLoader.loadSync(file, {
-    includeDirs: [protoDir], keepCase: true, longs: String, defaults: true }));
+    includeDirs: [protoDir], keepCase: true, longs: String, enums: String, defaults: true }));
 }
 
 function unary(client, method, request, metadata = new grpc.Metadata()) {

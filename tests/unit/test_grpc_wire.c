@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/byte_queue.h"
 #include "grpc/grpc_wire.h"
 
 static const char spec_message[] =
@@ -151,6 +152,37 @@ START_TEST(test_reader_flags_compression_and_bad_flag_bytes)
 }
 END_TEST
 
+START_TEST(test_reader_takes_compressed_messages_once_allowed)
+{
+    struct byte_queue queue;
+    struct grpc_reader reader;
+    size_t consumed, len;
+    const uint8_t *body;
+
+    memset(&queue, 0, sizeof(queue));
+    ck_assert_int_eq(grpc_frame_append(&queue, (const uint8_t *)"abc", 3, 1), 0);
+    ck_assert_int_eq(grpc_frame_append(&queue, (const uint8_t *)"de", 2, 0), 0);
+    ck_assert_uint_eq(byte_queue_length(&queue), 5 + 3 + 5 + 2);
+    ck_assert_uint_eq(queue.data[queue.start], 1);
+    ck_assert_uint_eq(queue.data[queue.start + 8], 0);
+    grpc_reader_init(&reader, 16);
+    reader.allow_compressed = 1;
+    ck_assert_int_eq(grpc_reader_feed(&reader, queue.data + queue.start, 15, &consumed),
+                     GRPC_READER_MESSAGE);
+    body = grpc_reader_message(&reader, &len);
+    ck_assert_int_eq(reader.compressed, 1);
+    ck_assert_uint_eq(len, 3);
+    ck_assert_mem_eq(body, "abc", 3);
+    grpc_reader_take(&reader);
+    ck_assert_int_eq(grpc_reader_feed(&reader, queue.data + queue.start + consumed, 15 - consumed,
+                                      &consumed),
+                     GRPC_READER_MESSAGE);
+    ck_assert_int_eq(reader.compressed, 0);
+    grpc_reader_free(&reader);
+    byte_queue_free(&queue);
+}
+END_TEST
+
 START_TEST(test_reader_survives_random_bytes)
 {
     uint8_t buf[256];
@@ -201,6 +233,7 @@ int main(void)
     tcase_add_test(tc, test_reader_reassembles_messages_split_byte_by_byte);
     tcase_add_test(tc, test_reader_refuses_oversized_length_before_buffering);
     tcase_add_test(tc, test_reader_flags_compression_and_bad_flag_bytes);
+    tcase_add_test(tc, test_reader_takes_compressed_messages_once_allowed);
     tcase_add_test(tc, test_reader_survives_random_bytes);
     tcase_add_test(tc, test_status_names_round_trip);
     suite_add_tcase(suite, tc);
