@@ -185,9 +185,10 @@ static void session_evict(struct session *s, enum session_evict_reason reason)
  * logs fit the retention bytes and none is older than the retention age. */
 static void session_retain_enforce(struct session_registry *reg, int64_t now_ms)
 {
-    struct session *s;
+    struct session *s, *next;
 
-    while ((s = reg->ret_head) != NULL) {
+    for (s = reg->ret_head; s != NULL; s = next) {
+        next = s->ret_next; /* evicting S may free it */
         if (now_ms - s->over_at_ms >= reg->retain_ms)
             session_evict(s, SESSION_EVICT_AGE);
         else if (reg->retained_bytes > reg->retain_bytes)
@@ -197,17 +198,26 @@ static void session_retain_enforce(struct session_registry *reg, int64_t now_ms)
     }
 }
 
-/* S's tail is over: retains its log when retention is on and there is
- * something to read; otherwise releases it (an ended S leaves the table).
- * Then enforces the retention bounds.  S may be freed. */
+/* S's tail is over: adds its log to the retained ones when retention is on
+ * and there is something to read.  Returns 1 when S is retained. */
+static int retain_push(struct session *s, int64_t now_ms)
+{
+    struct session_registry *reg = s->reg;
+
+    if (!s->retained && reg->retain_bytes != 0 && reg->retain_ms > 0 && ring_count(&s->ring) != 0)
+        ret_push(s, now_ms);
+    return s->retained;
+}
+
+/* S's tail is over: retains its log (retain_push), or releases it (an ended
+ * S leaves the table).  Then enforces the retention bounds.  S may be
+ * freed. */
 static void session_retain(struct session *s)
 {
     struct session_registry *reg = s->reg;
     int64_t now_ms = clock_monotonic_ms();
 
-    if (!s->retained && reg->retain_bytes != 0 && reg->retain_ms > 0 && ring_count(&s->ring) != 0)
-        ret_push(s, now_ms);
-    if (!s->retained) {
+    if (!retain_push(s, now_ms)) {
         if (s->ended)
             table_unlink(s);
         session_release(s);
@@ -215,32 +225,39 @@ static void session_retain(struct session *s)
     session_retain_enforce(reg, now_ms);
 }
 
+/* Trims V's ring, unless V is EXCEPT, as far as the registry's excess over
+ * its budget needs: first by compaction, then oldest entries first.  A
+ * retained V trimmed to nothing is evicted (and may be freed). */
+static void budget_trim(struct session_registry *reg, struct session *v,
+                        const struct session *except)
+{
+    size_t heap = ring_heap_bytes(&v->ring);
+    size_t need = reg->log_bytes - reg->log_budget;
+    size_t target = heap > need ? heap - need : 0;
+    size_t retained = ring_retained_bytes(&v->ring);
+    size_t freed;
+
+    if (v == except || heap == 0)
+        return;
+    freed = ring_trim(&v->ring, target < retained ? target : retained);
+    if (freed == 0)
+        return;
+    session_account(v, heap);
+    reg->trimmed_bytes += freed;
+    reg->trimmed_sessions++;
+    if (v->retained && ring_count(&v->ring) == 0)
+        session_evict(v, SESSION_EVICT_BUDGET);
+}
+
 /* Trims the least recently appended-to sessions other than EXCEPT until the
- * registry's rings fit its budget.  Each victim is trimmed only as far as
- * the excess needs: first by compaction, then oldest entries first.  A
- * retained victim trimmed to nothing is evicted (and may be freed). */
+ * registry's rings fit its budget. */
 static void session_enforce_budget(struct session_registry *reg, const struct session *except)
 {
     struct session *v, *next;
 
     for (v = reg->lru_head; v != NULL && reg->log_bytes > reg->log_budget; v = next) {
-        size_t heap = ring_heap_bytes(&v->ring);
-        size_t need = reg->log_bytes - reg->log_budget;
-        size_t target = heap > need ? heap - need : 0;
-        size_t retained = ring_retained_bytes(&v->ring);
-        size_t freed;
-
-        next = v->lru_next;
-        if (v == except || heap == 0)
-            continue;
-        freed = ring_trim(&v->ring, target < retained ? target : retained);
-        if (freed == 0)
-            continue;
-        session_account(v, heap);
-        reg->trimmed_bytes += freed;
-        reg->trimmed_sessions++;
-        if (v->retained && ring_count(&v->ring) == 0)
-            session_evict(v, SESSION_EVICT_BUDGET);
+        next = v->lru_next; /* budget_trim may free V */
+        budget_trim(reg, v, except);
     }
 }
 
@@ -261,8 +278,10 @@ void session_registry_set_retention(struct session_registry *reg, size_t bytes, 
     reg->retain_bytes = bytes;
     reg->retain_ms = age_ms > 0 ? age_ms : 0;
     if (bytes == 0 || reg->retain_ms == 0) {
-        while (reg->ret_head != NULL)
-            session_evict(reg->ret_head, SESSION_EVICT_BYTES);
+        for (struct session *s = reg->ret_head, *next; s != NULL; s = next) {
+            next = s->ret_next;
+            session_evict(s, SESSION_EVICT_BYTES);
+        }
         return;
     }
     session_retain_enforce(reg, clock_monotonic_ms());
@@ -271,9 +290,12 @@ void session_registry_set_retention(struct session_registry *reg, size_t bytes, 
 size_t session_registry_expire(struct session_registry *reg, int64_t now_ms)
 {
     uint64_t before = reg->evictions[SESSION_EVICT_AGE];
+    struct session *s, *next;
 
-    while (reg->ret_head != NULL && now_ms - reg->ret_head->over_at_ms >= reg->retain_ms)
-        session_evict(reg->ret_head, SESSION_EVICT_AGE);
+    for (s = reg->ret_head; s != NULL && now_ms - s->over_at_ms >= reg->retain_ms; s = next) {
+        next = s->ret_next; /* evicting S may free it */
+        session_evict(s, SESSION_EVICT_AGE);
+    }
     return (size_t)(reg->evictions[SESSION_EVICT_AGE] - before);
 }
 
@@ -495,13 +517,12 @@ uint64_t session_append(struct session *s, const void *frame, size_t len, int64_
         }
         if (reg->log_budget != 0 && reg->log_bytes > reg->log_budget)
             session_enforce_budget(reg, s);
-        if (s->over && !s->retained) {
-            /* A frame after the end (a repeated terminal state) of a log
-             * no longer retained: kept as a newly ended log, or given back. */
-            session_retain(s);
-        } else if (s->retained && reg->retained_bytes > reg->retain_bytes) {
+        /* A frame after the end (a repeated terminal state) of a log no
+         * longer retained is kept as a newly ended log, or given back below
+         * once no watcher needs it. */
+        if (s->over && retain_push(s, clock_monotonic_ms()) &&
+            reg->retained_bytes > reg->retain_bytes)
             session_retain_enforce(reg, clock_monotonic_ms());
-        }
         watch_list_wake(&s->watchers);
         session_release(s);
     }
