@@ -6,15 +6,17 @@ CLI, the MCP tool) and then ends, retention evicts by bytes (the oldest ended
 first) and by age and counts it, and a resumed session continues its ring."""
 import json
 import os
+import signal
 import subprocess
 
 import grpc
 import pytest
 
-from rpc_harness import (BUILD, F, S, event_frame, hub, record, start_hub, state,  # noqa: F401
-                         state_frame, subscribe, text, wait_for)
+from rpc_harness import (BUILD, ROOT, F, S, hub, start_hub, state, state_frame,  # noqa: F401
+                         subscribe, text, wait_for)
 
 AGENTHUB = BUILD / "agenthub"
+AGENT = ROOT / "tests/agents/scripted-agent"
 EVICTIONS = 'agenthub_ended_session_log_evictions_total{reason="%s"}'
 
 
@@ -129,6 +131,28 @@ def test_panes_end_ok_when_the_runner_relays_the_agents_end(hub, terminal):
     assert [f["seq"] for f in lines] == list(range(1, status(hub, "sess-1").last_seq + 1))
     assert hub.metric("agenthub_ended_session_logs") == 1
     assert hub.metric("agenthub_session_subscribers") == 0
+
+
+def test_the_follower_returns_when_the_hosted_agent_exits(hub, tmp_path):
+    follower = Follower(hub, "sess-1", "t-alice")
+    log_path = tmp_path / "runner.log"
+    with open(log_path, "w") as log:
+        runner = subprocess.Popen(
+            [str(BUILD / "agenthub-runner"), "--addr", hub.runner_addr, "--token", "t-runner-1",
+             "--session", "sess-1", "--agent",
+             "/usr/bin/python3 %s --speed 20 --exit-after-script" % AGENT],
+            stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            _, lines = follower.returns(timeout=60)
+        finally:
+            runner.send_signal(signal.SIGTERM)
+            rc = runner.wait(15)
+    assert rc == 0, log_path.read_text()
+    assert "agent exited with status 0" in log_path.read_text()
+    types = [f["type"] for f in lines]
+    assert "assistant_text" in types and "tool_call" in types
+    assert lines[-1] == {**lines[-1], "type": "state", "data": {"state": "stopped"}}
+    assert lines[-1]["seq"] == status(hub, "sess-1").last_seq
 
 
 def test_a_resumed_agent_is_a_new_tail(hub):
