@@ -96,7 +96,6 @@ static void ret_push(struct session *s, int64_t now_ms)
     struct session_registry *reg = s->reg;
 
     s->over_at_ms = now_ms;
-
     s->ret_prev = reg->ret_tail;
     s->ret_next = NULL;
     if (reg->ret_tail != NULL)
