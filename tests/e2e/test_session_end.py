@@ -290,7 +290,7 @@ def test_retention_evicts_the_oldest_ended_session_first_past_its_bytes(start_hu
 
 
 def test_retention_evicts_logs_older_than_its_age(start_hub):
-    h = start_hub(flags=["--ended-log-age-ms", "1000"])
+    h = start_hub(flags=["--ended-log-age-ms", "3000"])
     sid = spawn(h).session_id
     append(h, sid, {"type": "prompt", "data": {"length": 3}})
     close(h, sid)
