@@ -42,6 +42,8 @@ struct config {
     size_t subscriber_buffer_bytes;
     size_t max_blob_bytes;
     size_t session_log_budget;
+    size_t ended_log_bytes;
+    size_t ended_log_age_ms;
     size_t max_account_sessions;
     size_t runner_queue_bytes;
     size_t command_timeout_ms;
@@ -84,6 +86,11 @@ static void usage(FILE *out)
           "                                536870912, at least --agent-log-bytes); past it the\n"
           "                                oldest entries of the least recently active\n"
           "                                sessions are evicted, nothing is refused\n"
+          "  --ended-log-bytes N           memory for the logs of sessions whose agent ended,\n"
+          "                                kept readable (default 67108864; 0 keeps none);\n"
+          "                                past it the longest-ended session is evicted\n"
+          "  --ended-log-age-ms N          how long an ended session's log stays readable\n"
+          "                                (default 86400000, 24 h; 0 keeps none)\n"
           "  --max-sessions-per-account N  open sessions one agent account may have (default\n"
           "                                64); past it a new session is refused with\n"
           "                                RESOURCE_EXHAUSTED\n"
@@ -135,6 +142,16 @@ static int parse_size(const char *flag, const char *value, size_t *out)
     return 0;
 }
 
+/* Like parse_size, and 0 is accepted too.  Returns 0, or -1. */
+static int parse_size_or_zero(const char *flag, const char *value, size_t *out)
+{
+    if (strcmp(value, "0") == 0) {
+        *out = 0;
+        return 0;
+    }
+    return parse_size(flag, value, out);
+}
+
 /* Refuses a value that does not fit 32 bits.  Returns 0, or -1 (after a
  * message). */
 static int parse_u32_range(const char *flag, size_t value)
@@ -180,6 +197,8 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_SUBSCRIBER_BUFFER_BYTES,
         OPT_MAX_BLOB_BYTES,
         OPT_SESSION_LOG_BUDGET,
+        OPT_ENDED_LOG_BYTES,
+        OPT_ENDED_LOG_AGE,
         OPT_MAX_ACCOUNT_SESSIONS,
         OPT_RUNNER_QUEUE_BYTES,
         OPT_COMMAND_TIMEOUT,
@@ -212,6 +231,8 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"subscriber-buffer-bytes", required_argument, NULL, OPT_SUBSCRIBER_BUFFER_BYTES},
         {"max-blob-bytes", required_argument, NULL, OPT_MAX_BLOB_BYTES},
         {"session-log-budget-bytes", required_argument, NULL, OPT_SESSION_LOG_BUDGET},
+        {"ended-log-bytes", required_argument, NULL, OPT_ENDED_LOG_BYTES},
+        {"ended-log-age-ms", required_argument, NULL, OPT_ENDED_LOG_AGE},
         {"max-sessions-per-account", required_argument, NULL, OPT_MAX_ACCOUNT_SESSIONS},
         {"runner-queue-bytes", required_argument, NULL, OPT_RUNNER_QUEUE_BYTES},
         {"command-timeout-ms", required_argument, NULL, OPT_COMMAND_TIMEOUT},
@@ -254,6 +275,8 @@ static int parse_args(int argc, char **argv, struct config *config)
     config->subscriber_buffer_bytes = 1024 * 1024;
     config->max_blob_bytes = 4 * 1024 * 1024;
     config->session_log_budget = (size_t)512 * 1024 * 1024;
+    config->ended_log_bytes = SESSION_DEFAULT_RETAIN_BYTES;
+    config->ended_log_age_ms = (size_t)SESSION_DEFAULT_RETAIN_MS;
     config->max_account_sessions = 64;
     config->runner_queue_bytes = 8 * 1024 * 1024;
     config->command_timeout_ms = 5000;
@@ -295,6 +318,14 @@ static int parse_args(int argc, char **argv, struct config *config)
             break;
         case OPT_SESSION_LOG_BUDGET:
             if (parse_size("--session-log-budget-bytes", optarg, &config->session_log_budget) != 0)
+                return -1;
+            break;
+        case OPT_ENDED_LOG_BYTES:
+            if (parse_size_or_zero("--ended-log-bytes", optarg, &config->ended_log_bytes) != 0)
+                return -1;
+            break;
+        case OPT_ENDED_LOG_AGE:
+            if (parse_size_or_zero("--ended-log-age-ms", optarg, &config->ended_log_age_ms) != 0)
                 return -1;
             break;
         case OPT_MAX_ACCOUNT_SESSIONS:
@@ -624,6 +655,8 @@ int main(int argc, char **argv)
     }
     session_registry_init(&server.sessions, server.config.agent_log_bytes);
     session_registry_set_budget(&server.sessions, server.config.session_log_budget);
+    session_registry_set_retention(&server.sessions, server.config.ended_log_bytes,
+                                   (int64_t)server.config.ended_log_age_ms);
     bus_init(&server.bus, server.config.bus_bytes, 0);
     server.rpc.sessions = &server.sessions;
     server.rpc.bus = &server.bus;

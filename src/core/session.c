@@ -3,12 +3,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+
 #define SESSION_MIN_BUCKETS 64u
 
 void session_registry_init(struct session_registry *reg, size_t ring_bound)
 {
     memset(reg, 0, sizeof(*reg));
     reg->ring_bound = ring_bound ? ring_bound : RING_DEFAULT_BOUND;
+    reg->retain_bytes = SESSION_DEFAULT_RETAIN_BYTES;
+    reg->retain_ms = SESSION_DEFAULT_RETAIN_MS;
 }
 
 static uint64_t session_hash(const char *id, size_t len)
@@ -53,29 +57,206 @@ static void lru_push(struct session *s)
     reg->lru_tail = s;
 }
 
+/* Charges the change of S's ring heap since it was BEFORE bytes to the
+ * registry's totals. */
+static void session_account(struct session *s, size_t before)
+{
+    struct session_registry *reg = s->reg;
+    size_t now = ring_heap_bytes(&s->ring);
+
+    reg->log_bytes = reg->log_bytes - before + now;
+    if (s->retained)
+        reg->retained_bytes = reg->retained_bytes - before + now;
+}
+
+static struct session **session_slot(const struct session_registry *reg, uint64_t h)
+{
+    return &reg->buckets[h & (reg->nbuckets - 1)];
+}
+
+/* Takes S out of the hash table: its id can be opened afresh. */
+static void table_unlink(struct session *s)
+{
+    struct session **pp;
+
+    if (!s->in_table)
+        return;
+    pp = session_slot(s->reg, s->hash);
+    while (*pp != s)
+        pp = &(*pp)->hnext;
+    *pp = s->hnext;
+    s->hnext = NULL;
+    s->in_table = 0;
+    s->reg->in_table--;
+}
+
+/* Adds S to the retained list at NOW_MS (the newest end last). */
+static void ret_push(struct session *s, int64_t now_ms)
+{
+    struct session_registry *reg = s->reg;
+
+    s->over_at_ms = now_ms;
+    s->ret_prev = reg->ret_tail;
+    s->ret_next = NULL;
+    if (reg->ret_tail != NULL)
+        reg->ret_tail->ret_next = s;
+    else
+        reg->ret_head = s;
+    reg->ret_tail = s;
+    s->retained = 1;
+    reg->retained_count++;
+    reg->retained_bytes += ring_heap_bytes(&s->ring);
+}
+
+static void ret_unlink(struct session *s)
+{
+    struct session_registry *reg = s->reg;
+
+    if (!s->retained)
+        return;
+    if (s->ret_prev != NULL)
+        s->ret_prev->ret_next = s->ret_next;
+    else
+        reg->ret_head = s->ret_next;
+    if (s->ret_next != NULL)
+        s->ret_next->ret_prev = s->ret_prev;
+    else
+        reg->ret_tail = s->ret_prev;
+    s->ret_prev = s->ret_next = NULL;
+    s->retained = 0;
+    reg->retained_count--;
+    reg->retained_bytes -= ring_heap_bytes(&s->ring);
+}
+
+static void session_destroy(struct session *s)
+{
+    struct session_registry *reg = s->reg;
+
+    lru_unlink(s);
+    ret_unlink(s);
+    table_unlink(s);
+    reg->log_bytes -= ring_heap_bytes(&s->ring);
+    if (s->prev != NULL)
+        s->prev->next = s->next;
+    else
+        reg->all = s->next;
+    if (s->next != NULL)
+        s->next->prev = s->prev;
+    ring_free(&s->ring);
+    free(s->runner_id);
+    free(s);
+}
+
+/* Gives back what a session whose tail is over and whose log is not
+ * retained holds, once no watcher needs it and no wake pass runs over its
+ * watcher list (a wake may unwatch the last watcher mid-pass): an ended
+ * session is freed, a live one keeps only its ring's seq.  S may be freed. */
+static void session_release(struct session *s)
+{
+    size_t before;
+
+    if (!s->over || s->retained || s->watchers.count != 0 || s->watchers.waking)
+        return;
+    if (s->ended) {
+        session_destroy(s);
+        return;
+    }
+    before = ring_heap_bytes(&s->ring);
+    if (before != 0) {
+        ring_trim(&s->ring, 0); /* next_seq survives: seqs are never reused */
+        session_account(s, before);
+    }
+}
+
+/* Stops retaining S for REASON: an ended S is forgotten (its id opens
+ * afresh); its log is released now, or when its last watcher leaves.  S may
+ * be freed. */
+static void session_evict(struct session *s, enum session_evict_reason reason)
+{
+    ret_unlink(s);
+    s->reg->evictions[reason]++;
+    if (s->ended)
+        table_unlink(s);
+    session_release(s);
+}
+
+/* Evicts the retained sessions whose tail ended first until the retained
+ * logs fit the retention bytes and none is older than the retention age. */
+static void session_retain_enforce(struct session_registry *reg, int64_t now_ms)
+{
+    struct session *s, *next;
+
+    for (s = reg->ret_head; s != NULL; s = next) {
+        next = s->ret_next; /* evicting S may free it */
+        if (now_ms - s->over_at_ms >= reg->retain_ms)
+            session_evict(s, SESSION_EVICT_AGE);
+        else if (reg->retained_bytes > reg->retain_bytes)
+            session_evict(s, SESSION_EVICT_BYTES);
+        else
+            break;
+    }
+}
+
+/* S's tail is over: adds its log to the retained ones when retention is on
+ * and there is something to read.  Returns 1 when S is retained. */
+static int retain_push(struct session *s, int64_t now_ms)
+{
+    struct session_registry *reg = s->reg;
+
+    if (!s->retained && reg->retain_bytes != 0 && reg->retain_ms > 0 && ring_count(&s->ring) != 0)
+        ret_push(s, now_ms);
+    return s->retained;
+}
+
+/* S's tail is over: retains its log (retain_push), or releases it (an ended
+ * S leaves the table).  Then enforces the retention bounds.  S may be
+ * freed. */
+static void session_retain(struct session *s)
+{
+    struct session_registry *reg = s->reg;
+    int64_t now_ms = clock_monotonic_ms();
+
+    if (!retain_push(s, now_ms)) {
+        if (s->ended)
+            table_unlink(s);
+        session_release(s);
+    }
+    session_retain_enforce(reg, now_ms);
+}
+
+/* Trims V's ring, unless V is EXCEPT, as far as the registry's excess over
+ * its budget needs: first by compaction, then oldest entries first.  A
+ * retained V trimmed to nothing is evicted (and may be freed). */
+static void budget_trim(struct session_registry *reg, struct session *v,
+                        const struct session *except)
+{
+    size_t heap = ring_heap_bytes(&v->ring);
+    size_t need = reg->log_bytes - reg->log_budget;
+    size_t target = heap > need ? heap - need : 0;
+    size_t retained = ring_retained_bytes(&v->ring);
+    size_t freed;
+
+    if (v == except || heap == 0)
+        return;
+    freed = ring_trim(&v->ring, target < retained ? target : retained);
+    if (freed == 0)
+        return;
+    session_account(v, heap);
+    reg->trimmed_bytes += freed;
+    reg->trimmed_sessions++;
+    if (v->retained && ring_count(&v->ring) == 0)
+        session_evict(v, SESSION_EVICT_BUDGET);
+}
+
 /* Trims the least recently appended-to sessions other than EXCEPT until the
- * registry's rings fit its budget.  Each victim is trimmed only as far as
- * the excess needs: first by compaction, then oldest entries first. */
+ * registry's rings fit its budget. */
 static void session_enforce_budget(struct session_registry *reg, const struct session *except)
 {
-    struct session *v;
+    struct session *v, *next;
 
-    /* Trimming never unlinks a session, so the walk may go on from V. */
-    for (v = reg->lru_head; v != NULL && reg->log_bytes > reg->log_budget; v = v->lru_next) {
-        size_t heap = ring_heap_bytes(&v->ring);
-        size_t need = reg->log_bytes - reg->log_budget;
-        size_t target = heap > need ? heap - need : 0;
-        size_t retained = ring_retained_bytes(&v->ring);
-        size_t freed;
-
-        if (v == except || heap == 0)
-            continue;
-        freed = ring_trim(&v->ring, target < retained ? target : retained);
-        if (freed == 0)
-            continue;
-        reg->log_bytes -= freed;
-        reg->trimmed_bytes += freed;
-        reg->trimmed_sessions++;
+    for (v = reg->lru_head; v != NULL && reg->log_bytes > reg->log_budget; v = next) {
+        next = v->lru_next; /* budget_trim may free V */
+        budget_trim(reg, v, except);
     }
 }
 
@@ -91,21 +272,30 @@ size_t session_registry_log_bytes(const struct session_registry *reg)
     return reg->log_bytes;
 }
 
-static void session_destroy(struct session *s)
+void session_registry_set_retention(struct session_registry *reg, size_t bytes, int64_t age_ms)
 {
-    struct session_registry *reg = s->reg;
+    reg->retain_bytes = bytes;
+    reg->retain_ms = age_ms > 0 ? age_ms : 0;
+    if (bytes == 0 || reg->retain_ms == 0) {
+        for (struct session *s = reg->ret_head, *next; s != NULL; s = next) {
+            next = s->ret_next;
+            session_evict(s, SESSION_EVICT_BYTES);
+        }
+        return;
+    }
+    session_retain_enforce(reg, clock_monotonic_ms());
+}
 
-    lru_unlink(s);
-    reg->log_bytes -= ring_heap_bytes(&s->ring);
-    if (s->prev != NULL)
-        s->prev->next = s->next;
-    else
-        reg->all = s->next;
-    if (s->next != NULL)
-        s->next->prev = s->prev;
-    ring_free(&s->ring);
-    free(s->runner_id);
-    free(s);
+size_t session_registry_expire(struct session_registry *reg, int64_t now_ms)
+{
+    uint64_t before = reg->evictions[SESSION_EVICT_AGE];
+    struct session *s, *next;
+
+    for (s = reg->ret_head; s != NULL && now_ms - s->over_at_ms >= reg->retain_ms; s = next) {
+        next = s->ret_next; /* evicting S may free it */
+        session_evict(s, SESSION_EVICT_AGE);
+    }
+    return (size_t)(reg->evictions[SESSION_EVICT_AGE] - before);
 }
 
 void session_registry_free(struct session_registry *reg)
@@ -120,11 +310,15 @@ void session_registry_free(struct session_registry *reg)
     }
     reg->all = NULL;
     reg->lru_head = reg->lru_tail = NULL;
+    reg->ret_head = reg->ret_tail = NULL;
+    reg->retained_count = 0;
+    reg->retained_bytes = 0;
     reg->log_bytes = 0;
     free(reg->buckets);
     reg->buckets = NULL;
     reg->nbuckets = 0;
     reg->count = 0;
+    reg->in_table = 0;
 }
 
 size_t session_registry_count(const struct session_registry *reg)
@@ -142,12 +336,8 @@ size_t session_registry_memory_bytes(const struct session_registry *reg)
     return n;
 }
 
-static struct session **session_slot(const struct session_registry *reg, uint64_t h)
-{
-    return &reg->buckets[h & (reg->nbuckets - 1)];
-}
-
-struct session *session_find(const struct session_registry *reg, const char *id, size_t len)
+/* The session in the table under ID (live or retained ended), or NULL. */
+static struct session *table_find(const struct session_registry *reg, const char *id, size_t len)
 {
     uint64_t h;
     struct session *s;
@@ -160,6 +350,20 @@ struct session *session_find(const struct session_registry *reg, const char *id,
             return s;
     }
     return NULL;
+}
+
+struct session *session_find(const struct session_registry *reg, const char *id, size_t len)
+{
+    struct session *s = table_find(reg, id, len);
+
+    return s != NULL && !s->ended ? s : NULL;
+}
+
+struct session *session_lookup(struct session_registry *reg, const char *id, size_t len)
+{
+    if (reg->ret_head != NULL)
+        session_registry_expire(reg, clock_monotonic_ms());
+    return table_find(reg, id, len);
 }
 
 /* Doubles the table (or creates it).  Returns -1, table unchanged, on
@@ -186,6 +390,26 @@ static int session_grow(struct session_registry *reg)
     return 0;
 }
 
+/* Starts a new tail of S at the next append. */
+static void tail_restart(struct session *s)
+{
+    s->over = 0;
+    s->tail_start = ring_newest_seq(&s->ring) + 1;
+    ret_unlink(s);
+}
+
+/* Brings the retained ended session S back to life (a resumed agent). */
+static void session_reopen(struct session *s)
+{
+    s->ended = 0;
+    s->reg->count++;
+    tail_restart(s);
+    /* The agent starts over: evidence and binding of the last run are gone. */
+    arbiter_init(&s->arb, ARBITER_STARTING);
+    free(s->runner_id);
+    s->runner_id = NULL;
+}
+
 int session_open(struct session_registry *reg, const char *id, size_t len, struct session **out)
 {
     struct session *s;
@@ -194,14 +418,17 @@ int session_open(struct session_registry *reg, const char *id, size_t len, struc
     *out = NULL;
     if (len == 0 || len > SESSION_MAX_ID)
         return SESSION_BAD_ID;
-    s = session_find(reg, id, len);
+    s = session_lookup(reg, id, len);
     if (s != NULL) {
         *out = s;
-        return SESSION_EXISTS;
+        if (!s->ended)
+            return SESSION_EXISTS;
+        session_reopen(s);
+        return SESSION_REOPENED;
     }
     /* Keep the load factor at most 1 so chains stay short; a failed growth
      * of an existing table only lengthens chains. */
-    if (reg->count >= reg->nbuckets && session_grow(reg) != 0 && reg->nbuckets == 0)
+    if (reg->in_table >= reg->nbuckets && session_grow(reg) != 0 && reg->nbuckets == 0)
         return SESSION_NOMEM;
     s = calloc(1, sizeof(*s) + len + 1);
     if (s == NULL)
@@ -213,9 +440,12 @@ int session_open(struct session_registry *reg, const char *id, size_t len, struc
     ring_init(&s->ring, reg->ring_bound);
     arbiter_init(&s->arb, ARBITER_STARTING);
     watch_list_init(&s->watchers);
+    s->tail_start = 1;
     slot = session_slot(reg, s->hash);
     s->hnext = *slot;
     *slot = s;
+    s->in_table = 1;
+    reg->in_table++;
     s->next = reg->all;
     if (reg->all != NULL)
         reg->all->prev = s;
@@ -226,38 +456,47 @@ int session_open(struct session_registry *reg, const char *id, size_t len, struc
     return SESSION_CREATED;
 }
 
-static void session_unlink(struct session *s)
-{
-    struct session **pp = session_slot(s->reg, s->hash);
-
-    while (*pp != s)
-        pp = &(*pp)->hnext;
-    *pp = s->hnext;
-    s->hnext = NULL;
-    s->reg->count--;
-}
-
-/* Frees S once it has ended, nobody watches it, and no wake pass runs over
- * its watcher list (a wake may unwatch the last watcher mid-pass). */
-static void session_maybe_free(struct session *s)
-{
-    if (s->ended && s->watchers.count == 0 && !s->watchers.waking)
-        session_destroy(s);
-}
-
 void session_end(struct session *s)
 {
     if (s->ended)
         return;
     s->ended = 1;
-    session_unlink(s);
+    s->over = 1;
+    s->reg->count--;
     watch_list_wake(&s->watchers);
-    session_maybe_free(s);
+    /* One retained since its agent stopped keeps its place. */
+    session_retain(s);
 }
 
 int session_is_ended(const struct session *s)
 {
     return s->ended;
+}
+
+void session_tail_end(struct session *s)
+{
+    if (s->ended || s->over)
+        return;
+    s->over = 1;
+    watch_list_wake(&s->watchers);
+    session_retain(s);
+}
+
+void session_tail_resume(struct session *s)
+{
+    if (s->ended || !s->over)
+        return;
+    tail_restart(s);
+}
+
+int session_tail_over(const struct session *s)
+{
+    return s->over;
+}
+
+uint64_t session_tail_start(const struct session *s)
+{
+    return s->tail_start;
 }
 
 uint64_t session_append(struct session *s, const void *frame, size_t len, int64_t at_unix_ms)
@@ -269,7 +508,7 @@ uint64_t session_append(struct session *s, const void *frame, size_t len, int64_
     if (s->ended)
         return 0;
     seq = ring_append(&s->ring, frame, len, at_unix_ms);
-    reg->log_bytes = reg->log_bytes - before + ring_heap_bytes(&s->ring);
+    session_account(s, before);
     if (seq != 0) {
         if (reg->lru_tail != s) {
             lru_unlink(s);
@@ -277,8 +516,14 @@ uint64_t session_append(struct session *s, const void *frame, size_t len, int64_
         }
         if (reg->log_budget != 0 && reg->log_bytes > reg->log_budget)
             session_enforce_budget(reg, s);
+        /* A frame after the end (a repeated terminal state) of a log no
+         * longer retained is kept as a newly ended log, or given back below
+         * once no watcher needs it. */
+        if (s->over && retain_push(s, clock_monotonic_ms()) &&
+            reg->retained_bytes > reg->retain_bytes)
+            session_retain_enforce(reg, clock_monotonic_ms());
         watch_list_wake(&s->watchers);
-        session_maybe_free(s);
+        session_release(s);
     }
     return seq;
 }
@@ -291,7 +536,7 @@ void session_watch(struct session *s, struct session_watcher *w)
 void session_unwatch(struct session *s, struct session_watcher *w)
 {
     watch_list_remove(&s->watchers, w);
-    session_maybe_free(s);
+    session_release(s);
 }
 
 size_t session_watcher_count(const struct session *s)

@@ -1,19 +1,37 @@
-/* session: the registry of live agent sessions.
+/* session: the registry of agent sessions and their logs.
  *
  * session id -> {record ring, arbiter, watchers, Runner binding}, looked up in
  * O(1) through a chained hash table.  A session is created by session_open()
- * and ended by session_end(): ending removes it from the table at once (a
- * lookup misses, and the same id may be opened afresh) and wakes its
- * watchers, which drain what they still want and leave; its memory is freed
- * when it has ended and its last watcher has left.
+ * and ended by session_end() (closed in the store).  session_find() sees live
+ * sessions only; session_lookup() also sees ended sessions whose log is
+ * retained, so a pane opened after the fact can still replay it.
  *
- * Memory budget: the rings of every session the registry holds (ended ones
- * still held by a watcher included) are charged against one whole-registry
- * budget of heap bytes (session_registry_set_budget).  An append that takes
- * the total past it trims the least recently appended-to sessions first,
- * oldest entries first, until the total fits again; the session being
- * appended to is never trimmed for its own append.  A reader whose next
- * entry was trimmed gets RING_EVICTED, exactly as for the ring's own bound.
+ * Tails: the frames a session's agent produced between a start and a
+ * terminal state form one tail.  session_tail_end() (the agent stopped or
+ * errored) and session_end() mark the current tail over and wake every
+ * watcher: a pane drains to the newest frame and leaves.  While the tail is
+ * over, a new pane replays and leaves too.  session_tail_resume() (the agent
+ * came back) and session_open() of an ended session start a new tail: the
+ * ring goes on from where it was (seqs keep increasing), panes of the old
+ * tail leave after its last frame, and new panes follow live again.
+ *
+ * Retention: the logs of sessions whose tail is over stay readable within a
+ * budget of ring heap bytes and an age (session_registry_set_retention).
+ * Past either, the session whose tail ended first is evicted first: its ring
+ * is freed (once no watcher holds it) and, when it has ended, the session is
+ * forgotten, so the same id opens afresh.  A session that is not retained
+ * behaves as an ended session always did: freed once its last watcher left.
+ * Age is enforced lazily, by session_open, session_lookup, session_end,
+ * session_tail_end and session_registry_expire.
+ *
+ * Memory budget: the rings of every session the registry holds (retained
+ * ones and ended ones still held by a watcher included) are charged against
+ * one whole-registry budget of heap bytes (session_registry_set_budget).  An
+ * append that takes the total past it trims the least recently appended-to
+ * sessions first, oldest entries first, until the total fits again; the
+ * session being appended to is never trimmed for its own append.  A reader
+ * whose next entry was trimmed gets RING_EVICTED, exactly as for the ring's
+ * own bound.  A retained session trimmed to nothing is evicted.
  *
  * Subscribers are intrusive: the RPC layer embeds a struct session_watcher
  * (struct watcher of core/watch.h: a wake callback and links) next to its
@@ -34,6 +52,10 @@
 
 #define SESSION_MAX_ID 256u
 
+/* Retention defaults: 64 MiB of ended sessions' logs, for 24 hours. */
+#define SESSION_DEFAULT_RETAIN_BYTES ((size_t)64 * 1024 * 1024)
+#define SESSION_DEFAULT_RETAIN_MS    ((int64_t)24 * 60 * 60 * 1000)
+
 #define session_watcher watcher
 
 struct session_registry;
@@ -42,44 +64,73 @@ struct session {
     struct session *hnext;               /* hash chain */
     struct session *prev, *next;         /* every session, ended ones included */
     struct session *lru_prev, *lru_next; /* by last append, least recent first */
+    struct session *ret_prev, *ret_next; /* retained, by tail end, oldest first */
     struct session_registry *reg;
     uint64_t hash;
     struct ring ring;
     struct arbiter arb;
     struct watch_list watchers;
-    char *runner_id; /* binding, or NULL */
+    char *runner_id;     /* binding, or NULL */
+    uint64_t tail_start; /* seq of the current tail's first frame */
+    int64_t over_at_ms;  /* monotonic time it joined the retained list */
     uint8_t ended;
+    uint8_t over;     /* the current tail is over (terminal state or ended) */
+    uint8_t retained; /* in the retained list */
+    uint8_t in_table; /* findable by id */
     uint16_t id_len;
     char id[]; /* NUL-terminated */
+};
+
+enum session_evict_reason {
+    SESSION_EVICT_BYTES = 0,  /* retained logs past the retention bytes */
+    SESSION_EVICT_AGE = 1,    /* retained longer than the retention age */
+    SESSION_EVICT_BUDGET = 2, /* trimmed to nothing by the memory budget */
+    SESSION_EVICT_REASONS = 3
 };
 
 struct session_registry {
     struct session **buckets;
     struct session *all; /* list of every session, for iteration and teardown */
     size_t nbuckets;     /* power of two, or 0 before the first open */
-    size_t count;        /* sessions in the table (not ended) */
+    size_t count;        /* live (not ended) sessions */
+    size_t in_table;     /* sessions findable by id: live and retained ended */
     size_t ring_bound;   /* --agent-log-bytes */
     struct session *lru_head, *lru_tail;
     size_t log_bytes;          /* heap bytes of every held session's ring */
     size_t log_budget;         /* 0: unbounded */
     uint64_t trimmed_bytes;    /* heap bytes given back to keep the budget */
     uint64_t trimmed_sessions; /* sessions trimmed to keep the budget */
+    struct session *ret_head, *ret_tail;
+    size_t retained_count;
+    size_t retained_bytes; /* ring heap bytes of retained sessions */
+    size_t retain_bytes;   /* 0: nothing is retained */
+    int64_t retain_ms;     /* 0: nothing is retained */
+    uint64_t evictions[SESSION_EVICT_REASONS];
 };
 
 enum session_open_result {
     SESSION_EXISTS = 0,
     SESSION_CREATED = 1,
+    SESSION_REOPENED = 2, /* an ended session whose log was retained */
     SESSION_NOMEM = -1,
     SESSION_BAD_ID = -2, /* empty or longer than SESSION_MAX_ID */
 };
 
-/* RING_BOUND 0 means RING_DEFAULT_BOUND.  Allocates nothing. */
+/* RING_BOUND 0 means RING_DEFAULT_BOUND.  Retention starts at its defaults.
+ * Allocates nothing. */
 void session_registry_init(struct session_registry *reg, size_t ring_bound);
 /* Bounds the summed ring memory of every held session to BUDGET heap bytes
  * (0: unbounded); see the header comment.  Trims at once when over it. */
 void session_registry_set_budget(struct session_registry *reg, size_t budget);
 /* Heap bytes of every held session's ring (what the budget bounds). */
 size_t session_registry_log_bytes(const struct session_registry *reg);
+/* Keeps the logs of sessions whose tail is over for at most AGE_MS and
+ * BYTES ring heap bytes together (either 0: none is kept); see the header
+ * comment.  Evicts at once what no longer fits. */
+void session_registry_set_retention(struct session_registry *reg, size_t bytes, int64_t age_ms);
+/* Evicts retained sessions whose tail ended AGE_MS or more before NOW_MS
+ * (monotonic).  Returns how many were evicted. */
+size_t session_registry_expire(struct session_registry *reg, int64_t now_ms);
 
 /* Frees every session, ended or not.  Watchers must no longer be used. */
 void session_registry_free(struct session_registry *reg);
@@ -90,14 +141,33 @@ size_t session_registry_memory_bytes(const struct session_registry *reg);
 
 /* The live session ID[0..LEN), or NULL. */
 struct session *session_find(const struct session_registry *reg, const char *id, size_t len);
+/* The live session ID[0..LEN), or the ended one whose log is retained, or
+ * NULL.  Expires retained sessions first. */
+struct session *session_lookup(struct session_registry *reg, const char *id, size_t len);
 /* Finds or creates the live session ID[0..LEN); *OUT gets it.  Returns
- * SESSION_EXISTS or SESSION_CREATED, or (with *OUT NULL) SESSION_NOMEM or
- * SESSION_BAD_ID.  A new session has derived state STARTING. */
+ * SESSION_EXISTS, SESSION_CREATED or SESSION_REOPENED (a retained ended
+ * session starts a new tail: its ring goes on, its evidence and binding are
+ * reset), or (with *OUT NULL) SESSION_NOMEM or SESSION_BAD_ID.  A new or
+ * reopened session has derived state STARTING. */
 int session_open(struct session_registry *reg, const char *id, size_t len, struct session **out);
-/* Ends S (see the header comment).  S may be freed before this returns when
- * nobody watches it; do not use S afterwards unless you are a watcher. */
+/* Ends S: its tail is over, session_find() no longer sees it, and its log is
+ * retained or released (see the header comment).  S may be freed before
+ * this returns; do not use S afterwards unless you are a watcher. */
 void session_end(struct session *s);
 int session_is_ended(const struct session *s);
+
+/* The agent of live session S reached a terminal state: the current tail is
+ * over (watchers are woken) and S's log joins the retained ones.  S stays
+ * live.  Does nothing when the tail is already over. */
+void session_tail_end(struct session *s);
+/* The agent of live session S came back: a new tail starts with the next
+ * append.  Does nothing unless the tail is over and S is live. */
+void session_tail_resume(struct session *s);
+/* 1 when S's current tail is over: no more frames are expected. */
+int session_tail_over(const struct session *s);
+/* The seq the current tail starts at: a watcher that began in an earlier
+ * tail stops before it. */
+uint64_t session_tail_start(const struct session *s);
 
 /* Appends a frame to S's ring and wakes its watchers.  Returns the frame's
  * seq, or 0 when S has ended or memory ran out (nothing appended).  The frame
@@ -109,7 +179,8 @@ uint64_t session_append(struct session *s, const void *frame, size_t len, int64_
 
 /* W->wake must be set.  Watching an ended session is allowed (it drains). */
 void session_watch(struct session *s, struct session_watcher *w);
-/* Unlinks W; frees S when it has ended and W was its last watcher. */
+/* Unlinks W; frees S when it has ended, is not retained and W was its last
+ * watcher. */
 void session_unwatch(struct session *s, struct session_watcher *w);
 size_t session_watcher_count(const struct session *s);
 

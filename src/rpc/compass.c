@@ -266,19 +266,21 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 }
 
 /* Fills STATUS for ROW: the live derived state when the session is in the
- * registry, STOPPED when closed, else UNSPECIFIED. */
+ * registry, STOPPED when closed, else UNSPECIFIED; last_seq from the live or
+ * retained log (0 when none is held). */
 static void status_from_row(struct rpc_context *ctx, const struct store_session *row,
                             Compass__V1__AgentSessionStatus *status)
 {
-    struct session *s = session_find(ctx->sessions, row->session_id, strlen(row->session_id));
+    struct session *s = session_lookup(ctx->sessions, row->session_id, strlen(row->session_id));
 
     status->session_id = (char *)row->session_id;
     status->agent_account_id = (char *)row->agent_account_id;
     status->provider = (char *)row->provider;
     status->native_id = (char *)row->native_id;
-    if (s) {
-        status->state = (Compass__V1__AgentSessionState)arbiter_state(session_arbiter(s));
+    if (s)
         status->last_seq = ring_newest_seq(session_ring(s));
+    if (s && !session_is_ended(s)) {
+        status->state = (Compass__V1__AgentSessionState)arbiter_state(session_arbiter(s));
     } else {
         status->state = row->closed
                             ? COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_STOPPED

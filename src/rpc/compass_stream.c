@@ -7,6 +7,13 @@
  * falls behind the ring (or past --subscriber-buffer-bytes) ends cleanly with
  * OK and the last delivered seq in the agenthub-last-seq trailer.
  *
+ * A pane ends with its agent: once the session's tail is over (its agent
+ * stopped or errored, or the session was closed) and the pane has delivered
+ * the last frame, it ends OK with the same trailer.  A pane opened on an
+ * ended session whose log is retained replays it and ends the same way; a
+ * resumed agent starts a new tail, which panes opened before it do not
+ * follow.
+ *
  * Both are guarded (stream_guard.h): when the ownership store changes, an
  * open stream whose token was revoked ends UNAUTHENTICATED, and a pane
  * whose caller may no longer view its session ends with the very NOT_FOUND
@@ -38,6 +45,7 @@ struct pane_subscriber {
     struct rpc_context *ctx;
     struct session *session; /* NULL once detached */
     uint64_t cursor;         /* seq of the last frame queued to the call */
+    uint64_t tail_start;     /* the session's tail when the pane began */
     struct store_subject subject;
     struct stream_guard guard;
     char session_id[STORE_ID_MAX];
@@ -79,6 +87,19 @@ static size_t pane_backlog_bytes(const struct pane_subscriber *sub)
     return (size_t)(behind * (ring_retained_bytes(ring) / count));
 }
 
+/* 1 when SUB has delivered the last frame of the tail it follows: the
+ * session's tail is over and SUB is caught up, or a new tail began and SUB
+ * delivered everything before it. */
+static int pane_tail_done(const struct pane_subscriber *sub)
+{
+    struct session *s = sub->session;
+    uint64_t start = session_tail_start(s);
+
+    if (sub->tail_start != start)
+        return sub->cursor + 1 >= start;
+    return session_tail_over(s) && sub->cursor >= ring_newest_seq(session_ring(s));
+}
+
 /* 1 when SUB was dropped for lag (and finished).  A subscriber only the
  * newest frame behind is caught up, however large that frame: otherwise one
  * frame over --subscriber-buffer-bytes would end every live subscriber. */
@@ -102,16 +123,18 @@ static void pane_pump(struct pane_subscriber *sub)
     uint8_t prefix[24];
 
     while (sub->session && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
-        enum ring_status status = ring_next(session_ring(sub->session), sub->cursor, &entry);
+        enum ring_status status;
+        if (pane_tail_done(sub)) {
+            pane_finish(sub, 0);
+            return;
+        }
+        status = ring_next(session_ring(sub->session), sub->cursor, &entry);
         if (status == RING_EVICTED) {
             pane_finish(sub, 1);
             return;
         }
-        if (status == RING_NONE) {
-            if (session_is_ended(sub->session))
-                pane_finish(sub, 0);
+        if (status == RING_NONE)
             return;
-        }
         size_t n = rpc_put_varint_field(prefix, 4, entry.seq);
         n += rpc_put_varint_field(prefix + n, 5, (uint64_t)entry.at_unix_ms);
         if (grpc_call_send_encoded(sub->call, prefix, n, entry.data, entry.len) != 0)
@@ -126,8 +149,7 @@ static void pane_wake(struct session_watcher *watcher)
 
     if (pane_check_lag(sub))
         return;
-    if (session_is_ended(sub->session) && grpc_call_pending_bytes(sub->call) == 0 &&
-        ring_newest_seq(session_ring(sub->session)) == sub->cursor) {
+    if (grpc_call_pending_bytes(sub->call) == 0 && pane_tail_done(sub)) {
         pane_finish(sub, 0);
         return;
     }
@@ -163,6 +185,17 @@ static void pane_recheck(struct stream_guard *guard)
     stream_guard_end(sub->ctx->guards, sub->call, refusal->status, refusal->message);
 }
 
+/* A pane of a closed session no log is retained of: nothing to replay, so
+ * it ends at once, OK, at the point the client asked to resume from. */
+static void pane_end_unretained(struct grpc_call *call, uint64_t since_seq)
+{
+    char last[24];
+
+    snprintf(last, sizeof(last), "%" PRIu64, since_seq);
+    grpc_call_add_trailer(call, "agenthub-last-seq", (const uint8_t *)last, strlen(last));
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
 static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__SubscribeAgentSessionRequest *request =
@@ -186,14 +219,17 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
         rpc_finish_gate_refusal(call, rv);
         return;
     }
-    s = session_find(ctx->sessions, request->session_id, strlen(request->session_id));
-    if (!s && row.closed) {
-        grpc_call_finish(call, GRPC_STATUS_OK, NULL); /* the session has ended */
+    /* A closed session is read from what is retained of it; an open one
+     * the registry does not hold (yet, or since a restart) is opened. */
+    if (row.closed)
+        s = session_lookup(ctx->sessions, request->session_id, strlen(request->session_id));
+    else if (session_open(ctx->sessions, request->session_id, strlen(request->session_id), &s) <
+             0) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    if (!s &&
-        session_open(ctx->sessions, request->session_id, strlen(request->session_id), &s) < 0) {
-        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    if (!s) {
+        pane_end_unretained(call, request->since_seq); /* ended, its log evicted */
         return;
     }
     /* Bound to the Runner hosting its container, so that Runner's stream
@@ -223,6 +259,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     } else {
         sub->cursor = ring_tail_cursor(ring, request->tail);
     }
+    sub->tail_start = session_tail_start(s);
     grpc_call_set_user(call, sub);
     sub->session = s;
     session_watch(s, &sub->watcher);

@@ -44,10 +44,38 @@ int hub_session_quota(struct grpc_call *call, const char *agent_account_id)
     return -1;
 }
 
+/* Prometheus text for the retained logs of ended sessions. */
+static void write_retention_metrics(struct session_registry *reg, FILE *out)
+{
+    static const char *const reasons[SESSION_EVICT_REASONS] = {"bytes", "age", "budget"};
+
+    /* What a scrape reports is what a reader would find now. */
+    session_registry_expire(reg, clock_monotonic_ms());
+    fprintf(out,
+            "# HELP agenthub_ended_session_logs Sessions whose agent ended and whose log is "
+            "still readable.\n"
+            "# TYPE agenthub_ended_session_logs gauge\n"
+            "agenthub_ended_session_logs %zu\n"
+            "# TYPE agenthub_ended_session_log_bytes gauge\n"
+            "agenthub_ended_session_log_bytes %zu\n"
+            "# TYPE agenthub_ended_session_log_retain_bytes gauge\n"
+            "agenthub_ended_session_log_retain_bytes %zu\n"
+            "# HELP agenthub_ended_session_log_evictions_total Ended sessions' logs given up: "
+            "past --ended-log-bytes, older than --ended-log-age-ms, or trimmed away by "
+            "--session-log-budget-bytes.\n"
+            "# TYPE agenthub_ended_session_log_evictions_total counter\n",
+            reg->retained_count, reg->retained_bytes, reg->retain_bytes);
+    for (int i = 0; i < SESSION_EVICT_REASONS; i++)
+        fprintf(out, "agenthub_ended_session_log_evictions_total{reason=\"%s\"} %llu\n", reasons[i],
+                (unsigned long long)reg->evictions[i]);
+}
+
 void hub_write_metrics(const struct rpc_context *ctx, FILE *out)
 {
     const struct session_registry *reg = ctx->sessions;
 
+    if (reg)
+        write_retention_metrics(ctx->sessions, out);
     if (reg)
         fprintf(out,
                 "# HELP agenthub_session_log_bytes Memory held by every session's log.\n"
@@ -140,6 +168,15 @@ static void hub_bus_publish(struct rpc_context *ctx,
     pack_release(bytes, stack);
 }
 
+/* STOPPED and ERRORED end the agent's run: its panes end after them. */
+static int state_is_terminal(int state)
+{
+    return state == ARBITER_STOPPED || state == ARBITER_ERRORED;
+}
+
+/* Appends the state frame of S and publishes AgentSessionStatus.  A
+ * terminal state ends S's current tail after its frame (its panes drain and
+ * end); any other state after one starts a new tail with its frame. */
 static void publish_status(struct rpc_context *ctx, struct session *s, int state)
 {
     Compass__V1__SubscribeEventsResponse event = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
@@ -147,9 +184,13 @@ static void publish_status(struct rpc_context *ctx, struct session *s, int state
     Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
     struct store_session row;
 
+    if (!state_is_terminal(state))
+        session_tail_resume(s);
     frame.session_id = (char *)session_id(s);
     frame.state = (Compass__V1__AgentSessionState)state;
     hub_ring_append(ctx, s, &frame);
+    if (state_is_terminal(state))
+        session_tail_end(s);
 
     status.session_id = (char *)session_id(s);
     status.state = (Compass__V1__AgentSessionState)state;

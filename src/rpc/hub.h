@@ -35,7 +35,8 @@ enum hub_live {
  * cannot count them. */
 int hub_session_quota(struct grpc_call *call, const char *agent_account_id);
 
-/* Prometheus text for the session logs' budget, the open-session cap, the
+/* Prometheus text for the retained logs of ended sessions (expiring the
+ * too old first), the session logs' budget, the open-session cap, the
  * Runners' command queues and the guarded streams. */
 void hub_write_metrics(const struct rpc_context *ctx, FILE *out);
 
@@ -54,7 +55,9 @@ uint64_t hub_append_event(struct rpc_context *ctx, struct session *s,
                           const Compass__V1__SessionEvent *event, int record_evidence);
 
 /* Records EVIDENCE at RANK (see arbiter_observe).  A change of the derived
- * state appends a state frame and publishes AgentSessionStatus. */
+ * state appends a state frame and publishes AgentSessionStatus; a terminal
+ * state (STOPPED, ERRORED) ends S's tail after its frame, so its panes end,
+ * and any other state after one starts a new tail. */
 void hub_observe(struct rpc_context *ctx, struct session *s, enum arbiter_rank rank, int evidence,
                  int live_child);
 
@@ -67,8 +70,9 @@ void hub_announce_state(struct rpc_context *ctx, struct session *s, int state);
  * (a Runner's report after a reconnect). */
 void hub_announce_derived(struct rpc_context *ctx, struct session *s);
 
-/* Ends S: the Stream evidence is retracted and its subscribers drain and
- * finish.  S must not be used afterwards. */
+/* Ends S: the Stream evidence is retracted, its subscribers drain and
+ * finish, and its log stays readable within the retention bounds.  S must
+ * not be used afterwards. */
 void hub_end_session(struct rpc_context *ctx, struct session *s);
 
 #endif

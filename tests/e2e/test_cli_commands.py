@@ -273,8 +273,7 @@ def test_log_follow_survives_a_lag_drop(tmp_path):
                  if line.startswith("agenthub_subscriber_lag_drops_total ")]
         assert drops and int(drops[0].split()[1]) >= 1, "no lag drop happened"
         follower.send_signal(signal.SIGCONT)
-        # The follower catches up through a resubscription before the session ends
-        # (a closed session's log is gone).
+        # The follower catches up through a resubscription before the session ends.
         assert wait_for(lambda: any(f["type"] == "provider_raw" and f["data"]["i"] == 1399
                                     for f in lines[-3:]), timeout=60)
         srv.ok("emit", sid, "--type", "session_end", "--data", '{"reason":"exit"}')

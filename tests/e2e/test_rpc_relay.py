@@ -356,12 +356,15 @@ def test_late_frames_never_resurrect_a_stopped_session(hub):
     st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
                   token="t-alice").statuses[0]
     assert st.state == F.AGENT_SESSION_STATE_STOPPED
-    # A subscriber to the stopped session ends OK at once, with nothing.
+    # A subscriber to the stopped session replays its log up to the stop,
+    # none of the late frames, and ends OK.
     from rpc_harness import method
     frames = list(method(hub.channel(), "SubscribeAgentSession")(
         S.SubscribeAgentSessionRequest(session_id="sess-1", tail=100),
         metadata=auth("t-alice"), timeout=5))
-    assert frames == []
+    assert [f.event.assistant_text.text for f in frames if f.HasField("event")] == ["before"]
+    assert frames[-1].state == F.AGENT_SESSION_STATE_STOPPED
+    assert frames[-1].seq == st.last_seq
     import time
     time.sleep(0.2)  # the publishes above returned after the server took them
     assert bus.items == []

@@ -152,14 +152,15 @@ class Runner:
 class Tail:
     """A SubscribeAgentSession subscriber collecting frames on a thread."""
 
-    def __init__(self, server, pb, session="sess-1", token="t-alice"):
+    def __init__(self, server, pb, session="sess-1", token="t-alice", since_seq=0, tail=0):
         frames, services = pb
         self.frames = queue.Queue()
         fn = server.channel.unary_stream(
             COMPASS + "SubscribeAgentSession",
             request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
             response_deserializer=frames.AgentSessionFrame.FromString)
-        self.call = fn(services.SubscribeAgentSessionRequest(session_id=session),
+        self.call = fn(services.SubscribeAgentSessionRequest(session_id=session,
+                                                             since_seq=since_seq, tail=tail),
                        metadata=[("authorization", "Bearer " + token)])
         threading.Thread(target=self._run, daemon=True).start()
 
@@ -400,25 +401,36 @@ def test_make_demo_shows_the_scripted_agent(tmp_path):
 
 def test_a_restarted_runner_continues_from_enrolls_last_runner_seq(world, pb):
     server, tmp = world
-    frames, _ = pb
-    tail = Tail(server, pb)
-    try:
-        for round_ in range(2):
-            time.sleep(0.3)
-            tail.drain()
-            runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "100")
-            try:
-                tail.wait_for(is_state(frames, "READY"), what="the idle agent")
-                send(server, pb, "round %d" % round_)
-                tail.wait_for(is_reply(1), what="the reply")
-            finally:
-                runner.stop()
-        m = server.metrics()
-        assert m["agenthub_relay_retries_total"] == 0, m
-        assert m["agenthub_relay_gaps_total"] == 0, m
-        assert "last runner_seq the server accepted: 0" not in runner.log()
-    finally:
-        tail.close()
+    frames, services = pb
+
+    def status():
+        return server.call(pb, "GetAgentStatus", services.GetAgentStatusRequest(
+            session_id="sess-1"), services.GetAgentStatusResponse).statuses[0]
+
+    for round_ in range(2):
+        time.sleep(0.3)
+        before = status().last_seq
+        runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "100")
+        tail = None
+        try:
+            # The pane of the last run ended with its agent; this run is a
+            # new tail, read from where the log stood before it.
+            deadline = time.monotonic() + 20
+            while status().state != frames.AGENT_SESSION_STATE_READY:
+                assert time.monotonic() < deadline, status()
+                time.sleep(0.05)
+            tail = Tail(server, pb, since_seq=before, tail=0 if before else 1 << 31)
+            tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+            send(server, pb, "round %d" % round_)
+            tail.wait_for(is_reply(1), what="the reply")
+        finally:
+            if tail:
+                tail.close()
+            runner.stop()
+    m = server.metrics()
+    assert m["agenthub_relay_retries_total"] == 0, m
+    assert m["agenthub_relay_gaps_total"] == 0, m
+    assert "last runner_seq the server accepted: 0" not in runner.log()
 
 
 # AgentFrame{session{typed_event{assistant_text{text: "hi"}}}}, then

@@ -2,6 +2,7 @@
 #include "core/session.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,12 +134,13 @@ START_TEST(append_wakes_watchers_which_read_in_place)
 }
 END_TEST
 
-START_TEST(end_without_watchers_frees_and_forgets_at_once)
+START_TEST(end_without_retention_or_watchers_frees_and_forgets_at_once)
 {
     struct session_registry reg;
     struct session *s;
 
     session_registry_init(&reg, 0);
+    session_registry_set_retention(&reg, 0, SESSION_DEFAULT_RETAIN_MS);
     s = open_id(&reg, "gone");
     session_append(s, "x", 1, 1);
     session_end(s);
@@ -156,6 +158,7 @@ START_TEST(ended_session_lives_until_last_watcher_leaves)
     struct sub a, b;
 
     session_registry_init(&reg, 0);
+    session_registry_set_retention(&reg, SESSION_DEFAULT_RETAIN_BYTES, 0);
     s = open_id(&reg, "s");
     sub_init(&a, s);
     sub_init(&b, s);
@@ -311,10 +314,246 @@ START_TEST(budget_trims_the_least_recently_appended_sessions_first)
     ck_assert_uint_eq(ring_count(session_ring(c)), 200);
     ck_assert_uint_eq(ring_heap_bytes(session_ring(a)), 0);
     ck_assert_uint_lt(ring_count(session_ring(b)), 200);
-    /* Ending and freeing a session gives its bytes back to the registry. */
+    /* An ended session's retained log still counts; evicting it gives its
+     * bytes back to the registry. */
     session_end(b);
+    ck_assert_uint_eq(session_registry_log_bytes(&reg),
+                      ring_heap_bytes(session_ring(b)) + ring_heap_bytes(session_ring(c)));
+    ck_assert_uint_eq(reg.retained_bytes, ring_heap_bytes(session_ring(b)));
+    session_registry_set_retention(&reg, 0, 0);
     ck_assert_uint_eq(session_registry_log_bytes(&reg), ring_heap_bytes(session_ring(c)));
     session_unwatch(a, &ua.w);
+    session_registry_free(&reg);
+}
+END_TEST
+
+/* Fills S with N frames of 1000 bytes. */
+static void fill(struct session *s, int n)
+{
+    static const uint8_t frame[1000];
+
+    for (int i = 0; i < n; i++)
+        ck_assert_uint_gt(session_append(s, frame, sizeof(frame), i), 0);
+}
+
+START_TEST(an_ended_session_log_stays_readable_and_counts)
+{
+    struct session_registry reg;
+    struct session *s;
+    struct ring_entry e;
+    struct sub late;
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "done");
+    fill(s, 10);
+    session_end(s);
+    ck_assert_ptr_null(session_find(&reg, "done", 4));
+    ck_assert_ptr_eq(session_lookup(&reg, "done", 4), s);
+    ck_assert_int_eq(session_is_ended(s), 1);
+    ck_assert_int_eq(session_tail_over(s), 1);
+    ck_assert_uint_eq(session_registry_count(&reg), 0);
+    ck_assert_uint_eq(reg.retained_count, 1);
+    ck_assert_uint_eq(reg.retained_bytes, ring_heap_bytes(session_ring(s)));
+    ck_assert_uint_eq(session_registry_log_bytes(&reg), ring_heap_bytes(session_ring(s)));
+    ck_assert_int_eq(ring_next(session_ring(s), 0, &e), RING_OK);
+    ck_assert_uint_eq(ring_newest_seq(session_ring(s)), 10);
+    ck_assert_uint_eq(session_append(s, "late", 4, 1), 0);
+    /* A late reader replays it; leaving does not free what is retained. */
+    sub_init(&late, s);
+    late.cursor = 0;
+    session_watch(s, &late.w);
+    sub_wake(&late.w);
+    ck_assert_uint_eq(late.delivered, 10);
+    session_unwatch(s, &late.w);
+    ck_assert_ptr_eq(session_lookup(&reg, "done", 4), s);
+    /* Not iterated as live. */
+    ck_assert_ptr_null(session_first(&reg));
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(a_reopened_session_continues_its_ring)
+{
+    struct session_registry reg;
+    struct session *s, *again;
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "resumed");
+    session_bind(s, "runner-1");
+    fill(s, 3);
+    arbiter_observe(session_arbiter(s), ARBITER_RANK_STREAM, ARBITER_WORKING,
+                    ARBITER_LIVE_UNCHANGED, NULL);
+    session_end(s);
+    ck_assert_int_eq(session_open(&reg, "resumed", 7, &again), SESSION_REOPENED);
+    ck_assert_ptr_eq(again, s);
+    ck_assert_int_eq(session_is_ended(s), 0);
+    ck_assert_int_eq(session_tail_over(s), 0);
+    ck_assert_uint_eq(session_tail_start(s), 4);
+    ck_assert_ptr_null(session_binding(s));
+    ck_assert_int_eq(arbiter_state(session_arbiter(s)), ARBITER_STARTING);
+    ck_assert_uint_eq(reg.retained_count, 0);
+    ck_assert_uint_eq(reg.retained_bytes, 0);
+    ck_assert_uint_eq(session_registry_count(&reg), 1);
+    ck_assert_ptr_eq(session_find(&reg, "resumed", 7), s);
+    ck_assert_uint_eq(session_append(s, "on", 2, 9), 4);
+    ck_assert_uint_eq(ring_oldest_seq(session_ring(s)), 1);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(the_agent_stopping_ends_the_tail_and_resuming_starts_one)
+{
+    struct session_registry reg;
+    struct session *s;
+    struct sub a;
+
+    session_registry_init(&reg, 0);
+    s = open_id(&reg, "s");
+    fill(s, 2);
+    sub_init(&a, s);
+    session_watch(s, &a.w);
+    ck_assert_uint_eq(session_tail_start(s), 1);
+    session_tail_end(s);
+    ck_assert_int_eq(a.wakes, 1);
+    ck_assert_int_eq(session_tail_over(s), 1);
+    ck_assert_ptr_eq(session_find(&reg, "s", 1), s); /* still live */
+    ck_assert_uint_eq(reg.retained_count, 1);
+    session_tail_end(s); /* once */
+    ck_assert_int_eq(a.wakes, 1);
+    /* A repeated terminal state is appended; the tail stays over. */
+    ck_assert_uint_eq(session_append(s, "stopped", 7, 3), 3);
+    ck_assert_int_eq(session_tail_over(s), 1);
+    session_tail_resume(s);
+    ck_assert_int_eq(session_tail_over(s), 0);
+    ck_assert_uint_eq(session_tail_start(s), 4);
+    ck_assert_uint_eq(reg.retained_count, 0);
+    ck_assert_uint_eq(reg.retained_bytes, 0);
+    ck_assert_uint_eq(session_append(s, "again", 5, 4), 4);
+    /* Closed while its tail is over: it keeps its place among the retained. */
+    session_tail_end(s);
+    session_end(s);
+    ck_assert_uint_eq(reg.retained_count, 1);
+    ck_assert_ptr_eq(session_lookup(&reg, "s", 1), s);
+    session_unwatch(s, &a.w);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(retention_bytes_evict_the_oldest_ended_session_first)
+{
+    struct session_registry reg;
+    struct session *a, *b, *c, *fresh;
+    size_t one;
+
+    session_registry_init(&reg, 0);
+    a = open_id(&reg, "a");
+    b = open_id(&reg, "b");
+    c = open_id(&reg, "c");
+    fill(c, 20); /* c is the most recently appended to, yet ends first */
+    fill(b, 20);
+    fill(a, 20);
+    one = ring_heap_bytes(session_ring(a));
+    ck_assert_uint_eq(ring_heap_bytes(session_ring(b)), one);
+    session_registry_set_retention(&reg, 2 * one, SESSION_DEFAULT_RETAIN_MS);
+    session_end(c);
+    session_end(a);
+    ck_assert_uint_eq(reg.retained_count, 2);
+    ck_assert_uint_eq(reg.evictions[SESSION_EVICT_BYTES], 0);
+    session_end(b);
+    ck_assert_uint_eq(reg.evictions[SESSION_EVICT_BYTES], 1);
+    ck_assert_uint_eq(reg.retained_count, 2);
+    ck_assert_uint_le(reg.retained_bytes, 2 * one);
+    ck_assert_ptr_null(session_lookup(&reg, "c", 1));
+    ck_assert_ptr_eq(session_lookup(&reg, "a", 1), a);
+    ck_assert_ptr_eq(session_lookup(&reg, "b", 1), b);
+    ck_assert_uint_eq(session_registry_log_bytes(&reg), 2 * one);
+    /* The evicted id opens afresh; with nothing to read it is not retained. */
+    ck_assert_int_eq(session_open(&reg, "c", 1, &fresh), SESSION_CREATED);
+    ck_assert_uint_eq(ring_newest_seq(session_ring(fresh)), 0);
+    session_end(fresh);
+    ck_assert_uint_eq(reg.retained_count, 2);
+    ck_assert_ptr_null(session_lookup(&reg, "c", 1));
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(retention_age_evicts_logs_ended_too_long_ago)
+{
+    struct session_registry reg;
+    struct session *a, *b;
+    int64_t ended_at;
+
+    session_registry_init(&reg, 0);
+    session_registry_set_retention(&reg, SESSION_DEFAULT_RETAIN_BYTES, 60000);
+    a = open_id(&reg, "a");
+    b = open_id(&reg, "b");
+    fill(a, 1);
+    fill(b, 1);
+    session_end(a);
+    ended_at = a->over_at_ms;
+    b->over = 0;
+    session_tail_end(b);
+    b->over_at_ms = ended_at + 30000; /* as if it stopped 30 s later */
+    ck_assert_uint_eq(session_registry_expire(&reg, ended_at + 59999), 0);
+    ck_assert_uint_eq(session_registry_expire(&reg, ended_at + 60000), 1);
+    ck_assert_uint_eq(reg.evictions[SESSION_EVICT_AGE], 1);
+    ck_assert_uint_eq(reg.retained_count, 1);
+    /* b is live (its agent stopped, the session is open): only its log goes. */
+    ck_assert_uint_eq(session_registry_expire(&reg, ended_at + 90000), 1);
+    ck_assert_ptr_eq(session_find(&reg, "b", 1), b);
+    ck_assert_uint_eq(ring_heap_bytes(session_ring(b)), 0);
+    ck_assert_uint_eq(ring_newest_seq(session_ring(b)), 1);
+    ck_assert_uint_eq(session_registry_log_bytes(&reg), 0);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(an_evicted_log_being_read_is_kept_until_its_reader_leaves)
+{
+    struct session_registry reg;
+    struct session *a, *b;
+    struct sub ua;
+
+    session_registry_init(&reg, 0);
+    a = open_id(&reg, "a");
+    b = open_id(&reg, "b");
+    fill(a, 5);
+    fill(b, 5);
+    session_registry_set_retention(&reg, ring_heap_bytes(session_ring(a)),
+                                   SESSION_DEFAULT_RETAIN_MS);
+    sub_init(&ua, a);
+    ua.cursor = 0;
+    session_watch(a, &ua.w);
+    session_end(a);
+    session_end(b); /* a is evicted, but a reader still drains it */
+    ck_assert_uint_eq(reg.evictions[SESSION_EVICT_BYTES], 1);
+    ck_assert_ptr_null(session_lookup(&reg, "a", 1));
+    ck_assert_uint_eq(ua.delivered, 5);
+    ck_assert_uint_gt(ring_heap_bytes(session_ring(a)), 0);
+    session_unwatch(a, &ua.w); /* frees a */
+    ck_assert_ptr_eq(reg.all, b);
+    ck_assert_ptr_null(b->next);
+    session_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(a_retained_log_trimmed_to_nothing_by_the_budget_is_evicted)
+{
+    struct session_registry reg;
+    struct session *a, *b;
+
+    session_registry_init(&reg, 1 << 20);
+    a = open_id(&reg, "a");
+    b = open_id(&reg, "b");
+    fill(a, 100);
+    session_end(a);
+    session_registry_set_budget(&reg, ring_heap_bytes(session_ring(a)));
+    fill(b, 200); /* pushes a's log out entirely */
+    ck_assert_uint_eq(reg.evictions[SESSION_EVICT_BUDGET], 1);
+    ck_assert_uint_eq(reg.retained_count, 0);
+    ck_assert_ptr_null(session_lookup(&reg, "a", 1));
+    ck_assert_ptr_eq(reg.all, b);
+    ck_assert_ptr_null(b->next);
     session_registry_free(&reg);
 }
 END_TEST
@@ -330,7 +569,7 @@ int main(void)
     tcase_add_test(tc, bad_ids_are_refused);
     tcase_add_test(tc, many_sessions_are_all_found_after_growth);
     tcase_add_test(tc, append_wakes_watchers_which_read_in_place);
-    tcase_add_test(tc, end_without_watchers_frees_and_forgets_at_once);
+    tcase_add_test(tc, end_without_retention_or_watchers_frees_and_forgets_at_once);
     tcase_add_test(tc, ended_session_lives_until_last_watcher_leaves);
     tcase_add_test(tc, watchers_leaving_inside_end_wake_free_safely);
     tcase_add_test(tc, binding_is_copied_and_replaceable);
@@ -338,6 +577,13 @@ int main(void)
     tcase_add_test(tc, empty_session_costs_under_1k);
     tcase_add_test(tc, iteration_visits_every_live_session_once);
     tcase_add_test(tc, budget_trims_the_least_recently_appended_sessions_first);
+    tcase_add_test(tc, an_ended_session_log_stays_readable_and_counts);
+    tcase_add_test(tc, a_reopened_session_continues_its_ring);
+    tcase_add_test(tc, the_agent_stopping_ends_the_tail_and_resuming_starts_one);
+    tcase_add_test(tc, retention_bytes_evict_the_oldest_ended_session_first);
+    tcase_add_test(tc, retention_age_evicts_logs_ended_too_long_ago);
+    tcase_add_test(tc, an_evicted_log_being_read_is_kept_until_its_reader_leaves);
+    tcase_add_test(tc, a_retained_log_trimmed_to_nothing_by_the_budget_is_evicted);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
