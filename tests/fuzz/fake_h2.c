@@ -103,9 +103,8 @@ static void stream_close(struct h2_server *server, struct h2_stream *stream, uin
     *at = stream->next;
     server->stream_count--;
     if (tracing())
-        fprintf(stderr, "stream %u %s:%s, %zu messages, close code %u\n", stream->id,
-                stream->path, stream->status[0] ? stream->status : " (no status)",
-                stream->messages, code);
+        fprintf(stderr, "stream %u %s:%s, %zu messages, close code %u\n", stream->id, stream->path,
+                stream->status[0] ? stream->status : " (no status)", stream->messages, code);
     stream->listener->handler->stream_close(stream->data, code);
     grpc_reader_free(&stream->body);
     free(stream);
@@ -272,9 +271,8 @@ int fake_h2_header(struct h2_server *server, uint32_t id, const char *name, cons
         return -1;
     if (strcmp(name, ":path") == 0)
         snprintf(stream->path, sizeof(stream->path), "%s", value);
-    if (stream->listener->handler->stream_header(stream->data, (const uint8_t *)name,
-                                                 strlen(name), (const uint8_t *)value,
-                                                 strlen(value)) != 0)
+    if (stream->listener->handler->stream_header(stream->data, (const uint8_t *)name, strlen(name),
+                                                 (const uint8_t *)value, strlen(value)) != 0)
         h2_stream_reset(stream, 0x1 /* PROTOCOL_ERROR */);
     return 0;
 }
@@ -342,8 +340,7 @@ static void check_body(struct h2_stream *stream, const uint8_t *bytes, size_t le
         if (rv == GRPC_READER_MESSAGE) {
             stream->messages++;
             grpc_reader_take(&stream->body);
-        }
-        else if (consumed == 0)
+        } else if (consumed == 0)
             abort();
     }
 }

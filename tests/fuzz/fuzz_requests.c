@@ -45,9 +45,8 @@ static const ProtobufCServiceDescriptor *const services[] = {
 };
 
 static const char *const tokens[] = {
-    NULL,          "t-admin",    "t-alice",    "t-bob",    "t-carol",
-    "t-agent-1",   "t-agent-2",  "t-runner-1", "t-runner-2", "t-unknown",
-    "t-alice\x01", "",
+    NULL,        "t-admin",    "t-alice",    "t-bob",     "t-carol",     "t-agent-1",
+    "t-agent-2", "t-runner-1", "t-runner-2", "t-unknown", "t-alice\x01", "",
 };
 
 extern const unsigned char agenthub_descriptor_set[];
