@@ -568,6 +568,11 @@ int store_import_file(struct store *s, const char *path, int *changes, char *err
 
     root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
+        /* jansson quotes the text it stopped at ("near '...'"), which may be
+         * a token: the line and column say where, without the text. */
+        char *near = strstr(jerr.text, " near '");
+        if (near)
+            *near = '\0';
         if (jerr.line > 0)
             snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         else

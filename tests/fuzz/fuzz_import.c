@@ -2,7 +2,8 @@
  * input is the file, imported into a fresh copy of the provisioned store.
  * A file either imports or is refused with a message; a file that imports
  * imports again with no change (the import is declarative and idempotent);
- * no refusal echoes a token the file carries. */
+ * no refusal echoes a token the file carries (unless the same text is also
+ * a key or another string of the file, which a message may name). */
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -28,8 +29,31 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* 1 when ERR holds a token string of length 6 or more from the file. */
-static int echoes_a_token(const char *err, const json_t *node)
+/* 1 when TEXT occurs in a key, or in a string that is not a token, of
+ * NODE: a message quoting that may show it. */
+static int named_elsewhere(const char *text, const json_t *node, int in_tokens)
+{
+    const char *key;
+    json_t *value;
+    size_t i;
+
+    if (json_is_string(node))
+        return !in_tokens && strstr(json_string_value(node), text) != NULL;
+    if (json_is_object(node)) {
+        json_object_foreach((json_t *)node, key, value)
+        {
+            if (strstr(key, text) ||
+                named_elsewhere(text, value, strcmp(key, "tokens") == 0 && json_is_array(value)))
+                return 1;
+        }
+    } else if (json_is_array(node)) {
+        json_array_foreach(node, i, value) if (named_elsewhere(text, value, in_tokens)) return 1;
+    }
+    return 0;
+}
+
+/* 1 when ERR holds a token (6 bytes or more) of ROOT, found below NODE. */
+static int echoes_a_token(const char *err, const json_t *root, const json_t *node)
 {
     const char *key;
     json_t *value;
@@ -43,15 +67,47 @@ static int echoes_a_token(const char *err, const json_t *node)
                 json_array_foreach(value, i, token)
                 {
                     const char *t = json_string_value(token);
-                    if (t && strlen(t) >= 6 && strstr(err, t))
+                    if (t && strlen(t) >= 6 && strstr(err, t) && !named_elsewhere(t, root, 0))
                         return 1;
                 }
             }
-            if (echoes_a_token(err, value))
+            if (echoes_a_token(err, root, value))
                 return 1;
         }
     } else if (json_is_array(node)) {
-        json_array_foreach(node, i, value) if (echoes_a_token(err, value)) return 1;
+        json_array_foreach(node, i, value) if (echoes_a_token(err, root, value)) return 1;
+    }
+    return 0;
+}
+
+/* For a file that is not JSON: 1 when ERR holds a quoted string (6 bytes
+ * or more) of the list after a "tokens" key in the raw text. */
+static int echoes_a_raw_token(const char *err, const uint8_t *data, size_t size)
+{
+    static const char key[] = "\"tokens\"";
+    const uint8_t *end = data + size, *p = data;
+
+    while ((p = memmem(p, (size_t)(end - p), key, sizeof(key) - 1)) != NULL) {
+        const uint8_t *q = p + sizeof(key) - 1;
+        while (q < end && *q != ']') {
+            const uint8_t *open = memchr(q, '"', (size_t)(end - q)), *close;
+            char text[256];
+            if (!open)
+                break;
+            for (close = open + 1; close < end && *close != '"' && *close != ']'; close++)
+                if (*close == '\\')
+                    close++;
+            if (close > end)
+                close = end;
+            if (close - open - 1 >= 6 && close - open - 1 < (long)sizeof(text)) {
+                memcpy(text, open + 1, (size_t)(close - open - 1));
+                text[close - open - 1] = '\0';
+                if (strstr(err, text))
+                    return 1;
+            }
+            q = close + 1;
+        }
+        p += sizeof(key) - 1;
     }
     return 0;
 }
@@ -75,7 +131,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         changes = -1;
         if (store_import_file(s, path, &changes, err, sizeof(err)) != STORE_OK || changes != 0)
             abort();
-    } else if (err[0] == '\0' || (root && echoes_a_token(err, root))) {
+    } else if (err[0] == '\0' || (root && echoes_a_token(err, root, root)) ||
+               (!root && echoes_a_raw_token(err, data, size))) {
         abort();
     }
     json_decref(root);

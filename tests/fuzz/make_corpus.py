@@ -255,6 +255,8 @@ def import_corpus():
         "runners": [{"id": "runner-9", "tokens": ["t-runner-9"]}],
         "containers": [{"name": "ctr-9", "agent_account": "agent-9", "runner": "runner-9"}],
         "sessions": [{"id": "sess-9", "container": "ctr-9", "owner": "dave"}]}))
+    write("fuzz_import", "unfinished_token",
+          '{"accounts": [{"id": "eve", "tokens": ["t-eve-secret-token')
     write("fuzz_import", "broken_near_token",
           '{"accounts": [{"id": "eve", "kind": "human", "tokens": ["t-eve-secret" "x"]}]}')
 
