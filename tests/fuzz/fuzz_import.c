@@ -80,31 +80,32 @@ static int echoes_a_token(const char *err, const json_t *root, const json_t *nod
     return 0;
 }
 
-/* For a file that is not JSON: 1 when ERR holds a quoted string (6 bytes
- * or more) of the list after a "tokens" key in the raw text. */
+/* For a file that is not JSON: 1 when ERR (after its "PATH:" prefix) holds
+ * a quoted string of 6 bytes or more from the list after a "tokens" key in
+ * the raw text, up to that list's first ']'. */
 static int echoes_a_raw_token(const char *err, const uint8_t *data, size_t size)
 {
     static const char key[] = "\"tokens\"";
     const uint8_t *end = data + size, *p = data;
+    size_t path_len = strlen(path);
 
+    if (strncmp(err, path, path_len) == 0)
+        err += path_len;
     while ((p = memmem(p, (size_t)(end - p), key, sizeof(key) - 1)) != NULL) {
         const uint8_t *q = p + sizeof(key) - 1;
-        while (q < end && *q != ']') {
-            const uint8_t *open = memchr(q, '"', (size_t)(end - q)), *close;
-            char text[256];
+        const uint8_t *list_end = memchr(q, ']', (size_t)(end - q));
+        if (!list_end)
+            list_end = end;
+        while (q < list_end) {
+            const uint8_t *open = memchr(q, '"', (size_t)(list_end - q)), *close;
             if (!open)
                 break;
-            for (close = open + 1; close < end && *close != '"' && *close != ']'; close++)
-                if (*close == '\\')
+            for (close = open + 1; close < list_end && *close != '"'; close++)
+                if (*close == '\\' && close + 1 < list_end)
                     close++;
-            if (close > end)
-                close = end;
-            if (close - open - 1 >= 6 && close - open - 1 < (long)sizeof(text)) {
-                memcpy(text, open + 1, (size_t)(close - open - 1));
-                text[close - open - 1] = '\0';
-                if (strstr(err, text))
-                    return 1;
-            }
+            if (close - open - 1 >= 6 &&
+                memmem(err, strlen(err), open + 1, (size_t)(close - open - 1)))
+                return 1;
             q = close + 1;
         }
         p += sizeof(key) - 1;
