@@ -9,11 +9,14 @@
  * half-close it, or cancel it.  After each action the server's send side
  * and its event loop run once, so streams, Runner commands and
  * subscriptions interleave as they would on a connection. */
+#include <dirent.h>
 #include <event2/event.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
@@ -53,6 +56,7 @@ extern const unsigned char agenthub_descriptor_set[];
 extern const size_t agenthub_descriptor_set_len;
 
 static char paths[MAX_PATHS][128];
+static char blob_dir[128];
 static struct descriptor_index *descriptors;
 static size_t path_count;
 
@@ -70,6 +74,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     log_setup("fuzz", LOG_LEVEL_ERROR + 1);
     store_template_init();
+    snprintf(blob_dir, sizeof(blob_dir), "%s/blobs", store_template_dir());
+    if (mkdir(blob_dir, 0700) != 0)
+        abort();
     /* The reflection index never changes: built once, shared by every input. */
     descriptors = descriptor_index_new(agenthub_descriptor_set, agenthub_descriptor_set_len);
     if (!descriptors)
@@ -97,7 +104,7 @@ static void world_open(struct world *w)
     w->rpc.sessions = &w->sessions;
     w->rpc.bus = &w->bus;
     w->rpc.config.has_runner_seam = 1;
-    w->rpc.config.blob_dir = NULL; /* blob writes would outlive the input */
+    w->rpc.config.blob_dir = blob_dir; /* emptied after each input */
     w->rpc.config.max_blob_bytes = 64 << 10;
     w->rpc.config.subscriber_buffer_bytes = 64 << 10;
     w->rpc.config.command_timeout_ms = 5000;
@@ -122,6 +129,27 @@ static void world_open(struct world *w)
     }
 }
 
+/* Removes DIR's files and, below it, one level of directories (the blob
+ * store's session/blob layout), keeping DIR itself when KEEP. */
+static void remove_tree(const char *dir, int depth, int keep)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char child[512];
+
+    while (d && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(child, sizeof(child), "%s/%s", dir, e->d_name);
+        if (unlink(child) != 0 && depth > 0)
+            remove_tree(child, depth - 1, 0);
+    }
+    if (d)
+        closedir(d);
+    if (!keep)
+        rmdir(dir);
+}
+
 static void world_close(struct world *w)
 {
     h2_server_free(w->h2); /* streams close first, as a connection would */
@@ -132,6 +160,7 @@ static void world_close(struct world *w)
     store_close(w->rpc.store);
     health_free(w->rpc.health);
     event_base_free(w->base);
+    remove_tree(blob_dir, 1, 1);
 }
 
 struct cursor {

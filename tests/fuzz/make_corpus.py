@@ -9,6 +9,7 @@ fuzz_requests scripts follow tests/fuzz/fuzz_requests.c: an action byte A
 (A % 5: 0 open, 1 message, 2 raw bytes, 3 half-close, 4 cancel; A // 5 picks
 the call), then the action's bytes."""
 
+import hashlib
 import importlib
 import importlib.util
 import json
@@ -180,7 +181,8 @@ def requests_corpus(tmp, svc, fr, health, refl):
     s.unary(R + "UploadSessionBlob", svc.UploadSessionBlobRequest(
         session_id="sess-1", content_type="image/png", data=b"\x89PNG"), "t-runner-1", True)
     s.unary(R + "FetchSessionBlob", svc.FetchSessionBlobRequest(
-        session_id="sess-1", blob_ref="sha256:" + "0" * 64), "t-runner-1", True)
+        session_id="sess-1", blob_ref="sha256:" + hashlib.sha256(b"\x89PNG").hexdigest()),
+        "t-runner-1", True)
     s.unary(R + "ReportEvidence", svc.ReportEvidenceRequest(
         session_id="sess-1", rank=1, state=3, live_child=True), "t-runner-1", True)
     write("fuzz_requests", "runner_misc", bytes(s.data))

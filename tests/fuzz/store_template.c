@@ -1,6 +1,7 @@
 /* store_template: see store_template.h. */
 #include "store_template.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -16,6 +17,30 @@ static char dir[64], db_path[128];
 static uint8_t *template_db;
 static size_t template_len;
 
+/* Removes PATH and what is below it, a few levels deep. */
+static void remove_tree(const char *path, int depth)
+{
+    DIR *d;
+    struct dirent *e;
+    char child[512];
+
+    if (unlink(path) == 0 || depth < 0 || (d = opendir(path)) == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+        remove_tree(child, depth - 1);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+static void remove_dir(void)
+{
+    remove_tree(dir, 4);
+}
+
 void store_template_init(void)
 {
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
@@ -28,6 +53,7 @@ void store_template_init(void)
     snprintf(dir, sizeof(dir), "%s/agenthub-fuzz-XXXXXX", base);
     if (!mkdtemp(dir))
         abort();
+    atexit(remove_dir);
     snprintf(db_path, sizeof(db_path), "%s/store.db", dir);
     snprintf(path, sizeof(path), "%s/template.db", dir);
     if (!root || sqlite_store_open(path, &s, err, sizeof(err)) != STORE_OK ||

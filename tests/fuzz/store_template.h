@@ -15,7 +15,8 @@ void store_template_init(void);
  * on failure. */
 struct store *store_template_fresh(void);
 
-/* A directory private to this process, for scratch files. */
+/* A directory private to this process, for scratch files; removed with
+ * everything in it when the process exits normally. */
 const char *store_template_dir(void);
 
 #endif
