@@ -91,8 +91,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* A fresh server on a fresh copy of the template store. */
 static void world_open(struct world *w)
 {
-    struct h2_limits h2_limits = {100, 16384, 60000, 100};
-    struct grpc_limits grpc_limits = {1 << 20, 256 << 10};
+    struct h2_limits h2_limits = {.max_concurrent_streams = 100,
+                                  .max_header_list_bytes = 16384,
+                                  .idle_timeout_ms = 60000,
+                                  .max_connections = 100};
+    struct grpc_limits grpc_limits = {.max_recv_bytes = 1 << 20, .send_bound_bytes = 256 << 10};
     struct grpc_door *doors[2];
     char err[256];
 
