@@ -354,6 +354,7 @@ static int deliver_segment(struct hook_ctx *ctx, struct hook_spool *sp,
     while (seg->offset < seg->size) {
         struct hook_spool_window win;
         size_t i = 0;
+        int failed;
         if (hook_spool_read(seg, &win) != 0) {
             hook_spool_window_free(&win);
             return 1;
@@ -375,9 +376,10 @@ static int deliver_segment(struct hook_ctx *ctx, struct hook_spool *sp,
                 return 1;
             }
         }
-        i = hook_spool_advance(sp, seg, win.end) != 0;
+        /* Past the window's last op: lines that were not ops. */
+        failed = hook_spool_advance(sp, seg, win.end) != 0;
         hook_spool_window_free(&win);
-        if (i)
+        if (failed)
             return 1;
     }
     return hook_spool_advance(sp, seg, seg->size) == 0 ? 0 : 1;
