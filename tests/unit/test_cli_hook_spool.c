@@ -222,7 +222,7 @@ END_TEST
 
 START_TEST(appenders_racing_a_sealer_lose_nothing)
 {
-    enum { WRITERS = 4, EACH = 300 };
+    enum { WRITERS = 4, EACH = 1000 };
     static long got[WRITERS * EACH + 1];
     static int seen[WRITERS * EACH];
     struct hook_spool sp;
@@ -246,17 +246,18 @@ START_TEST(appenders_racing_a_sealer_lose_nothing)
             _exit(0);
         }
     }
-    /* Seal as often as possible while they append. */
-    for (int round = 0; round < 2000; round++) {
+    /* Seal as often as possible until every writer is done. */
+    for (int done = 0; done < WRITERS;) {
+        pid_t pid;
         ck_assert_int_eq(hook_spool_lock(&sp, later(), 0), 0);
         sealed += hook_spool_seal(&sp, 1, later()) == 1;
         hook_spool_unlock(&sp);
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+            done++;
+        }
     }
-    for (int w = 0; w < WRITERS; w++) {
-        ck_assert_int_eq(waitpid(pids[w], &status, 0), pids[w]);
-        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
-    ck_assert_int_gt(sealed, 1);
+    ck_assert_int_ge(sealed, 1);
     n = drain_ops(&sp, got, WRITERS * EACH + 1);
     ck_assert_uint_eq(n, WRITERS * EACH);
     for (size_t i = 0; i < n; i++) {
