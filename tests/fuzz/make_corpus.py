@@ -155,6 +155,9 @@ def requests_corpus(tmp, svc, fr, health, refl):
         provider="claude", native_id="abc-1",
         bytes=b'{"type":"prompt","data":{"length":3}}\n{"type":"stop","data":{}}\n'),
         "t-agent-1")
+    # No bytes at all (protobuf-c hands the handler a NULL pointer).
+    s.unary(P + "AppendResourceOutput", svc.AppendResourceOutputRequest(
+        provider="claude", native_id="abc-1"), "t-agent-1")
     s.unary(P + "ReportAgentState", svc.ReportAgentStateRequest(
         resource_id=1, state="working", session_id="abc-1"), "t-agent-1")
     s.unary(P + "CloseResource", svc.CloseResourceRequest(provider="claude", native_id="abc-1"),
