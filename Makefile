@@ -55,7 +55,7 @@ UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps gen check-gen test unit e2e run demo bench fuzz lint format clean
+.PHONY: all deps gen check-gen test unit e2e run demo bench fuzz fuzz-smoke lint format clean
 all: $(PROGRAMS) $(UNIT_BIN)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
@@ -68,6 +68,8 @@ deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	pkg-config --exists $(PKGS) check grpc++ 2>/dev/null || missing=1; \
+	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
+	  clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null || missing=1; \
 	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf' 2>/dev/null || missing=1; \
 	if [ $$missing = 0 ]; then \
 	  echo "deps: already installed"; \
@@ -138,15 +140,42 @@ test:
 
 bench: $(PROGRAMS) $(BENCH_BIN)
 
+# Fuzzing (clang, libFuzzer).  The library, the pure CLI and Runner modules
+# the targets reach and the fuzz helpers are compiled once, instrumented with
+# -fsanitize=fuzzer-no-link, into one archive; each target links it with
+# -fsanitize=fuzzer.  src/h2 is left out: fake_h2 stands in for it, in memory,
+# in the target that drives the request path.
+#   make fuzz         builds every target into build-fuzz/
+#   make fuzz-smoke   runs each over its corpus (tests/fuzz/corpus/NAME) for
+#                     FUZZ_SECONDS; fails on any crash, leak or timeout
+FUZZ_BUILD := build-fuzz
+FUZZ_SECONDS ?= 5
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(WARN) \
+  -Isrc -Igen -Itests/unit -Itests/fuzz $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-fuzz:
-	@mkdir -p build-fuzz
-	@for f in $(FUZZ_SRC); do \
-	  n=$$(basename $$f .c); \
-	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Igen \
-	    $$(pkg-config --cflags $(PKGS)) -o build-fuzz/$$n $$f $(LIB_SRC) $(LIBS) || exit 1; \
-	  echo "built build-fuzz/$$n"; \
-	done
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
+FUZZ_LIB_SRC := $(filter-out src/h2/%,$(LIB_SRC)) src/cli/hook_map.c src/cli/mcp_proto.c src/runner/agent_frames.c \
+  tests/unit/store_fixture.c tests/fuzz/store_template.c
+FUZZ_LIB := $(FUZZ_BUILD)/libagenthub-fuzz.a
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
+
+# The member list is the Makefile's: rebuild the archive when it changes.
+$(FUZZ_LIB): $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_LIB_SRC)) Makefile
+	@rm -f $@
+	ar rcs $@ $(filter %.o,$^)
+
+$(FUZZ_BUILD)/fuzz_requests: $(FUZZ_BUILD)/obj/tests/fuzz/fake_h2.o
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB)
+	clang -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
+
+fuzz: $(FUZZ_BIN)
+
+fuzz-smoke: $(FUZZ_BIN)
+	@tests/fuzz/smoke.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) /dev/null
 
 # A newcomer's tour: agenthubd, agenthub-runner hosting sess-1 with the
 # scripted agent, and a log follower showing the pane for about 15 s.
@@ -160,7 +189,7 @@ run: $(PROGRAMS)
 	$(BUILD)/agenthubd --db var/agenthub.db --listen 127.0.0.1:50051 \
 	  --runner-listen 127.0.0.1:50052 --metrics-listen 127.0.0.1:9090
 
-LINT_SRC := $(shell find src tests/unit bench -name '*.[ch]' 2>/dev/null)
+LINT_SRC := $(shell find src tests/unit tests/fuzz bench -name '*.[ch]' 2>/dev/null)
 lint:
 	clang-format --dry-run --Werror $(LINT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
@@ -173,4 +202,4 @@ format:
 clean:
 	rm -rf build build-asan build-fp build-fuzz
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

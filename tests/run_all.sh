@@ -1,6 +1,7 @@
 #!/bin/sh
 # `make test`: generated code check, unit suites, the same under
-# ASan+UBSan, then the e2e suites; ends with "N passed, N failed".
+# ASan+UBSan, the e2e suites, then every fuzz target for a few seconds over
+# its corpus; ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -28,6 +29,13 @@ if make -s -j"$jobs" SAN=1 all; then
     ASAN_OPTIONS=detect_leaks=1 tests/run_e2e.sh build-asan "$counts"
 else
     echo "sanitizer build failed"; echo "0 1" >> "$counts"; build_failed=1
+fi
+
+step "fuzz targets, ${FUZZ_SECONDS:-5} s each over their corpus (make fuzz-smoke)"
+if make -s -j"$jobs" fuzz >/dev/null; then
+    tests/fuzz/smoke.sh build-fuzz "${FUZZ_SECONDS:-5}" "$counts"
+else
+    echo "fuzz build failed"; echo "0 1" >> "$counts"; build_failed=1
 fi
 
 passed=$(awk '{p += $1} END {print p + 0}' "$counts")

@@ -2,9 +2,11 @@
  *
  * Reads one hook's JSON on stdin, maps it (hook_map.c) and sends it.  A hook
  * must never break the agent: whatever happens it exits 0 within 2 s.  The
- * calls share a 1.5 s deadline; what cannot reach the server is appended to
- * the spool file, which the next hook sends first, in order, under an
- * exclusive flock held across the calls (so concurrent hooks keep order). */
+ * hook's ops go to the spool first (hook_spool.c: one append, on disk before
+ * anything is sent); then, when the server answers, one hook at a time
+ * delivers the spool oldest first under a 1.5 s budget, starting a call only
+ * when it fits the budget.  So a hook killed at any point loses nothing it
+ * accepted, and concurrent hooks keep the order they appended in. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -20,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/hook_map.h"
+#include "cli/hook_spool.h"
 #include "grpc/grpc_wire.h"
 
 #define HOOK_BUDGET_MS         1500
@@ -28,12 +31,18 @@
 #define FEATURE_RESOURCE_KINDS 0x4000u
 /* One AppendResourceOutput carries at most this much (the server's bound). */
 #define HOOK_CALL_MAX 65536u
+/* A call is started only with this much budget left (or twice the slowest
+ * call so far, when that is more). */
+#define HOOK_CALL_MIN_MS 100
+/* How long a hook waits for the lock to keep the spool in bounds. */
+#define HOOK_PREPARE_WAIT_MS 50
 
 struct hook_ctx {
     struct cli_env env;
     uint64_t terminal; /* AGENTHUB_TERMINAL_ID, 0 when unset */
     int debug;
-    int reachable; /* 0 once a call failed for transport reasons */
+    int reachable;       /* 0 once a call failed for transport reasons */
+    uint64_t slowest_ms; /* the slowest call so far */
 };
 
 static void hook_log(const struct hook_ctx *ctx, const char *what, const char *detail)
@@ -243,143 +252,186 @@ static int spool_path(char *out, size_t out_size)
     return 0;
 }
 
-/* Opens and locks the spool, waiting at most until DEADLINE.  Returns the
- * fd (locked when *LOCKED), or -1. */
-static int spool_open(uint64_t deadline, int *locked)
+/* The cap on the spool's pending bytes: AGENTHUB_SPOOL_MAX_BYTES, else the
+ * default (0 here). */
+static uint64_t spool_cap(void)
 {
-    char path[4200];
-    int fd;
+    const char *text = getenv("AGENTHUB_SPOOL_MAX_BYTES");
+    char *end;
+    unsigned long long n;
 
-    *locked = 0;
-    if (spool_path(path, sizeof(path)) != 0)
-        return -1;
-    fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        struct timespec pause = {0, 10 * 1000 * 1000};
-        if (errno != EWOULDBLOCK && errno != EINTR)
-            return fd;
-        if (cli_now_ms() >= deadline)
-            return fd;
-        nanosleep(&pause, NULL);
-    }
-    *locked = 1;
-    return fd;
+    if (!text || !text[0] || text[0] == '-')
+        return 0;
+    n = strtoull(text, &end, 10);
+    return *end == '\0' ? (uint64_t)n : 0;
 }
 
-/* Reads the spool's ops (malformed lines are dropped); *CONSUMED is how many
- * bytes were read.  Returns an array. */
-static json_t *spool_read(int fd, off_t *consumed)
+/* OPS as spool lines, one compact JSON object each.  Returns them
+ * (malloc'd, *LEN bytes) or NULL. */
+static char *ops_lines(const json_t *ops, size_t *len)
 {
-    json_t *ops = json_array();
-    struct stat st;
-    char *text, *line, *save = NULL;
-
-    *consumed = 0;
-    if (!ops || fstat(fd, &st) != 0 || st.st_size == 0)
-        return ops;
-    text = malloc((size_t)st.st_size + 1);
-    if (!text)
-        return ops;
-    if (pread(fd, text, (size_t)st.st_size, 0) != st.st_size) {
-        free(text);
-        return ops;
-    }
-    text[st.st_size] = '\0';
-    *consumed = st.st_size;
-    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        json_t *op = json_loads(line, 0, NULL);
-        if (json_is_object(op))
-            json_array_append_new(ops, op);
-        else
-            json_decref(op);
-    }
-    free(text);
-    return ops;
-}
-
-/* The bytes after FROM (lines added by a hook that could not take the lock
- * while we held it).  Returns them NUL-terminated (caller frees) or NULL. */
-static char *spool_tail(int fd, off_t from, size_t *len)
-{
-    struct stat st;
-    char *text;
-    ssize_t n;
+    size_t cap = 4096, i;
+    char *text = malloc(cap);
 
     *len = 0;
-    if (fstat(fd, &st) != 0 || st.st_size <= from)
-        return NULL;
-    text = malloc((size_t)(st.st_size - from) + 1);
     if (!text)
         return NULL;
-    n = pread(fd, text, (size_t)(st.st_size - from), from);
-    if (n <= 0) {
-        free(text);
-        return NULL;
+    for (i = 0; i < json_array_size(ops); i++) {
+        char *line = json_dumps(json_array_get(ops, i), JSON_COMPACT | JSON_PRESERVE_ORDER);
+        size_t n = line ? strlen(line) : 0;
+        if (!line)
+            continue;
+        if (*len + n + 1 > cap) {
+            char *more;
+            while (*len + n + 1 > cap)
+                cap *= 2;
+            more = realloc(text, cap);
+            if (!more) {
+                free(line);
+                free(text);
+                return NULL;
+            }
+            text = more;
+        }
+        memcpy(text + *len, line, n); /* NOLINT(bugprone-not-null-terminated-result): bytes */
+        text[*len + n] = '\n';
+        *len += n + 1;
+        free(line);
     }
-    text[n] = '\0';
-    *len = (size_t)n;
     return text;
 }
 
-static void spool_append(int fd, const json_t *op)
+/* Keeps the spool within its bounds before LEN new bytes go in: seals a
+ * full open segment and drops the oldest lines over the cap.  Skipped when
+ * another hook holds the delivery lock (it does the same). */
+static void spool_prepare(struct hook_ctx *ctx, struct hook_spool *sp, size_t len)
 {
-    char *line = json_dumps(op, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    size_t len;
+    long dropped;
 
-    if (!line)
+    if (hook_spool_lock(sp, cli_now_ms() + HOOK_PREPARE_WAIT_MS, 0) != 0)
         return;
-    len = strlen(line);
-    line[len] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
-    if (write(fd, line, len + 1) < 0) {
-        /* nothing more a hook may do */
+    hook_spool_seal(sp, sp->segment_bytes, ctx->env.deadline_ms);
+    dropped = hook_spool_enforce_cap(sp, len, ctx->env.deadline_ms);
+    if (dropped > 0) {
+        char detail[64];
+        snprintf(detail, sizeof(detail), "over its cap: %ld oldest ops dropped", dropped);
+        hook_log(ctx, "spool", detail);
     }
-    free(line);
+    hook_spool_unlock(sp);
 }
 
-/* Sends SPOOLED[from...] then NEW in order; rewrites the spool to what was
- * not delivered. */
-static void deliver(struct hook_ctx *ctx, int fd, int locked, json_t *spooled, off_t consumed,
-                    json_t *fresh)
+/* 1 when a call still fits the budget: never start what cannot finish, so
+ * an acknowledged call is always recorded before the deadline. */
+static int time_for_call(const struct hook_ctx *ctx)
 {
-    json_t *all = json_array();
-    size_t i, sent = 0;
+    uint64_t now = cli_now_ms(), need = 2 * ctx->slowest_ms;
 
-    json_array_extend(all, spooled);
-    json_array_extend(all, fresh);
-    for (i = 0; ctx->reachable && i < json_array_size(all);) {
-        size_t count;
-        int rv = op_send(ctx, all, i, &count);
-        if (status_retryable(rv)) {
-            ctx->reachable = 0;
+    if (need < HOOK_CALL_MIN_MS)
+        need = HOOK_CALL_MIN_MS;
+    return ctx->reachable && now + need <= ctx->env.deadline_ms;
+}
+
+/* op_send, timed for time_for_call. */
+static int op_send_timed(struct hook_ctx *ctx, const json_t *ops, size_t i, size_t *count)
+{
+    uint64_t start = cli_now_ms();
+    int rv = op_send(ctx, ops, i, count);
+    uint64_t took = cli_now_ms() - start;
+
+    if (took > ctx->slowest_ms)
+        ctx->slowest_ms = took;
+    if (status_retryable(rv))
+        ctx->reachable = 0;
+    return rv;
+}
+
+/* Delivers SEG window by window, recording each acknowledged call.
+ * Returns 0 when the segment is delivered (and removed), 1 when delivery
+ * stopped (unreachable, out of time, or a file error). */
+static int deliver_segment(struct hook_ctx *ctx, struct hook_spool *sp,
+                           struct hook_spool_segment *seg)
+{
+    while (seg->offset < seg->size) {
+        struct hook_spool_window win;
+        size_t i = 0;
+        int failed;
+        if (hook_spool_read(seg, &win) != 0) {
+            hook_spool_window_free(&win);
+            return 1;
+        }
+        while (i < json_array_size(win.ops)) {
+            size_t count;
+            if (!time_for_call(ctx)) {
+                hook_spool_window_free(&win);
+                return 1;
+            }
+            if (status_retryable(op_send_timed(ctx, win.ops, i, &count))) {
+                hook_spool_window_free(&win);
+                return 1;
+            }
+            i += count;
+            if (hook_spool_advance(sp, seg, win.ends[i - 1]) != 0) {
+                hook_log(ctx, "spool", "cannot record a delivery");
+                hook_spool_window_free(&win);
+                return 1;
+            }
+        }
+        /* Past the window's last op: lines that were not ops. */
+        failed = hook_spool_advance(sp, seg, win.end) != 0;
+        hook_spool_window_free(&win);
+        if (failed)
+            return 1;
+    }
+    return hook_spool_advance(sp, seg, seg->size) == 0 ? 0 : 1;
+}
+
+/* Under the delivery lock: seals what hooks appended, then delivers the
+ * sealed segments oldest first, for as long as the budget allows (hooks
+ * appending meanwhile are picked up by the next round). */
+static void deliver(struct hook_ctx *ctx, struct hook_spool *sp)
+{
+    while (time_for_call(ctx)) {
+        struct hook_spool_segment seg;
+        int stopped;
+        hook_spool_seal(sp, 1, ctx->env.deadline_ms);
+        hook_spool_enforce_cap(sp, 0, ctx->env.deadline_ms);
+        if (hook_spool_oldest(sp, &seg, ctx->env.deadline_ms) <= 0)
             break;
-        }
+        stopped = deliver_segment(ctx, sp, &seg);
+        hook_spool_segment_close(&seg);
+        if (stopped)
+            break;
+    }
+}
+
+/* Tells the hook's session how many ops the cap dropped, once the server
+ * acknowledged the rest: a notification record of kind spool_dropped. */
+static void report_dropped(struct hook_ctx *ctx, struct hook_spool *sp, const char *native_id)
+{
+    uint64_t dropped = hook_spool_dropped(sp);
+    json_t *ops;
+    size_t count = 1;
+
+    if (dropped == 0 || !time_for_call(ctx))
+        return;
+    ops = json_pack("[{s:s, s:s, s:s, s:{s:s, s:{s:s, s:I}}}]", "op", "append", "provider",
+                    HOOK_PROVIDER, "native_id", native_id, "record", "type", "notification", "data",
+                    "kind", "spool_dropped", "ops", (json_int_t)dropped);
+    if (ops && append_run(ctx, ops, 0, &count) == GRPC_STATUS_OK && count == 1)
+        hook_spool_reported(sp, dropped);
+    json_decref(ops);
+}
+
+/* Sends OPS straight, in order, when there is no spool to keep them. */
+static void send_unspooled(struct hook_ctx *ctx, const json_t *ops)
+{
+    size_t i = 0, count;
+
+    while (i < json_array_size(ops) && time_for_call(ctx)) {
+        if (status_retryable(op_send_timed(ctx, ops, i, &count)))
+            return;
         i += count;
-        sent = i; /* delivered, or refused for good (dropped) */
     }
-    if (fd >= 0 && locked) {
-        size_t tail_len = 0;
-        char *tail = NULL;
-        if (json_array_size(spooled) > 0) {
-            /* Rewrite: what is left of the spool, then the new ops, then
-             * lines others appended without the lock meanwhile. */
-            tail = spool_tail(fd, consumed, &tail_len);
-            if (ftruncate(fd, 0) != 0)
-                hook_log(ctx, "spool", "cannot truncate");
-        }
-        for (i = sent; i < json_array_size(all); i++)
-            spool_append(fd, json_array_get(all, i));
-        if (tail && write(fd, tail, tail_len) < 0)
-            hook_log(ctx, "spool", "cannot write");
-        free(tail);
-    } else if (fd >= 0) {
-        /* No lock: only add the new ops (the holder owns the rest). */
-        for (i = sent > json_array_size(spooled) ? sent - json_array_size(spooled) : 0;
-             i < json_array_size(fresh); i++)
-            spool_append(fd, json_array_get(fresh, i));
-    }
-    json_decref(all);
 }
 
 /* Asks GetServerInfo whether the server speaks RESOURCE_KINDS.  Returns 1,
@@ -432,23 +484,29 @@ static const char hook_usage[] =
     "usage: agenthub hook claude < HOOK.json\n"
     "The Claude Code hook shim: maps SessionStart, UserPromptSubmit, PreToolUse,\n"
     "PostToolUse, PermissionRequest, Notification, Stop and SessionEnd to records of\n"
-    "the session provider claude, native id = the hook's session_id.  Always exits 0.\n"
+    "the session provider claude, native id = the hook's session_id.  Always exits 0\n"
+    "within 2 s.  Every hook's records are spooled first and delivered oldest first\n"
+    "when the server answers; over the spool's cap the oldest are dropped, and the\n"
+    "count reaches the session as a notification of kind spool_dropped.\n"
     "env: AGENTHUB_TERMINAL_ID (parent terminal), AGENTHUB_EMIT_RAW=1 (provider_raw),\n"
     "AGENTHUB_SPOOL (default $XDG_STATE_HOME/agenthub/spool.jsonl or\n"
-    "~/.local/state/agenthub/spool.jsonl), AGENTHUB_HOOK_DEBUG=1 (log to stderr).\n";
+    "~/.local/state/agenthub/spool.jsonl; segments are kept next to it),\n"
+    "AGENTHUB_SPOOL_MAX_BYTES (the cap on spooled bytes, default 67108864),\n"
+    "AGENTHUB_HOOK_DEBUG=1 (log to stderr).\n";
 
 static int hook_claude(int argc, char **argv)
 {
     struct hook_ctx ctx;
     struct hook_plan plan;
+    struct hook_spool spool;
     const char *terminal = getenv("AGENTHUB_TERMINAL_ID");
     const char *raw = getenv("AGENTHUB_EMIT_RAW");
     const char *debug = getenv("AGENTHUB_HOOK_DEBUG");
-    json_t *hook, *spooled = NULL;
-    char *input;
-    int fd = -1, locked = 0, features;
-    off_t consumed = 0;
-    uint64_t start = cli_now_ms();
+    json_t *hook;
+    char *input, *lines, path[4200];
+    size_t len = 0;
+    int spooled = 0, features;
+    uint64_t start = cli_now_ms(), took;
 
     memset(&ctx, 0, sizeof(ctx));
     cli_env_init(&ctx.env);
@@ -478,18 +536,29 @@ static int hook_claude(int argc, char **argv)
         hook_plan_free(&plan);
         return 0;
     }
-    fd = spool_open(ctx.env.deadline_ms, &locked);
-    spooled = fd >= 0 && locked ? spool_read(fd, &consumed) : json_array();
-    features = cli_connect(&ctx.env, 0) == 0 ? server_has_resource_kinds(&ctx) : -1;
-    if (features == 0) {
-        report_state(&ctx, &plan);
-    } else {
-        ctx.reachable = features > 0;
-        deliver(&ctx, fd, locked, spooled, consumed, plan.ops);
+    /* On disk before anything is sent: whatever happens next, it is kept. */
+    lines = ops_lines(plan.ops, &len);
+    if (lines && spool_path(path, sizeof(path)) == 0 &&
+        hook_spool_init(&spool, path, spool_cap()) == 0) {
+        spool_prepare(&ctx, &spool, len);
+        spooled = hook_spool_append(&spool, lines, len, ctx.env.deadline_ms) == 0;
+        if (!spooled)
+            hook_log(&ctx, "spool", "cannot append; sending directly");
     }
-    if (fd >= 0)
-        close(fd); /* releases the lock */
-    json_decref(spooled);
+    free(lines);
+    took = cli_now_ms();
+    features = cli_connect(&ctx.env, 0) == 0 ? server_has_resource_kinds(&ctx) : -1;
+    ctx.slowest_ms = cli_now_ms() - took;
+    if (features == 0) {
+        report_state(&ctx, &plan); /* spooled ops wait for a server that takes them */
+    } else if (features > 0 && !spooled) {
+        send_unspooled(&ctx, plan.ops);
+    } else if (features > 0 && hook_spool_lock(&spool, ctx.env.deadline_ms, 1) == 0) {
+        deliver(&ctx, &spool);
+        report_dropped(&ctx, &spool, plan.native_id);
+    }
+    if (spooled)
+        hook_spool_close(&spool);
     hook_plan_free(&plan);
     cli_env_free(&ctx.env);
     return 0;

@@ -235,7 +235,8 @@ void jsonl_batch_free(struct jsonl_batch *b)
 enum jsonl_result jsonl_parse_batch(const void *bytes, size_t len, struct jsonl_batch *out,
                                     char *err)
 {
-    const char *p = bytes, *end = p + len, *nl;
+    /* An empty protobuf bytes field arrives as NULL: NULL + 0 is undefined. */
+    const char *p = bytes ? (const char *)bytes : "", *end = p + len, *nl;
     enum jsonl_result rv;
     size_t lines = 0, lineno = 0, cap;
 

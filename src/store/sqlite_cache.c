@@ -67,11 +67,15 @@ static void table_clear(struct cache_table *t)
 
     if (!t->slots || t->count == 0)
         return;
+    /* Most slots are empty: clear only the used ones, rather than free(NULL)
+     * and rewrite megabytes on every store write. */
     for (i = 0; i < CACHE_SLOTS; i++) {
+        if (!t->slots[i].key)
+            continue;
         free(t->slots[i].key);
         free(t->slots[i].value);
+        memset(&t->slots[i], 0, sizeof(t->slots[i]));
     }
-    memset(t->slots, 0, CACHE_SLOTS * sizeof(*t->slots));
     t->count = 0;
 }
 

@@ -1,14 +1,19 @@
 """`agenthub hook claude` against a live agenthubd, fed the JSON shapes Claude
 Code sends for each hook event; checks the record that arrived and that no
 prompt text or tool input reached the server; the spool across a server
-restart; the 2 s bound; the ReportAgentState fallback."""
+restart, at scale, under its cap and with hooks killed mid-delivery; the 2 s
+bound; the ReportAgentState fallback."""
 
 import json
+import random
+import re
+import signal
 import socket
 import subprocess
 import time
 import uuid
 from concurrent import futures
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +78,45 @@ class Hooks:
 @pytest.fixture
 def hooks(server, tmp_path):
     return Hooks(server, server.terminal(), tmp_path / "spool.jsonl")
+
+
+def spool_files(spool):
+    """The spool's files in delivery order, each with the offset its pending
+    bytes start at: sealed segments (P.<seq>-<offset>) oldest first, then P."""
+    spool = Path(spool)
+    sealed = []
+    for f in spool.parent.iterdir():
+        m = re.fullmatch(re.escape(spool.name) + r"\.(\d+)-(\d+)", f.name)
+        if m:
+            sealed.append((int(m[1]), int(m[2]), f))
+    files = [(f, offset) for _, offset, f in sorted(sealed)]
+    if spool.exists():
+        files.append((spool, 0))
+    return files
+
+
+def spooled(spool):
+    """Every op still pending in the spool, in delivery order."""
+    ops = []
+    for f, offset in spool_files(spool):
+        for line in f.read_bytes()[offset:].splitlines():
+            if line.strip():
+                ops.append(json.loads(line))
+    return ops
+
+
+def spooled_bytes(spool):
+    return sum(f.stat().st_size - offset for f, offset in spool_files(spool))
+
+
+def write_spool(spool, sid, names):
+    """Spools one tool_start append per name, straight in the spool format."""
+    with open(spool, "a") as f:
+        for name in names:
+            f.write(json.dumps({"op": "append", "provider": "claude", "native_id": sid,
+                                "record": {"type": "tool_start",
+                                           "data": {"tool_name": name}}},
+                               separators=(",", ":")) + "\n")
 
 
 def records(server, sid):
@@ -260,7 +304,7 @@ def test_spool_survives_a_server_restart(tmp_path):
         srv.start(public, runner)
         assert (srv.public, srv.runner) == (public, runner)
         h.fire(events["PostToolUse"])
-        assert spool.read_text() == ""
+        assert spooled(spool) == [] and spool_files(spool) == []
         assert records(srv, sid) == [("session_start", {"source": "startup"}),
                                      ("prompt", {"length": len(SECRET_PROMPT)}),
                                      ("tool_start", {"tool_name": "Bash"}),
@@ -343,7 +387,7 @@ def test_spool_flush_skips_a_refused_record_and_keeps_order(server, hooks):
     lines.insert(5, "this line is not JSON")
     hooks.spool.write_text("\n".join(lines) + "\n")
     hooks.fire(shapes(sid)["Stop"])
-    assert hooks.spool.read_text() == ""
+    assert spooled(hooks.spool) == []
     assert records(server, sid)[1:] == \
         [("tool_start", {"tool_name": f"T{i}"}) for i in range(40)] + [("stop", {})]
 
@@ -377,3 +421,149 @@ def test_parallel_hooks_against_a_hung_server_lose_nothing(server, hooks):
     got = records(server, sid)[1:]
     assert sorted(d["tool_name"] for t, d in got[:-1]) == [f"P{i}" for i in range(6)]
     assert got[-1] == ("stop", {})
+
+
+def tool_names(srv, sid):
+    """The tool_start names the server holds for claude:SID, in order."""
+    return [d["tool_name"] for t, d in records(srv, sid) if t == "tool_start"]
+
+
+def down_then_up(tmp_path, extra=()):
+    """A server with a terminal and an open claude session, then stopped:
+    (server, hooks, sid, restart)."""
+    (tmp_path / "srv").mkdir()
+    srv = Server(tmp_path / "srv", extra=list(extra)).start(f"127.0.0.1:{free_port()}",
+                                                             f"127.0.0.1:{free_port()}")
+    public, runner = srv.public, srv.runner
+    h = Hooks(srv, srv.terminal(), tmp_path / "spool.jsonl")
+    sid = started(h)
+    srv.stop()
+
+    def restart():
+        srv.start(public, runner)
+        assert (srv.public, srv.runner) == (public, runner)
+    return srv, h, sid, restart
+
+
+def drain(h, sid, limit=60, parallel=1, **env):
+    """Fires PostToolUse hooks (PARALLEL at a time) until the spool is
+    empty; each exits 0 within 2 s.  Returns how many fired."""
+    fired = 0
+    for _ in range(limit):
+        if not spool_files(h.spool):
+            return fired
+        if parallel == 1:
+            h.fire(dict(shapes(sid)["PostToolUse"]), **env)
+            fired += 1
+            continue
+        procs = []
+        for _ in range(parallel):
+            p = subprocess.Popen([str(AGENTHUB), "hook", "claude"],
+                                 env=h.server.env("t-agent-1", AGENTHUB_SPOOL=h.spool,
+                                                  AGENTHUB_TERMINAL_ID=h.terminal, **env),
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+        for p in procs:
+            p.communicate(json.dumps(shapes(sid)["PostToolUse"]), timeout=10)
+            assert p.returncode == 0
+        fired += parallel
+    assert not spool_files(h.spool), f"spool not drained after {fired} hooks"
+    return fired
+
+
+def test_a_200k_op_spool_is_delivered_exactly_once(tmp_path):
+    """200,000 ops spooled while the server is down: hooks with the server
+    down stay O(1) and lose nothing, then hooks fired three at a time against
+    the restarted server deliver every op exactly once, in order, each hook
+    within its 2 s bound."""
+    n = 200_000
+    srv, h, sid, restart = down_then_up(tmp_path, ["--agent-log-bytes", str(256 << 20)])
+    try:
+        names = [f"T{i}" for i in range(n)]
+        write_spool(h.spool, sid, names)
+        for i in range(3):
+            h.fire(dict(shapes(sid)["PreToolUse"], tool_name=f"D{i}"))
+        ops = spooled(h.spool)
+        assert len(ops) == n + 3
+        assert [o["record"]["data"]["tool_name"] for o in ops] == names + ["D0", "D1", "D2"]
+        restart()
+        drain(h, sid, parallel=3)
+        got = tool_names(srv, sid)
+        assert got == names + ["D0", "D1", "D2"]
+        ends = [t for t, _ in records(srv, sid) if t == "tool_end"]
+        assert ends and not (tmp_path / "spool.jsonl.dropped").exists()
+    finally:
+        srv.stop()
+
+
+def test_spool_cap_drops_the_oldest_and_reports_the_count(tmp_path):
+    """Over AGENTHUB_SPOOL_MAX_BYTES the oldest spooled ops are dropped
+    (never the new one), the spool stays under its cap, and the next hook
+    that reaches the server delivers the rest and then tells the session how
+    many were dropped: a notification of kind spool_dropped."""
+    cap = 256 << 10
+    n = 20_000
+    srv, h, sid, restart = down_then_up(tmp_path)
+    try:
+        names = [f"T{i}" for i in range(n)]
+        write_spool(h.spool, sid, names)
+        h.fire(dict(shapes(sid)["PreToolUse"], tool_name="NEW"),
+               AGENTHUB_SPOOL_MAX_BYTES=cap)
+        ops = spooled(h.spool)
+        kept = [o["record"]["data"]["tool_name"] for o in ops]
+        assert kept[-1] == "NEW"
+        assert spooled_bytes(h.spool) <= cap
+        dropped = n - (len(kept) - 1)
+        assert dropped > 0 and kept[:-1] == names[dropped:]
+        assert int((tmp_path / "spool.jsonl.dropped").read_text()) == dropped
+        restart()
+        drain(h, sid, AGENTHUB_SPOOL_MAX_BYTES=cap)
+        # The draining hooks append too, so the cap may drop a few more
+        # before delivery starts: the report counts exactly what is missing.
+        got = records(srv, sid)
+        delivered = [d["tool_name"] for t, d in got if t == "tool_start"]
+        missing = n - (len(delivered) - 1)
+        assert missing >= dropped and delivered == names[missing:] + ["NEW"]
+        notices = [d for t, d in got if t == "notification"]
+        assert notices == [{"kind": "spool_dropped", "ops": missing}]
+        assert not (tmp_path / "spool.jsonl.dropped").exists()
+    finally:
+        srv.stop()
+
+
+def test_hooks_killed_mid_delivery_lose_nothing(tmp_path):
+    """Hooks SIGKILLed at random points while delivering a backlog (the
+    worst a 2 s alarm could do): every op still arrives, in order; a kill
+    between the server's answer and the bookkeeping may send that one batch
+    again, and nothing more."""
+    n = 60_000
+    kills = 6
+    srv, h, sid, restart = down_then_up(tmp_path, ["--agent-log-bytes", str(64 << 20)])
+    try:
+        names = [f"T{i}" for i in range(n)]
+        write_spool(h.spool, sid, names)
+        restart()
+        rng = random.Random(7)
+        env = srv.env("t-agent-1", AGENTHUB_SPOOL=h.spool, AGENTHUB_TERMINAL_ID=h.terminal)
+        for _ in range(kills):
+            p = subprocess.Popen([str(AGENTHUB), "hook", "claude"], env=env,
+                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            p.stdin.write(json.dumps(shapes(sid)["PostToolUse"]).encode())
+            p.stdin.close()
+            time.sleep(rng.uniform(0.05, 0.6))
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        drain(h, sid)
+        got = tool_names(srv, sid)
+        assert set(got) == set(names)
+        # Whatever came twice is a re-sent batch: the order never goes back
+        # further than one call's worth of records.
+        positions = [int(name[1:]) for name in got]
+        assert positions[0] == 0 and positions[-1] == n - 1
+        assert len(got) - n <= kills * 1300
+        back = [a - b for a, b in zip(positions, positions[1:]) if b <= a]
+        assert all(step < 1300 for step in back)
+    finally:
+        srv.stop()
