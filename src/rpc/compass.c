@@ -23,11 +23,32 @@ struct command_wait {
     struct runner_command *command;
 };
 
+/* The status a caller hears for a Runner's refusal with RunnerErrorCode
+ * CODE.  Every refusal means the command was not carried out; the classes
+ * a Runner tells apart keep their own status, the rest (INTERNAL, none) are
+ * UNAVAILABLE: a retry may succeed and cannot duplicate it. */
+static int refusal_status(int code)
+{
+    switch (code) {
+    case COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_ALREADY_RUNNING:
+        return GRPC_STATUS_ALREADY_EXISTS;
+    case COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_NOT_FOUND:
+        /* The session exists here; its Runner is not running it. */
+        return GRPC_STATUS_FAILED_PRECONDITION;
+    case COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_RESOURCE_EXHAUSTED:
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    case COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_FAILED_PRECONDITION:
+        return GRPC_STATUS_FAILED_PRECONDITION;
+    default:
+        return GRPC_STATUS_UNAVAILABLE;
+    }
+}
+
 /* What the caller is told, by what became of its command (docs/limits.md):
- * UNAVAILABLE means it was not carried out and a retry cannot duplicate it;
- * DEADLINE_EXCEEDED and UNKNOWN mean it reached the Runner unanswered and
- * may have been carried out. */
-static void command_wait_done(void *arg, enum runner_outcome outcome, const char *detail)
+ * UNAVAILABLE (and a refusal's own status) means it was not carried out and
+ * a retry cannot duplicate it; DEADLINE_EXCEEDED and UNKNOWN mean it reached
+ * the Runner unanswered and may have been carried out. */
+static void command_wait_done(void *arg, enum runner_outcome outcome, int code, const char *detail)
 {
     struct command_wait *wait = arg;
     char message[300];
@@ -45,7 +66,7 @@ static void command_wait_done(void *arg, enum runner_outcome outcome, const char
     case RUNNER_REFUSED:
         snprintf(message, sizeof(message), "control dispatch failed: %.200s",
                  detail && detail[0] ? detail : "the runner refused the command");
-        grpc_call_finish(wait->call, GRPC_STATUS_UNAVAILABLE, message);
+        grpc_call_finish(wait->call, refusal_status(code), message);
         return;
     case RUNNER_NOT_SENT:
         snprintf(message, sizeof(message), "control dispatch failed: not delivered: %.200s",
@@ -91,7 +112,6 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
         return;
     }
     wait->call = call;
-    command->session_id = (char *)row->session_id;
     rv = runner_command_send(ctx, row->runner_id, command, command_wait_done, wait, &wait->command);
     if (rv != RUNNER_SEND_QUEUED) {
         free(wait);
@@ -148,11 +168,12 @@ static void skip_batch_on_message(struct grpc_call *call, const ProtobufCMessage
     const Compass__V1__SkipBatchWindowRequest *request =
         (const Compass__V1__SkipBatchWindowRequest *)message;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
-    Compass__V1__StartNowCommand start_now = COMPASS__V1__START_NOW_COMMAND__INIT;
+    Compass__V1__SkipBatchWindowRequest start_now = COMPASS__V1__SKIP_BATCH_WINDOW_REQUEST__INIT;
     struct store_session row;
 
     if (control_precheck(call, request->session_id, &row) != 0)
         return;
+    start_now.session_id = row.session_id;
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START_NOW;
     command.start_now = &start_now;
     dispatch_and_wait(call, &row, &command);
@@ -163,14 +184,22 @@ static void send_message_on_message(struct grpc_call *call, const ProtobufCMessa
     const Compass__V1__SendAgentMessageRequest *request =
         (const Compass__V1__SendAgentMessageRequest *)message;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
-    Compass__V1__DeliverCommand deliver = COMPASS__V1__DELIVER_COMMAND__INIT;
+    Compass__V1__DispatchControl dispatch = COMPASS__V1__DISPATCH_CONTROL__INIT;
+    Compass__V1__AgentControl op = COMPASS__V1__AGENT_CONTROL__INIT;
+    Compass__V1__PromptControl prompt = COMPASS__V1__PROMPT_CONTROL__INIT;
     struct store_session row;
 
     if (control_precheck(call, request->session_id, &row) != 0)
         return;
-    deliver.text = request->text;
-    command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER;
-    command.deliver = &deliver;
+    /* The owner's text is input for the agent, as its user would type it:
+     * a prompt (docs/protocol.md says why not a steer or a deliver). */
+    prompt.input = request->text;
+    op.control_case = COMPASS__V1__AGENT_CONTROL__CONTROL_PROMPT;
+    op.prompt = &prompt;
+    dispatch.session_id = row.session_id;
+    dispatch.op = &op;
+    command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER_CONTROL;
+    command.deliver_control = &dispatch;
     dispatch_and_wait(call, &row, &command);
 }
 
@@ -182,7 +211,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     Compass__V1__StartAgentSessionResponse response =
         COMPASS__V1__START_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
-    Compass__V1__StartCommand start = COMPASS__V1__START_COMMAND__INIT;
+    Compass__V1__StartAgentSessionRequest start = COMPASS__V1__START_AGENT_SESSION_REQUEST__INIT;
     struct store_session_spec spec;
     struct store_container container;
     struct store_subject subject;
@@ -194,6 +223,11 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
         return;
     if (request->container_name[0] == '\0') {
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "container_name is required");
+        return;
+    }
+    if (request->resume_session_id[0] != '\0') {
+        grpc_call_finish(call, GRPC_STATUS_UNIMPLEMENTED,
+                         "resume_session_id is not supported by this server");
         return;
     }
     rv = gate_may_start(ctx->store, &subject, request->container_name, &container);
@@ -221,6 +255,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
         session_bind(s, container.runner_id);
     /* The Runner learns at once when it is connected; otherwise from its
      * next report.  The session exists either way. */
+    start.container_name = request->container_name;
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START;
     command.start = &start;
     command.session_id = session_id;
@@ -238,7 +273,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
     static const Compass__V1__StopAgentSessionResponse response =
         COMPASS__V1__STOP_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
-    Compass__V1__StopCommand stop = COMPASS__V1__STOP_COMMAND__INIT;
+    Compass__V1__StopAgentSessionRequest stop = COMPASS__V1__STOP_AGENT_SESSION_REQUEST__INIT;
     struct store_session row;
     struct session *s;
     int rv;
@@ -250,9 +285,9 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     }
+    stop.session_id = row.session_id;
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP;
     command.stop = &stop;
-    command.session_id = row.session_id;
     runner_command_send(ctx, row.runner_id, &command, NULL, NULL, NULL);
     s = session_find(ctx->sessions, row.session_id, strlen(row.session_id));
     if (s) {

@@ -32,11 +32,17 @@ struct rpc_config {
     uint32_t max_account_sessions;  /* open sessions per agent account; 0: no cap */
 };
 
+/* The agent acks a Runner relays (counted, relayed no further). */
+enum { RPC_ACK_REPLAY_COMPLETE, RPC_ACK_CONTROL, RPC_ACK_DELIVERY, RPC_ACK_KINDS };
+
 /* Counters published on /metrics. */
 struct rpc_counters {
     uint64_t frames_accepted;
     uint64_t relay_gaps;
     uint64_t relay_retries;
+    uint64_t relay_duplicates;    /* an idempotency_key seen before */
+    uint64_t relay_stale_streams; /* frames on a stream of a Runner's previous run */
+    uint64_t relay_acks[RPC_ACK_KINDS];
     uint64_t relay_unknown_frames;
     uint64_t relay_unbound_frames;
     uint64_t relay_ended_frames;

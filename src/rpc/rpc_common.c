@@ -124,6 +124,20 @@ void rpc_write_metrics(const struct rpc_context *ctx, FILE *out)
             "# HELP agenthub_relay_retries_total repeated or older runner_seq, dropped.\n"
             "# TYPE agenthub_relay_retries_total counter\n"
             "agenthub_relay_retries_total %llu\n"
+            "# HELP agenthub_relay_duplicates_total frames whose idempotency_key was seen "
+            "before, dropped.\n"
+            "# TYPE agenthub_relay_duplicates_total counter\n"
+            "agenthub_relay_duplicates_total %llu\n"
+            "# HELP agenthub_relay_stale_streams_total PublishEvents streams of a Runner's "
+            "previous run, ended ABORTED.\n"
+            "# TYPE agenthub_relay_stale_streams_total counter\n"
+            "agenthub_relay_stale_streams_total %llu\n"
+            "# HELP agenthub_relay_acks_total agent acks relayed by a Runner, by kind "
+            "(counted, relayed no further).\n"
+            "# TYPE agenthub_relay_acks_total counter\n"
+            "agenthub_relay_acks_total{kind=\"replay_complete\"} %llu\n"
+            "agenthub_relay_acks_total{kind=\"control\"} %llu\n"
+            "agenthub_relay_acks_total{kind=\"delivery\"} %llu\n"
             "# HELP agenthub_relay_unknown_frames_total frames with an unset or unknown variant.\n"
             "# TYPE agenthub_relay_unknown_frames_total counter\n"
             "agenthub_relay_unknown_frames_total %llu\n"
@@ -151,7 +165,12 @@ void rpc_write_metrics(const struct rpc_context *ctx, FILE *out)
             "# TYPE agenthub_sessions_live gauge\n"
             "agenthub_sessions_live %zu\n",
             (unsigned long long)c->frames_accepted, (unsigned long long)c->relay_gaps,
-            (unsigned long long)c->relay_retries, (unsigned long long)c->relay_unknown_frames,
+            (unsigned long long)c->relay_retries, (unsigned long long)c->relay_duplicates,
+            (unsigned long long)c->relay_stale_streams,
+            (unsigned long long)c->relay_acks[RPC_ACK_REPLAY_COMPLETE],
+            (unsigned long long)c->relay_acks[RPC_ACK_CONTROL],
+            (unsigned long long)c->relay_acks[RPC_ACK_DELIVERY],
+            (unsigned long long)c->relay_unknown_frames,
             (unsigned long long)c->relay_unbound_frames, (unsigned long long)c->relay_ended_frames,
             (unsigned long long)c->relay_invalid_records, (unsigned long long)c->transcript_entries,
             (unsigned long long)c->subscriber_lag_drops, (unsigned long long)c->records_appended,

@@ -12,6 +12,7 @@
 #include "core/arbiter.h"
 #include "grpc/grpc.h"
 #include "rpc/hub.h"
+#include "rpc/runner_seq.h"
 #include "rpc/stream_guard.h"
 #include "store/gate.h"
 #include "store/store.h"
@@ -55,20 +56,14 @@ struct runner_link {
     struct command_list queue;    /* not yet written, oldest first */
     struct command_list inflight; /* written, unanswered, oldest first */
     size_t queued_bytes;
+    unsigned heard : 1; /* its first message arrived */
     struct runner_link *prev, *next;
-};
-
-struct runner_seq {
-    char id[STORE_ID_MAX];
-    uint64_t last;
-    uint64_t persisted;
-    struct runner_seq *next;
 };
 
 struct runner_registry {
     struct event_base *base;
     struct runner_link *links;
-    struct runner_seq *seqs;
+    struct runner_runs *runs;
     uint64_t next_id;
     size_t queued_bytes; /* over every Runner */
     size_t queued;
@@ -86,9 +81,20 @@ struct runner_registry *runner_registry_new(struct event_base *base)
 {
     struct runner_registry *runners = calloc(1, sizeof(*runners));
 
-    if (runners)
-        runners->base = base;
+    if (!runners)
+        return NULL;
+    runners->base = base;
+    runners->runs = runner_runs_new();
+    if (!runners->runs) {
+        free(runners);
+        return NULL;
+    }
     return runners;
+}
+
+struct runner_runs *runner_registry_runs(const struct runner_registry *runners)
+{
+    return runners->runs;
 }
 
 /* --- Command lists --------------------------------------------------------- */
@@ -163,7 +169,7 @@ static void command_free(struct runner_command *c)
 /* Tells C's waiter OUTCOME.  A written command told it "may have been
  * delivered" stays remembered (answered) so a late answer is recognised;
  * every other command is freed first. */
-static void command_complete(struct runner_command *c, enum runner_outcome outcome,
+static void command_complete(struct runner_command *c, enum runner_outcome outcome, int code,
                              const char *detail)
 {
     runner_command_done done = c->done;
@@ -177,7 +183,7 @@ static void command_complete(struct runner_command *c, enum runner_outcome outco
     else
         command_free(c);
     if (done)
-        done(arg, outcome, detail);
+        done(arg, outcome, code, detail);
 }
 
 /* Ends every command of LINK: queued ones were never sent, written ones
@@ -199,7 +205,7 @@ static void link_fail_commands(struct runner_link *link, const char *why)
         free(c);
         if (done) {
             runners->withdrawn++;
-            done(arg, RUNNER_NOT_SENT, why);
+            done(arg, RUNNER_NOT_SENT, 0, why);
         }
     }
     while ((c = list_pop(&link->inflight)) != NULL) {
@@ -210,7 +216,7 @@ static void link_fail_commands(struct runner_link *link, const char *why)
         free(c->bytes);
         free(c);
         if (done)
-            done(arg, RUNNER_LOST, why);
+            done(arg, RUNNER_LOST, 0, why);
     }
 }
 
@@ -224,11 +230,7 @@ void runner_registry_free(struct runner_registry *runners)
         link_fail_commands(link, "the server is stopping");
         free(link);
     }
-    while (runners->seqs) {
-        struct runner_seq *seq = runners->seqs;
-        runners->seqs = seq->next;
-        free(seq);
-    }
+    runner_runs_free(runners->runs);
     free(runners);
 }
 
@@ -245,43 +247,6 @@ int runner_connected(const struct runner_registry *runners, const char *runner_i
     return link_find(runners, runner_id) != NULL;
 }
 
-int runner_seq_slot(struct rpc_context *ctx, const char *runner_id, uint64_t **slot)
-{
-    struct runner_seq *seq;
-    uint64_t stored = 0;
-
-    for (seq = ctx->runners->seqs; seq; seq = seq->next)
-        if (strcmp(seq->id, runner_id) == 0) {
-            *slot = &seq->last;
-            return 0;
-        }
-    if (ctx->store->ops->runner_seq_get(ctx->store->impl, runner_id, &stored) == STORE_FAULT)
-        return -1;
-    seq = calloc(1, sizeof(*seq));
-    if (!seq)
-        return -1;
-    snprintf(seq->id, sizeof(seq->id), "%s", runner_id);
-    seq->last = seq->persisted = stored;
-    seq->next = ctx->runners->seqs;
-    ctx->runners->seqs = seq;
-    *slot = &seq->last;
-    return 0;
-}
-
-void runner_seq_persist(struct rpc_context *ctx, const char *runner_id)
-{
-    for (struct runner_seq *seq = ctx->runners->seqs; seq; seq = seq->next) {
-        if (strcmp(seq->id, runner_id) != 0 || seq->last == seq->persisted)
-            continue;
-        if (ctx->store->ops->runner_seq_set(ctx->store->impl, runner_id, seq->last) == STORE_OK)
-            seq->persisted = seq->last;
-        else
-            log_warn("runner %s: cannot persist runner_seq %llu yet", runner_id,
-                     (unsigned long long)seq->last);
-        return;
-    }
-}
-
 /* --- Sending ------------------------------------------------------------- */
 
 static void on_command_timeout(evutil_socket_t fd, short what, void *arg)
@@ -292,15 +257,34 @@ static void on_command_timeout(evutil_socket_t fd, short what, void *arg)
 
     if (!c->written) {
         runners->withdrawn++;
-        command_complete(c, RUNNER_NOT_SENT, "the runner did not take it in time");
+        command_complete(c, RUNNER_NOT_SENT, 0, "the runner did not take it in time");
         return;
     }
     runners->unanswered++;
     log_warn("runner %s: request %" PRIu64 " was sent but not answered in time", link->id, c->id);
-    command_complete(c, RUNNER_UNANSWERED, "the runner did not answer in time");
+    command_complete(c, RUNNER_UNANSWERED, 0, "the runner did not answer in time");
     /* Its in-flight slot may now be reused. */
     if (link->queue.head)
         grpc_call_want_writable(link->call);
+}
+
+/* The session COMMAND is for ("" for a status of every session). */
+static const char *command_session(const Compass__V1__SessionsResponse *command)
+{
+    switch (command->command_case) {
+    case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START:
+        return command->session_id;
+    case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP:
+        return command->stop->session_id;
+    case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STATUS:
+        return command->status->session_id;
+    case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER_CONTROL:
+        return command->deliver_control->session_id;
+    case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START_NOW:
+        return command->start_now->session_id;
+    default:
+        return "";
+    }
 }
 
 int runner_command_send(struct rpc_context *ctx, const char *runner_id,
@@ -319,6 +303,11 @@ int runner_command_send(struct rpc_context *ctx, const char *runner_id,
         return RUNNER_SEND_NOT_CONNECTED;
     snprintf(request_id, sizeof(request_id), "%" PRIu64, runners->next_id + 1);
     message->request_id = request_id;
+    /* A control op is numbered like its command, so an agent's ControlAck
+     * names the command it acknowledges. */
+    if (message->command_case == COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER_CONTROL &&
+        message->deliver_control->op)
+        message->deliver_control->op->control_seq = runners->next_id + 1;
     len = protobuf_c_message_get_packed_size(&message->base);
     charge = len + COMMAND_OVERHEAD;
     /* One command alone always fits, so the largest message a caller may
@@ -328,7 +317,7 @@ int runner_command_send(struct rpc_context *ctx, const char *runner_id,
         if (!done) /* nobody waits to hear it: say so here */
             log_warn("runner %s: its command queue is full; a command for session %.128s was "
                      "dropped",
-                     link->id, message->session_id);
+                     link->id, command_session(message));
         return RUNNER_SEND_QUEUE_FULL;
     }
     c = calloc(1, sizeof(*c));
@@ -401,7 +390,7 @@ static void link_write_next(struct runner_link *link)
     if (grpc_call_send_encoded(link->call, NULL, 0, c->bytes, c->len) != 0) {
         if (c->done)
             link_registry(link)->withdrawn++;
-        command_complete(c, RUNNER_NOT_SENT, "the runner's control stream cannot take it");
+        command_complete(c, RUNNER_NOT_SENT, 0, "the runner's control stream cannot take it");
         return;
     }
     list_unlink(&link->queue, c);
@@ -412,38 +401,6 @@ static void link_write_next(struct runner_link *link)
     c->bytes = NULL;
     c->written = 1;
     list_push(&link->inflight, c);
-}
-
-/* The Runner answered request REQUEST_ID. */
-static void link_answer(struct runner_link *link, const Compass__V1__SessionsRequest *answer)
-{
-    struct runner_registry *runners = link_registry(link);
-    char *end;
-    uint64_t id = strtoull(answer->request_id, &end, 10);
-
-    for (struct runner_command *c = link->inflight.head; c && *end == '\0'; c = c->next) {
-        if (c->id != id)
-            continue;
-        if (c->answered) {
-            runners->late++;
-            log_warn("runner %s answered request %" PRIu64 " (%s) after its caller was told it "
-                     "may not have been delivered",
-                     link->id, id, answer->ok ? "carried out" : "refused");
-            command_free(c);
-        } else if (c->done) {
-            command_complete(c, answer->ok ? RUNNER_ACKED : RUNNER_REFUSED, answer->error);
-        } else {
-            if (!answer->ok)
-                log_info("runner %s refused request %" PRIu64 ": %.200s", link->id, id,
-                         answer->error);
-            command_free(c);
-        }
-        if (link->queue.head)
-            grpc_call_want_writable(link->call);
-        return;
-    }
-    runners->unknown++;
-    log_debug("runner %s answered unknown request %.40s", link->id, answer->request_id);
 }
 
 /* --- RunnerService/Sessions --------------------------------------------- */
@@ -555,24 +512,24 @@ static int report_row(const struct store_session *row, void *arg)
     return 0;
 }
 
-/* The Runner's report of the sessions it hosts: each one bound to it is
- * live again, and its subscribers hear its current state.  One store read
- * answers the whole report.  Returns 0, or -1 after ending the stream (a
- * report over --max-report-sessions). */
-static int sessions_report(struct rpc_context *ctx, struct runner_link *link,
-                           const Compass__V1__SessionsRequest *report)
+/* The Runner's report of the sessions it hosts (IDS, N of them): each one
+ * bound to it is live again, and its subscribers hear its current state.
+ * One store read answers the whole report.  Returns 0, or -1 after ending
+ * the stream (a report over --max-report-sessions; LINK is freed). */
+static int sessions_report(struct rpc_context *ctx, struct runner_link *link, char *const *ids,
+                           size_t n)
 {
-    struct report_check check = {NULL, report->n_live_sessions, NULL};
+    struct report_check check = {NULL, n, NULL};
     char message[160];
     int rv;
 
-    if (report->n_live_sessions > ctx->config.max_report_sessions) {
+    if (n > ctx->config.max_report_sessions) {
         ctx->runners->reports_too_big++;
-        log_warn("runner %s reported %zu live sessions; at most %u are accepted", link->id,
-                 report->n_live_sessions, ctx->config.max_report_sessions);
+        log_warn("runner %s reported %zu live sessions; at most %u are accepted", link->id, n,
+                 ctx->config.max_report_sessions);
         snprintf(message, sizeof(message),
-                 "the live-sessions report lists %zu sessions; at most %u are accepted",
-                 report->n_live_sessions, ctx->config.max_report_sessions);
+                 "the live-sessions report lists %zu sessions; at most %u are accepted", n,
+                 ctx->config.max_report_sessions);
         grpc_call_finish(link->call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
         link_close(ctx, link, "the runner's control stream was ended");
         return -1;
@@ -585,7 +542,7 @@ static int sessions_report(struct rpc_context *ctx, struct runner_link *link,
         log_warn("runner %s: out of memory checking its live-sessions report", link->id);
         goto out;
     }
-    memcpy(check.ids, report->live_sessions, check.n * sizeof(*check.ids));
+    memcpy(check.ids, ids, check.n * sizeof(*check.ids));
     qsort(check.ids, check.n, sizeof(*check.ids), id_compare);
     rv = ctx->store->ops->runner_sessions(ctx->store->impl, link->id, report_row, &check);
     if (rv != STORE_OK) {
@@ -612,18 +569,114 @@ out:
     return 0;
 }
 
+/* A status result is the same report, one AgentSessionStatus per session
+ * (its state is the Runner's view; the server derives its own).  Returns
+ * as sessions_report. */
+static int sessions_report_statuses(struct rpc_context *ctx, struct runner_link *link,
+                                    const Compass__V1__GetAgentStatusResponse *status)
+{
+    char **ids;
+    int rv;
+
+    if (status->n_statuses == 0 || status->n_statuses > ctx->config.max_report_sessions)
+        return sessions_report(ctx, link, NULL, status->n_statuses);
+    ids = malloc(status->n_statuses * sizeof(*ids));
+    if (!ids) {
+        log_warn("runner %s: out of memory reading its status report", link->id);
+        return 0;
+    }
+    for (size_t i = 0; i < status->n_statuses; i++)
+        ids[i] = status->statuses[i]->session_id;
+    rv = sessions_report(ctx, link, ids, status->n_statuses);
+    free(ids);
+    return rv;
+}
+
+/* The name of RunnerErrorCode CODE, for logs. */
+static const char *runner_error_name(int code)
+{
+    const ProtobufCEnumValue *value =
+        protobuf_c_enum_descriptor_get_value(&compass__v1__runner_error_code__descriptor, code);
+
+    return value ? value->name : "an unknown RunnerErrorCode";
+}
+
+/* The Runner answered request ANSWER->request_id: a RunnerError refuses the
+ * command, any other result (or none) says it was carried out; a status
+ * result is also a report of the Runner's sessions.  Returns 0, or -1 when
+ * that report ended the stream (LINK is freed). */
+static int link_answer(struct rpc_context *ctx, struct runner_link *link,
+                       const Compass__V1__SessionsRequest *answer)
+{
+    struct runner_registry *runners = link_registry(link);
+    int refused = answer->result_case == COMPASS__V1__SESSIONS_REQUEST__RESULT_ERROR;
+    int code = refused ? (int)answer->error->code : 0;
+    const char *detail = refused ? answer->error->message : "";
+    char *end;
+    uint64_t id = strtoull(answer->request_id, &end, 10);
+
+    for (struct runner_command *c = link->inflight.head; c && *end == '\0'; c = c->next) {
+        if (c->id != id)
+            continue;
+        if (c->answered) {
+            runners->late++;
+            log_warn("runner %s answered request %" PRIu64 " (%s) after its caller was told it "
+                     "may not have been delivered",
+                     link->id, id, refused ? "refused" : "carried out");
+            command_free(c);
+        } else if (c->done) {
+            command_complete(c, refused ? RUNNER_REFUSED : RUNNER_ACKED, code, detail);
+        } else {
+            if (refused)
+                log_info("runner %s refused request %" PRIu64 " (%s): %.200s", link->id, id,
+                         runner_error_name(code), detail);
+            command_free(c);
+        }
+        if (link->queue.head)
+            grpc_call_want_writable(link->call);
+        if (answer->result_case == COMPASS__V1__SESSIONS_REQUEST__RESULT_STATUS)
+            return sessions_report_statuses(ctx, link, answer->status);
+        return 0;
+    }
+    runners->unknown++;
+    log_debug("runner %s answered unknown request %.40s", link->id, answer->request_id);
+    return 0;
+}
+
+/* Asks LINK's Runner for every session it hosts: its status result is its
+ * report. */
+static void link_ask_status(struct rpc_context *ctx, struct runner_link *link)
+{
+    Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
+    Compass__V1__GetAgentStatusRequest status = COMPASS__V1__GET_AGENT_STATUS_REQUEST__INIT;
+
+    command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STATUS;
+    command.status = &status;
+    runner_command_send(ctx, link->id, &command, NULL, NULL, NULL);
+}
+
 static void sessions_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     struct rpc_context *ctx = grpc_call_door_data(call);
     const Compass__V1__SessionsRequest *request = (const Compass__V1__SessionsRequest *)message;
     struct runner_link *link = grpc_call_user(call);
+    int first;
 
     if (!link)
         return;
-    if (request->request_id[0] == '\0')
-        sessions_report(ctx, link, request);
-    else
-        link_answer(link, request);
+    first = !link->heard;
+    link->heard = 1;
+    if (request->request_id[0] != '\0') {
+        link_answer(ctx, link, request);
+    } else if (request->result_case == COMPASS__V1__SESSIONS_REQUEST__RESULT_STATUS) {
+        sessions_report_statuses(ctx, link, request->status);
+    } else if (request->n_live_sessions > 0 ||
+               request->result_case != COMPASS__V1__SESSIONS_REQUEST__RESULT__NOT_SET) {
+        sessions_report(ctx, link, request->live_sessions, request->n_live_sessions);
+    } else if (first) {
+        /* An opening message that says nothing of its sessions: ask. */
+        link_ask_status(ctx, link);
+    }
 }
 
 static void sessions_on_writable(struct grpc_call *call)
@@ -678,6 +731,7 @@ void runner_registry_write_metrics(const struct runner_registry *r, FILE *out)
             (unsigned long long)r->withdrawn, (unsigned long long)r->unanswered,
             (unsigned long long)r->late, (unsigned long long)r->unknown,
             (unsigned long long)r->reports_too_big);
+    runner_runs_write_metrics(r->runs, out);
 }
 
 const struct grpc_method runner_sessions_method = {

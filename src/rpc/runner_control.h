@@ -7,7 +7,14 @@
  * the next command only when its send queue is empty and HTTP/2 wants
  * bytes, so a Runner that stops reading holds at most one command in the
  * transport.  Every command carries a request_id; the Runner answers with a
- * SessionsRequest of the same request_id.
+ * SessionsRequest of the same request_id: a RunnerError when it refused,
+ * anything else when it carried the command out.
+ *
+ * A Runner reports the sessions it hosts when its stream opens: with
+ * live_sessions, or, when its first message says nothing (no request_id,
+ * no result, no sessions), in its answer to the status command the server
+ * then sends it.  Either report re-announces each of those sessions that is
+ * bound to it.
  *
  * What a waiter learns (enum runner_outcome) is exact about delivery: a
  * command still queued when its waiter gives up, times out or the stream
@@ -28,15 +35,17 @@ struct event_base;
 struct runner_command;
 
 enum runner_outcome {
-    RUNNER_ACKED = 0,      /* the Runner answered ok: carried out */
-    RUNNER_REFUSED = 1,    /* the Runner answered not ok: not carried out (DETAIL says why) */
+    RUNNER_ACKED = 0,      /* the Runner answered: carried out */
+    RUNNER_REFUSED = 1,    /* the Runner answered RunnerError: not carried out */
     RUNNER_NOT_SENT = 2,   /* withdrawn unwritten: the Runner never saw it */
     RUNNER_UNANSWERED = 3, /* written, no answer within the timeout: may have been carried out */
     RUNNER_LOST = 4,       /* written, the stream ended before an answer: the same */
 };
 
-/* DETAIL is the Runner's error text (REFUSED) or why (the others). */
-typedef void (*runner_command_done)(void *arg, enum runner_outcome outcome, const char *detail);
+/* DETAIL is the Runner's error text (REFUSED) or why (the others); CODE is
+ * the RunnerErrorCode of a refusal, else 0. */
+typedef void (*runner_command_done)(void *arg, enum runner_outcome outcome, int code,
+                                    const char *detail);
 
 enum runner_send_rc {
     RUNNER_SEND_QUEUED = 0,
@@ -51,8 +60,9 @@ void runner_registry_free(struct runner_registry *runners);
 /* 1 when RUNNER_ID has a Sessions stream open. */
 int runner_connected(const struct runner_registry *runners, const char *runner_id);
 
-/* Queues COMMAND for RUNNER_ID; its request_id is filled in here and it is
- * encoded at once, so the message may be freed on return.  With DONE, DONE
+/* Queues COMMAND for RUNNER_ID; its request_id (and a deliver_control's
+ * control_seq) is filled in here and it is encoded at once, so the message
+ * may be freed on return.  With DONE, DONE
  * runs exactly once, later, with the outcome, unless the command is
  * abandoned first; an unwritten command is withdrawn at
  * config.command_timeout_ms.  Without DONE (the Runner learns of a start
@@ -68,17 +78,11 @@ int runner_command_send(struct rpc_context *ctx, const char *runner_id,
  * counted as late. */
 void runner_command_abandon(struct rpc_context *ctx, struct runner_command *command);
 
-/* The last runner_seq accepted from RUNNER_ID, read from the store on first
- * use and kept in memory after.  Returns 0 with *SLOT set, or -1 when the
- * store cannot answer (or memory is short). */
-int runner_seq_slot(struct rpc_context *ctx, const char *runner_id, uint64_t **slot);
-
-/* Writes RUNNER_ID's last accepted runner_seq to the store (best effort; a
- * failure is logged and retried at the next persist). */
-void runner_seq_persist(struct rpc_context *ctx, const char *runner_id);
+/* Every Runner's place in its runner_seq (rpc/runner_seq.h). */
+struct runner_runs *runner_registry_runs(const struct runner_registry *runners);
 
 /* Prometheus text: queued commands and bytes, refusals, withdrawals,
- * unanswered commands, late answers, refused reports. */
+ * unanswered commands, late answers, refused reports, enrollments. */
 void runner_registry_write_metrics(const struct runner_registry *runners, FILE *out);
 
 /* RunnerService/Sessions. */

@@ -20,16 +20,18 @@
 #include "rpc/hub.h"
 #include "rpc/rpc.h"
 #include "rpc/runner_control.h"
+#include "rpc/runner_seq.h"
 #include "rpc/stream_guard.h"
 #include "store/blob.h"
 #include "store/gate.h"
 #include "store/store.h"
 
-/* Persist the accepted runner_seq at least this often (frames). */
-#define SEQ_PERSIST_EVERY 1024
 /* How long a PublishEvents stream trusts one binding check. */
 #define BINDING_TRUST_MS         1000
 #define RUNNER_SEQ_RANGE_MESSAGE "runner_seq must be 1 to 9223372036854775807"
+#define STALE_STREAM_MESSAGE                                                                       \
+    "the runner enrolled again without resuming: this PublishEvents stream belongs to its "        \
+    "previous run"
 
 /* Authenticates and checks SESSION_ID's binding to the calling Runner.
  * Returns 0, or -1 after finishing the call with the refusal. */
@@ -55,24 +57,35 @@ static int relay_precheck(struct grpc_call *call, const char *session_id, int ne
 
 /* --- Enroll -------------------------------------------------------------- */
 
+/* Enroll: a plain one starts a new run of the Runner (its runner_seq starts
+ * again), one with resume continues the run the server knows. */
 static void enroll_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__EnrollRequest *request = (const Compass__V1__EnrollRequest *)message;
     struct rpc_context *ctx = grpc_call_door_data(call);
     Compass__V1__EnrollResponse response = COMPASS__V1__ENROLL_RESPONSE__INIT;
     struct store_subject subject;
-    uint64_t *last;
+    uint64_t last;
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
-    if (runner_seq_slot(ctx, subject.id, &last) != 0) {
+    /* The id a Runner names must be its token's: a mismatch is someone
+     * else's token. */
+    if (request->runner_id[0] && strcmp(request->runner_id, subject.id) != 0) {
+        grpc_call_finish(call, GRPC_STATUS_UNAUTHENTICATED,
+                         "runner_id is not the runner this token belongs to");
+        return;
+    }
+    if (runner_run_enroll(ctx, subject.id, request->resume, &last) != 0) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     }
-    log_info("runner %s enrolled (version %.64s, last runner_seq %llu)", subject.id,
-             request->runner_version, (unsigned long long)*last);
+    log_info("runner %s enrolled (version %.64s, %s, last runner_seq %llu)", subject.id,
+             request->runner_version, request->resume ? "resumed its run" : "a new run",
+             (unsigned long long)last);
+    response.reattached = request->resume;
     response.runner_id = subject.id;
-    response.last_runner_seq = *last;
+    response.last_runner_seq = last;
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
@@ -81,8 +94,8 @@ static void enroll_on_message(struct grpc_call *call, const ProtobufCMessage *me
 
 struct publish_stream {
     char runner_id[STORE_ID_MAX];
-    uint64_t *last_seq;
-    uint64_t unpersisted;
+    struct runner_run *run;
+    uint64_t run_number; /* the run the stream was opened in */
     char bound_session[STORE_ID_MAX];
     int64_t bound_at_ms;
     struct grpc_call *call;
@@ -124,11 +137,12 @@ static void publish_on_start(struct grpc_call *call)
         return;
     }
     snprintf(stream->runner_id, sizeof(stream->runner_id), "%s", subject.id);
-    if (runner_seq_slot(ctx, subject.id, &stream->last_seq) != 0) {
+    if (runner_run_get(ctx, subject.id, &stream->run) != 0) {
         free(stream);
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     }
+    stream->run_number = runner_run_number(stream->run);
     stream->call = call;
     stream->ctx = ctx;
     stream->subject = subject;
@@ -193,6 +207,40 @@ static void publish_accept(struct rpc_context *ctx, struct publish_stream *strea
     ctx->counters.frames_accepted++;
 }
 
+/* 1 when FRAME has no variant this server knows, or a session frame
+ * carries nothing. */
+static int frame_is_unknown(const Compass__V1__AgentFrame *frame)
+{
+    const Compass__V1__SessionFrame *session;
+
+    if (!frame || frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME__NOT_SET)
+        return 1;
+    if (frame->frame_case != COMPASS__V1__AGENT_FRAME__FRAME_SESSION)
+        return 0;
+    session = frame->session;
+    if (!session->typed_event)
+        return session->state == COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED;
+    return session->typed_event->event_case == COMPASS__V1__SESSION_EVENT__EVENT__NOT_SET;
+}
+
+/* Counts FRAME when it is an agent's ack.  Returns 1 if it was one. */
+static int count_ack(struct rpc_context *ctx, const Compass__V1__AgentFrame *frame)
+{
+    switch (frame->frame_case) {
+    case COMPASS__V1__AGENT_FRAME__FRAME_REPLAY_COMPLETE_ACK:
+        ctx->counters.relay_acks[RPC_ACK_REPLAY_COMPLETE]++;
+        return 1;
+    case COMPASS__V1__AGENT_FRAME__FRAME_CONTROL_ACK:
+        ctx->counters.relay_acks[RPC_ACK_CONTROL]++;
+        return 1;
+    case COMPASS__V1__AGENT_FRAME__FRAME_DELIVERY_ACK:
+        ctx->counters.relay_acks[RPC_ACK_DELIVERY]++;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__PublishEventsRequest *request =
@@ -200,49 +248,64 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
     struct rpc_context *ctx = grpc_call_door_data(call);
     struct publish_stream *stream = grpc_call_user(call);
     const Compass__V1__AgentFrame *frame = request->frame;
-    uint64_t last;
+    struct keyset_fp key, *fp = NULL;
+    uint64_t seq = request->runner_seq, skipped;
     struct session *s;
     int rv;
 
     if (!stream || grpc_call_finished(call))
         return; /* ended (a revoked token): nothing more is accepted */
     /* The store keeps runner_seq as a signed 64-bit integer. */
-    if (request->runner_seq == 0 || request->runner_seq > (uint64_t)INT64_MAX) {
+    if (seq == 0 || seq > (uint64_t)INT64_MAX) {
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, RUNNER_SEQ_RANGE_MESSAGE);
         return;
     }
-    last = *stream->last_seq;
-    if (request->runner_seq <= last) {
-        ctx->counters.relay_retries++;
-        log_debug("runner %s: runner_seq %llu repeats (last accepted %llu); dropped as a retry",
-                  stream->runner_id, (unsigned long long)request->runner_seq,
-                  (unsigned long long)last);
+    if (runner_run_number(stream->run) != stream->run_number) {
+        ctx->counters.relay_stale_streams++;
+        log_info("runner %s: a PublishEvents stream of its previous run sent runner_seq %llu; "
+                 "ended",
+                 stream->runner_id, (unsigned long long)seq);
+        grpc_call_finish(call, GRPC_STATUS_ABORTED, STALE_STREAM_MESSAGE);
         return;
     }
-    if (!frame || frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME__NOT_SET ||
-        (frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME_SESSION &&
-         ((!frame->session->typed_event &&
-           frame->session->state ==
-               COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED) ||
-          (frame->session->typed_event && frame->session->typed_event->event_case ==
-                                              COMPASS__V1__SESSION_EVENT__EVENT__NOT_SET)))) {
+    if (request->idempotency_key[0]) {
+        key = keyset_fingerprint(request->session_id, strlen(request->session_id),
+                                 request->idempotency_key, strlen(request->idempotency_key));
+        fp = &key;
+    }
+    switch (runner_run_check(stream->run, seq, fp)) {
+    case RUNNER_FRAME_RETRY:
+        ctx->counters.relay_retries++;
+        log_debug("runner %s: runner_seq %llu repeats one of this run; dropped as a retry",
+                  stream->runner_id, (unsigned long long)seq);
+        return;
+    case RUNNER_FRAME_DUPLICATE:
+        ctx->counters.relay_duplicates++;
+        log_debug("runner %s: runner_seq %llu carries an idempotency_key already seen for "
+                  "session %.128s; dropped as a duplicate",
+                  stream->runner_id, (unsigned long long)seq, request->session_id);
+        goto advance;
+    default:
+        break;
+    }
+    if (frame_is_unknown(frame)) {
         ctx->counters.relay_unknown_frames++;
         log_warn("runner %s: runner_seq %llu for session %.128s has an unset or unrecognized "
                  "variant; counted, not relayed",
-                 stream->runner_id, (unsigned long long)request->runner_seq, request->session_id);
+                 stream->runner_id, (unsigned long long)seq, request->session_id);
         goto advance;
     }
     rv = publish_binding(ctx, stream, request->session_id);
     if (rv == GATE_FAULT) {
-        /* Not accepted: the Runner resends from Enroll's last_runner_seq. */
-        runner_seq_persist(ctx, stream->runner_id);
+        /* Not accepted: a resuming Runner resends from last_runner_seq. */
+        runner_run_persist(ctx, stream->run);
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     }
     if (rv != GATE_BOUND) {
         ctx->counters.relay_unbound_frames++;
         log_warn("runner %s: runner_seq %llu is for a session not bound to it; dropped",
-                 stream->runner_id, (unsigned long long)request->runner_seq);
+                 stream->runner_id, (unsigned long long)seq);
         goto advance;
     }
     if (frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME_TRANSCRIPT_ENTRY) {
@@ -251,16 +314,18 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
         ctx->counters.transcript_entries++;
         goto advance;
     }
+    if (count_ack(ctx, frame))
+        goto advance; /* between the agent and its Runner: counted only */
     switch (hub_live_session(ctx, request->session_id, &s)) {
     case HUB_LIVE:
         break;
     case HUB_ENDED:
         ctx->counters.relay_ended_frames++;
         log_info("runner %s: runner_seq %llu is for a session that has ended; dropped",
-                 stream->runner_id, (unsigned long long)request->runner_seq);
+                 stream->runner_id, (unsigned long long)seq);
         goto advance;
     case HUB_FAULT:
-        runner_seq_persist(ctx, stream->runner_id);
+        runner_run_persist(ctx, stream->run);
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     default:
@@ -269,19 +334,14 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
     }
     if (!session_binding(s) || strcmp(session_binding(s), stream->runner_id) != 0)
         session_bind(s, stream->runner_id);
-    publish_accept(ctx, stream, s, frame->session, request->runner_seq);
+    publish_accept(ctx, stream, s, frame->session, seq);
 advance:
-    if (request->runner_seq > last + 1) {
+    skipped = runner_run_advance(ctx, stream->run, seq, fp);
+    if (skipped) {
         ctx->counters.relay_gaps++;
         log_warn("runner %s: runner_seq gap: expected %llu, got %llu (%llu lost in transit)",
-                 stream->runner_id, (unsigned long long)(last + 1),
-                 (unsigned long long)request->runner_seq,
-                 (unsigned long long)(request->runner_seq - last - 1));
-    }
-    *stream->last_seq = request->runner_seq;
-    if (++stream->unpersisted >= SEQ_PERSIST_EVERY) {
-        runner_seq_persist(ctx, stream->runner_id);
-        stream->unpersisted = 0;
+                 stream->runner_id, (unsigned long long)(seq - skipped), (unsigned long long)seq,
+                 (unsigned long long)skipped);
     }
 }
 
@@ -302,7 +362,7 @@ static void publish_on_close(struct grpc_call *call)
     if (!stream)
         return;
     stream_guard_remove(ctx->guards, &stream->guard);
-    runner_seq_persist(ctx, stream->runner_id);
+    runner_run_persist(ctx, stream->run);
     free(stream);
 }
 

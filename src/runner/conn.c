@@ -141,19 +141,20 @@ static void sessions_on_message(void *arg, const uint8_t *data, size_t len)
 {
     struct conn *conn = arg;
     Compass__V1__SessionsResponse *command;
-    Compass__V1__SessionsRequest ack = COMPASS__V1__SESSIONS_REQUEST__INIT;
-    char err[256] = "";
+    struct host_answer answer;
 
     command = compass__v1__sessions_response__unpack(NULL, len, data);
     if (!command) {
         log_warn("unparseable command on the Sessions stream; ignored");
         return;
     }
-    ack.request_id = command->request_id;
-    ack.ok = host_command(conn->r, command, err, sizeof(err));
-    ack.error = ack.ok ? (char *)"" : err;
+    host_command(conn->r, command, &answer);
+    if (answer.msg.result_case == COMPASS__V1__SESSIONS_REQUEST__RESULT_ERROR)
+        log_info("refused request %.40s: %s", command->request_id, answer.error.message);
+    /* A command without a request_id expects no answer. */
     if (command->request_id[0] && conn->sessions && conn->client)
-        grpc_client_call_send(conn->sessions, &ack.base);
+        grpc_client_call_send(conn->sessions, &answer.msg.base);
+    host_answer_free(&answer);
     compass__v1__sessions_response__free_unpacked(command, NULL);
 }
 
@@ -243,10 +244,13 @@ static void enroll_on_message(void *arg, const uint8_t *data, size_t len)
 
     if (!response)
         return;
-    conn->last_runner_seq = response->last_runner_seq;
+    /* Without reattached the server keeps no mark for this Runner: it has
+     * none of the frames sent so far, which are resent as they are. */
+    conn->last_runner_seq = response->reattached ? response->last_runner_seq : 0;
     conn->enroll_ok = 1;
-    log_info("enrolled as %s at %s; last runner_seq the server accepted: %llu", response->runner_id,
-             conn->r->cfg.addr, (unsigned long long)response->last_runner_seq);
+    log_info("enrolled as %s at %s (%s); last runner_seq the server accepted: %llu",
+             response->runner_id, conn->r->cfg.addr, response->reattached ? "resumed" : "a new run",
+             (unsigned long long)conn->last_runner_seq);
     compass__v1__enroll_response__free_unpacked(response, NULL);
 }
 
@@ -291,6 +295,9 @@ static void conn_connect(struct conn *conn)
     conn->state = CONN_ENROLLING;
     conn->attempt_ms = clock_monotonic_ms();
     request.runner_version = (char *)RUNNER_VERSION;
+    /* Always resume: frames sent before a reconnect keep their runner_seq,
+     * and the server tells which of them it has. */
+    request.resume = 1;
     conn->enroll = grpc_client_call_start(conn->client, PATH_ENROLL, r->cfg.token,
                                           CONN_ENROLL_TIMEOUT, &handler, conn);
     if (!conn->enroll || grpc_client_call_send(conn->enroll, &request.base) != 0) {

@@ -14,6 +14,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -550,55 +551,193 @@ void host_free(struct runner *r)
     }
 }
 
-int host_command(struct runner *r, const Compass__V1__SessionsResponse *command, char *err,
-                 size_t err_size)
+/* Fills ANSWER as a refusal with CODE and a printf-style message. */
+static void __attribute__((format(printf, 3, 4)))
+answer_refuse(struct host_answer *answer, Compass__V1__RunnerErrorCode code, const char *fmt, ...)
 {
-    struct host_session *s = session_find(r, command->session_id);
-    int live = s && s->alive && s->batch_live;
+    va_list ap;
 
+    va_start(ap, fmt);
+    vsnprintf(answer->message, sizeof(answer->message), fmt, ap);
+    va_end(ap);
+    answer->error.code = code;
+    answer->error.message = answer->message;
+    answer->msg.result_case = COMPASS__V1__SESSIONS_REQUEST__RESULT_ERROR;
+    answer->msg.error = &answer->error;
+}
+
+/* The status answer: SESSION_ID's, or every live session's when it is "".
+ * Only the server derives states; a live agent is reported UNSPECIFIED. */
+static void answer_status(struct runner *r, const char *session_id, struct host_answer *answer)
+{
+    size_t n = 0, max = 0;
+
+    for (struct host_session *s = r->sessions; s; s = s->next)
+        max++;
+    if (max) {
+        answer->statuses = calloc(max, sizeof(*answer->statuses));
+        answer->status_ptrs = calloc(max, sizeof(*answer->status_ptrs));
+        if (!answer->statuses || !answer->status_ptrs) {
+            answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL,
+                          "out of memory");
+            return;
+        }
+    }
+    for (struct host_session *s = r->sessions; s; s = s->next) {
+        if (session_id[0] ? strcmp(s->id, session_id) != 0 : !s->alive)
+            continue;
+        compass__v1__agent_session_status__init(&answer->statuses[n]);
+        answer->statuses[n].session_id = s->id;
+        if (!s->alive)
+            answer->statuses[n].state =
+                COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_STOPPED;
+        answer->status_ptrs[n] = &answer->statuses[n];
+        n++;
+    }
+    if (session_id[0] && n == 0) {
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_NOT_FOUND,
+                      "session %.128s is not hosted by this runner", session_id);
+        return;
+    }
+    answer->status.n_statuses = n;
+    answer->status.statuses = answer->status_ptrs;
+    answer->msg.result_case = COMPASS__V1__SESSIONS_REQUEST__RESULT_STATUS;
+    answer->msg.status = &answer->status;
+}
+
+static void command_start(struct runner *r, const Compass__V1__SessionsResponse *command,
+                          struct host_answer *answer)
+{
+    struct host_session *s;
+    char err[200];
+
+    if (command->session_id[0] == '\0') {
+        /* This Runner hosts the sessions the server names; it picks none. */
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL,
+                      "a start must name its session_id");
+        return;
+    }
+    if (r->stopping) {
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL,
+                      "the runner is stopping");
+        return;
+    }
+    s = session_get(r, command->session_id);
+    if (!s) {
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL,
+                      "out of memory");
+        return;
+    }
+    if (s->alive && s->stop_requested) {
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_ALREADY_RUNNING,
+                      "session %.128s is still stopping", s->id);
+        return;
+    }
+    /* A start of a running session is a retry: it succeeds again. */
+    if (!s->alive && session_spawn(s, err, sizeof(err)) != 0) {
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL, "%s",
+                      err);
+        return;
+    }
+    answer->start.session_id = s->id;
+    answer->msg.result_case = COMPASS__V1__SESSIONS_REQUEST__RESULT_START;
+    answer->msg.start = &answer->start;
+}
+
+/* The session a batch-window command is for, when its agent is live;
+ * otherwise NULL with ANSWER a NOT_FOUND refusal. */
+static struct host_session *live_session(struct runner *r, const char *session_id,
+                                         struct host_answer *answer)
+{
+    struct host_session *s = session_find(r, session_id);
+
+    if (s && s->alive && s->batch_live)
+        return s;
+    answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_NOT_FOUND,
+                  "session %.128s is not running on this runner", session_id);
+    return NULL;
+}
+
+static void command_deliver(struct runner *r, const Compass__V1__DispatchControl *dispatch,
+                            struct host_answer *answer)
+{
+    const Compass__V1__AgentControl *op = dispatch->op;
+    struct host_session *s;
+    const char *input;
+    int rv;
+
+    if (!op || op->control_case != COMPASS__V1__AGENT_CONTROL__CONTROL_PROMPT) {
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL,
+                      "this runner relays prompt controls only");
+        return;
+    }
+    if (!(s = live_session(r, dispatch->session_id, answer)))
+        return;
+    input = op->prompt->input;
+    rv = batch_push(&s->batch, input, strlen(input));
+    if (rv == -1) {
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_RESOURCE_EXHAUSTED,
+                      "cannot queue the item: out of memory");
+        return;
+    }
+    if (rv != 0) {
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_NOT_FOUND,
+                      "session %.128s has ended", s->id);
+        return;
+    }
+    batch_timer_update(s);
+}
+
+void host_command(struct runner *r, const Compass__V1__SessionsResponse *command,
+                  struct host_answer *answer)
+{
+    struct host_session *s;
+
+    memset(answer, 0, sizeof(*answer));
+    compass__v1__sessions_request__init(&answer->msg);
+    compass__v1__runner_error__init(&answer->error);
+    compass__v1__start_agent_session_response__init(&answer->start);
+    compass__v1__stop_agent_session_response__init(&answer->stop);
+    compass__v1__get_agent_status_response__init(&answer->status);
+    answer->msg.request_id = command->request_id;
     switch (command->command_case) {
     case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START:
-        if (r->stopping) {
-            snprintf(err, err_size, "the runner is stopping");
-            return 0;
-        }
-        s = session_get(r, command->session_id);
-        if (!s) {
-            snprintf(err, err_size, "out of memory");
-            return 0;
-        }
-        if (s->alive && s->stop_requested) {
-            snprintf(err, err_size, "session %.128s is still stopping", s->id);
-            return 0;
-        }
-        return s->alive || session_spawn(s, err, err_size) == 0;
+        command_start(r, command, answer);
+        return;
     case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP:
-        if (s)
+        /* Stopping a session this Runner does not run is already done. */
+        if ((s = session_find(r, command->stop->session_id)) != NULL)
             session_terminate(s);
-        return 1;
-    case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER:
-        if (!live)
-            break;
-        if (batch_push(&s->batch, command->deliver->text, strlen(command->deliver->text)) != 0) {
-            snprintf(err, err_size, "cannot queue the item");
-            return 0;
-        }
-        batch_timer_update(s);
-        return 1;
+        answer->msg.result_case = COMPASS__V1__SESSIONS_REQUEST__RESULT_STOP;
+        answer->msg.stop = &answer->stop;
+        return;
+    case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STATUS:
+        answer_status(r, command->status->session_id, answer);
+        return;
+    case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER_CONTROL:
+        command_deliver(r, command->deliver_control, answer);
+        return;
     case COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START_NOW:
-        if (!live)
-            break;
-        /* Fires an open window now (a no-op when none is open); the ack
+        if (!(s = live_session(r, command->start_now->session_id, answer)))
+            return;
+        /* Fires an open window now (a no-op when none is open); the answer
          * goes out after the burst was written. */
         batch_start_now(&s->batch);
         batch_timer_update(s);
-        return 1;
+        return;
     default:
-        snprintf(err, err_size, "unknown command");
-        return 0;
+        answer_refuse(answer, COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL,
+                      "unrecognized session command");
+        return;
     }
-    snprintf(err, err_size, "session %.128s is not running on this runner", command->session_id);
-    return 0;
+}
+
+void host_answer_free(struct host_answer *answer)
+{
+    free(answer->statuses);
+    free(answer->status_ptrs);
+    answer->statuses = NULL;
+    answer->status_ptrs = NULL;
 }
 
 size_t host_live_sessions(struct runner *r, char **ids, size_t max)

@@ -112,10 +112,24 @@ int host_start(struct runner *r);
  * once all have exited and their last frames are queued. */
 void host_stop_all(struct runner *r, void (*done)(struct runner *r));
 void host_free(struct runner *r);
-/* Carries out one control command.  Returns 1 when acknowledged ok, else 0
- * with a reason in ERR. */
-int host_command(struct runner *r, const Compass__V1__SessionsResponse *command, char *err,
-                 size_t err_size);
+/* The answer to one command, and the storage its message points into. */
+struct host_answer {
+    Compass__V1__SessionsRequest msg;
+    Compass__V1__RunnerError error;
+    Compass__V1__StartAgentSessionResponse start;
+    Compass__V1__StopAgentSessionResponse stop;
+    Compass__V1__GetAgentStatusResponse status;
+    Compass__V1__AgentSessionStatus *statuses; /* malloc'd */
+    Compass__V1__AgentSessionStatus **status_ptrs;
+    char message[256];
+};
+
+/* Carries out one control command and fills ANSWER (request_id included):
+ * a RunnerError when it refused, the command's result otherwise (none for
+ * deliver_control and start_now).  Free it with host_answer_free. */
+void host_command(struct runner *r, const Compass__V1__SessionsResponse *command,
+                  struct host_answer *answer);
+void host_answer_free(struct host_answer *answer);
 /* Fills IDS with the sessions whose agent is alive.  Returns the count. */
 size_t host_live_sessions(struct runner *r, char **ids, size_t max);
 /* After a (re)connect: re-reports each session's process evidence. */

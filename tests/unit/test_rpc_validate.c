@@ -50,6 +50,7 @@ START_TEST(text_may_hold_newlines_and_escapes_but_ids_may_not)
 {
     Compass__V1__SendAgentMessageRequest send = COMPASS__V1__SEND_AGENT_MESSAGE_REQUEST__INIT;
     Compass__V1__SessionsRequest report = COMPASS__V1__SESSIONS_REQUEST__INIT;
+    Compass__V1__RunnerError error = COMPASS__V1__RUNNER_ERROR__INIT;
     char *live[] = {"sess-1", "sess-\x1b[2J", "sess-3"};
 
     send.session_id = "sess-1";
@@ -59,7 +60,9 @@ START_TEST(text_may_hold_newlines_and_escapes_but_ids_may_not)
     ck_assert_int_eq(check_message(&send.base), -1);
     ck_assert_str_eq(why, "session_id holds a control character");
 
-    report.error = "a multi-line\nerror";
+    error.message = "a multi-line\nerror";
+    report.result_case = COMPASS__V1__SESSIONS_REQUEST__RESULT_ERROR;
+    report.error = &error;
     report.request_id = "17";
     report.n_live_sessions = 3;
     report.live_sessions = live;

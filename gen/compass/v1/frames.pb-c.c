@@ -547,6 +547,141 @@ void   compass__v1__transcript_entry__free_unpacked
   assert(message->base.descriptor == &compass__v1__transcript_entry__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   compass__v1__replay_complete_ack__init
+                     (Compass__V1__ReplayCompleteAck         *message)
+{
+  static const Compass__V1__ReplayCompleteAck init_value = COMPASS__V1__REPLAY_COMPLETE_ACK__INIT;
+  *message = init_value;
+}
+size_t compass__v1__replay_complete_ack__get_packed_size
+                     (const Compass__V1__ReplayCompleteAck *message)
+{
+  assert(message->base.descriptor == &compass__v1__replay_complete_ack__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__replay_complete_ack__pack
+                     (const Compass__V1__ReplayCompleteAck *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__replay_complete_ack__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__replay_complete_ack__pack_to_buffer
+                     (const Compass__V1__ReplayCompleteAck *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__replay_complete_ack__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__ReplayCompleteAck *
+       compass__v1__replay_complete_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__ReplayCompleteAck *)
+     protobuf_c_message_unpack (&compass__v1__replay_complete_ack__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__replay_complete_ack__free_unpacked
+                     (Compass__V1__ReplayCompleteAck *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__replay_complete_ack__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   compass__v1__control_ack__init
+                     (Compass__V1__ControlAck         *message)
+{
+  static const Compass__V1__ControlAck init_value = COMPASS__V1__CONTROL_ACK__INIT;
+  *message = init_value;
+}
+size_t compass__v1__control_ack__get_packed_size
+                     (const Compass__V1__ControlAck *message)
+{
+  assert(message->base.descriptor == &compass__v1__control_ack__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__control_ack__pack
+                     (const Compass__V1__ControlAck *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__control_ack__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__control_ack__pack_to_buffer
+                     (const Compass__V1__ControlAck *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__control_ack__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__ControlAck *
+       compass__v1__control_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__ControlAck *)
+     protobuf_c_message_unpack (&compass__v1__control_ack__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__control_ack__free_unpacked
+                     (Compass__V1__ControlAck *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__control_ack__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   compass__v1__delivery_ack__init
+                     (Compass__V1__DeliveryAck         *message)
+{
+  static const Compass__V1__DeliveryAck init_value = COMPASS__V1__DELIVERY_ACK__INIT;
+  *message = init_value;
+}
+size_t compass__v1__delivery_ack__get_packed_size
+                     (const Compass__V1__DeliveryAck *message)
+{
+  assert(message->base.descriptor == &compass__v1__delivery_ack__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__delivery_ack__pack
+                     (const Compass__V1__DeliveryAck *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__delivery_ack__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__delivery_ack__pack_to_buffer
+                     (const Compass__V1__DeliveryAck *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__delivery_ack__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__DeliveryAck *
+       compass__v1__delivery_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__DeliveryAck *)
+     protobuf_c_message_unpack (&compass__v1__delivery_ack__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__delivery_ack__free_unpacked
+                     (Compass__V1__DeliveryAck *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__delivery_ack__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   compass__v1__agent_frame__init
                      (Compass__V1__AgentFrame         *message)
 {
@@ -590,6 +725,96 @@ void   compass__v1__agent_frame__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &compass__v1__agent_frame__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   compass__v1__prompt_control__init
+                     (Compass__V1__PromptControl         *message)
+{
+  static const Compass__V1__PromptControl init_value = COMPASS__V1__PROMPT_CONTROL__INIT;
+  *message = init_value;
+}
+size_t compass__v1__prompt_control__get_packed_size
+                     (const Compass__V1__PromptControl *message)
+{
+  assert(message->base.descriptor == &compass__v1__prompt_control__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__prompt_control__pack
+                     (const Compass__V1__PromptControl *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__prompt_control__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__prompt_control__pack_to_buffer
+                     (const Compass__V1__PromptControl *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__prompt_control__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__PromptControl *
+       compass__v1__prompt_control__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__PromptControl *)
+     protobuf_c_message_unpack (&compass__v1__prompt_control__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__prompt_control__free_unpacked
+                     (Compass__V1__PromptControl *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__prompt_control__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   compass__v1__agent_control__init
+                     (Compass__V1__AgentControl         *message)
+{
+  static const Compass__V1__AgentControl init_value = COMPASS__V1__AGENT_CONTROL__INIT;
+  *message = init_value;
+}
+size_t compass__v1__agent_control__get_packed_size
+                     (const Compass__V1__AgentControl *message)
+{
+  assert(message->base.descriptor == &compass__v1__agent_control__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__agent_control__pack
+                     (const Compass__V1__AgentControl *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__agent_control__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__agent_control__pack_to_buffer
+                     (const Compass__V1__AgentControl *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__agent_control__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__AgentControl *
+       compass__v1__agent_control__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__AgentControl *)
+     protobuf_c_message_unpack (&compass__v1__agent_control__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__agent_control__free_unpacked
+                     (Compass__V1__AgentControl *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__agent_control__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   compass__v1__publish_events_request__init
@@ -1456,7 +1681,114 @@ const ProtobufCMessageDescriptor compass__v1__transcript_entry__descriptor =
   (ProtobufCMessageInit) compass__v1__transcript_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__agent_frame__field_descriptors[2] =
+#define compass__v1__replay_complete_ack__field_descriptors NULL
+#define compass__v1__replay_complete_ack__field_indices_by_name NULL
+#define compass__v1__replay_complete_ack__number_ranges NULL
+const ProtobufCMessageDescriptor compass__v1__replay_complete_ack__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.ReplayCompleteAck",
+  "ReplayCompleteAck",
+  "Compass__V1__ReplayCompleteAck",
+  "compass.v1",
+  sizeof(Compass__V1__ReplayCompleteAck),
+  0,
+  compass__v1__replay_complete_ack__field_descriptors,
+  compass__v1__replay_complete_ack__field_indices_by_name,
+  0,  compass__v1__replay_complete_ack__number_ranges,
+  (ProtobufCMessageInit) compass__v1__replay_complete_ack__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor compass__v1__control_ack__field_descriptors[2] =
+{
+  {
+    "acked_seq",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__ControlAck, acked_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "applied_above",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Compass__V1__ControlAck, n_applied_above),
+    offsetof(Compass__V1__ControlAck, applied_above),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__control_ack__field_indices_by_name[] = {
+  0,   /* field[0] = acked_seq */
+  1,   /* field[1] = applied_above */
+};
+static const ProtobufCIntRange compass__v1__control_ack__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor compass__v1__control_ack__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.ControlAck",
+  "ControlAck",
+  "Compass__V1__ControlAck",
+  "compass.v1",
+  sizeof(Compass__V1__ControlAck),
+  2,
+  compass__v1__control_ack__field_descriptors,
+  compass__v1__control_ack__field_indices_by_name,
+  1,  compass__v1__control_ack__number_ranges,
+  (ProtobufCMessageInit) compass__v1__control_ack__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor compass__v1__delivery_ack__field_descriptors[1] =
+{
+  {
+    "message_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__DeliveryAck, message_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__delivery_ack__field_indices_by_name[] = {
+  0,   /* field[0] = message_id */
+};
+static const ProtobufCIntRange compass__v1__delivery_ack__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor compass__v1__delivery_ack__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.DeliveryAck",
+  "DeliveryAck",
+  "Compass__V1__DeliveryAck",
+  "compass.v1",
+  sizeof(Compass__V1__DeliveryAck),
+  1,
+  compass__v1__delivery_ack__field_descriptors,
+  compass__v1__delivery_ack__field_indices_by_name,
+  1,  compass__v1__delivery_ack__number_ranges,
+  (ProtobufCMessageInit) compass__v1__delivery_ack__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor compass__v1__agent_frame__field_descriptors[5] =
 {
   {
     "session",
@@ -1466,6 +1798,42 @@ static const ProtobufCFieldDescriptor compass__v1__agent_frame__field_descriptor
     offsetof(Compass__V1__AgentFrame, frame_case),
     offsetof(Compass__V1__AgentFrame, session),
     &compass__v1__session_frame__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "replay_complete_ack",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__AgentFrame, frame_case),
+    offsetof(Compass__V1__AgentFrame, replay_complete_ack),
+    &compass__v1__replay_complete_ack__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "control_ack",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__AgentFrame, frame_case),
+    offsetof(Compass__V1__AgentFrame, control_ack),
+    &compass__v1__control_ack__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "delivery_ack",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__AgentFrame, frame_case),
+    offsetof(Compass__V1__AgentFrame, delivery_ack),
+    &compass__v1__delivery_ack__descriptor,
     NULL,
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -1484,14 +1852,16 @@ static const ProtobufCFieldDescriptor compass__v1__agent_frame__field_descriptor
   },
 };
 static const unsigned compass__v1__agent_frame__field_indices_by_name[] = {
+  2,   /* field[2] = control_ack */
+  3,   /* field[3] = delivery_ack */
+  1,   /* field[1] = replay_complete_ack */
   0,   /* field[0] = session */
-  1,   /* field[1] = transcript_entry */
+  4,   /* field[4] = transcript_entry */
 };
-static const ProtobufCIntRange compass__v1__agent_frame__number_ranges[2 + 1] =
+static const ProtobufCIntRange compass__v1__agent_frame__number_ranges[1 + 1] =
 {
   { 3, 0 },
-  { 7, 1 },
-  { 0, 2 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor compass__v1__agent_frame__descriptor =
 {
@@ -1501,14 +1871,104 @@ const ProtobufCMessageDescriptor compass__v1__agent_frame__descriptor =
   "Compass__V1__AgentFrame",
   "compass.v1",
   sizeof(Compass__V1__AgentFrame),
-  2,
+  5,
   compass__v1__agent_frame__field_descriptors,
   compass__v1__agent_frame__field_indices_by_name,
-  2,  compass__v1__agent_frame__number_ranges,
+  1,  compass__v1__agent_frame__number_ranges,
   (ProtobufCMessageInit) compass__v1__agent_frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__publish_events_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor compass__v1__prompt_control__field_descriptors[1] =
+{
+  {
+    "input",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__PromptControl, input),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__prompt_control__field_indices_by_name[] = {
+  0,   /* field[0] = input */
+};
+static const ProtobufCIntRange compass__v1__prompt_control__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor compass__v1__prompt_control__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.PromptControl",
+  "PromptControl",
+  "Compass__V1__PromptControl",
+  "compass.v1",
+  sizeof(Compass__V1__PromptControl),
+  1,
+  compass__v1__prompt_control__field_descriptors,
+  compass__v1__prompt_control__field_indices_by_name,
+  1,  compass__v1__prompt_control__number_ranges,
+  (ProtobufCMessageInit) compass__v1__prompt_control__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor compass__v1__agent_control__field_descriptors[2] =
+{
+  {
+    "prompt",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__AgentControl, control_case),
+    offsetof(Compass__V1__AgentControl, prompt),
+    &compass__v1__prompt_control__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "control_seq",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentControl, control_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__agent_control__field_indices_by_name[] = {
+  1,   /* field[1] = control_seq */
+  0,   /* field[0] = prompt */
+};
+static const ProtobufCIntRange compass__v1__agent_control__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 8, 1 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor compass__v1__agent_control__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.AgentControl",
+  "AgentControl",
+  "Compass__V1__AgentControl",
+  "compass.v1",
+  sizeof(Compass__V1__AgentControl),
+  2,
+  compass__v1__agent_control__field_descriptors,
+  compass__v1__agent_control__field_indices_by_name,
+  2,  compass__v1__agent_control__number_ranges,
+  (ProtobufCMessageInit) compass__v1__agent_control__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor compass__v1__publish_events_request__field_descriptors[4] =
 {
   {
     "runner_seq",
@@ -1546,16 +2006,29 @@ static const ProtobufCFieldDescriptor compass__v1__publish_events_request__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "idempotency_key",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__PublishEventsRequest, idempotency_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__publish_events_request__field_indices_by_name[] = {
   2,   /* field[2] = frame */
+  3,   /* field[3] = idempotency_key */
   0,   /* field[0] = runner_seq */
   1,   /* field[1] = session_id */
 };
 static const ProtobufCIntRange compass__v1__publish_events_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor compass__v1__publish_events_request__descriptor =
 {
@@ -1565,7 +2038,7 @@ const ProtobufCMessageDescriptor compass__v1__publish_events_request__descriptor
   "Compass__V1__PublishEventsRequest",
   "compass.v1",
   sizeof(Compass__V1__PublishEventsRequest),
-  3,
+  4,
   compass__v1__publish_events_request__field_descriptors,
   compass__v1__publish_events_request__field_indices_by_name,
   1,  compass__v1__publish_events_request__number_ranges,

@@ -27,7 +27,12 @@ typedef struct Compass__V1__AgentRecord Compass__V1__AgentRecord;
 typedef struct Compass__V1__SessionEvent Compass__V1__SessionEvent;
 typedef struct Compass__V1__SessionFrame Compass__V1__SessionFrame;
 typedef struct Compass__V1__TranscriptEntry Compass__V1__TranscriptEntry;
+typedef struct Compass__V1__ReplayCompleteAck Compass__V1__ReplayCompleteAck;
+typedef struct Compass__V1__ControlAck Compass__V1__ControlAck;
+typedef struct Compass__V1__DeliveryAck Compass__V1__DeliveryAck;
 typedef struct Compass__V1__AgentFrame Compass__V1__AgentFrame;
+typedef struct Compass__V1__PromptControl Compass__V1__PromptControl;
+typedef struct Compass__V1__AgentControl Compass__V1__AgentControl;
 typedef struct Compass__V1__PublishEventsRequest Compass__V1__PublishEventsRequest;
 typedef struct Compass__V1__PublishEventsResponse Compass__V1__PublishEventsResponse;
 typedef struct Compass__V1__AgentSessionFrame Compass__V1__AgentSessionFrame;
@@ -227,19 +232,70 @@ struct  Compass__V1__TranscriptEntry
     , (char *)protobuf_c_empty_string, 0, 0 }
 
 
+/*
+ * The agent acknowledges a transcript replay it was sent.
+ */
+struct  Compass__V1__ReplayCompleteAck
+{
+  ProtobufCMessage base;
+};
+#define COMPASS__V1__REPLAY_COMPLETE_ACK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__replay_complete_ack__descriptor) \
+     }
+
+
+/*
+ * The agent acknowledges control ops by their control_seq: every op up to
+ * acked_seq, and the ones listed above it.
+ */
+struct  Compass__V1__ControlAck
+{
+  ProtobufCMessage base;
+  uint64_t acked_seq;
+  size_t n_applied_above;
+  uint64_t *applied_above;
+};
+#define COMPASS__V1__CONTROL_ACK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__control_ack__descriptor) \
+    , 0, 0,NULL }
+
+
+/*
+ * The agent acknowledges a delivered message.
+ */
+struct  Compass__V1__DeliveryAck
+{
+  ProtobufCMessage base;
+  char *message_id;
+};
+#define COMPASS__V1__DELIVERY_ACK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__delivery_ack__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
 typedef enum {
   COMPASS__V1__AGENT_FRAME__FRAME__NOT_SET = 0,
   COMPASS__V1__AGENT_FRAME__FRAME_SESSION = 3,
+  COMPASS__V1__AGENT_FRAME__FRAME_REPLAY_COMPLETE_ACK = 4,
+  COMPASS__V1__AGENT_FRAME__FRAME_CONTROL_ACK = 5,
+  COMPASS__V1__AGENT_FRAME__FRAME_DELIVERY_ACK = 6,
   COMPASS__V1__AGENT_FRAME__FRAME_TRANSCRIPT_ENTRY = 7
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(COMPASS__V1__AGENT_FRAME__FRAME__CASE)
 } Compass__V1__AgentFrame__FrameCase;
 
+/*
+ * One frame an agent writes and its Runner relays.  The three acks are
+ * counted by the server and go no further.
+ */
 struct  Compass__V1__AgentFrame
 {
   ProtobufCMessage base;
   Compass__V1__AgentFrame__FrameCase frame_case;
   union {
     Compass__V1__SessionFrame *session;
+    Compass__V1__ReplayCompleteAck *replay_complete_ack;
+    Compass__V1__ControlAck *control_ack;
+    Compass__V1__DeliveryAck *delivery_ack;
     Compass__V1__TranscriptEntry *transcript_entry;
   };
 };
@@ -248,16 +304,60 @@ struct  Compass__V1__AgentFrame
     , COMPASS__V1__AGENT_FRAME__FRAME__NOT_SET, {0} }
 
 
+/*
+ * Input for the agent, as if its user had typed it.
+ */
+struct  Compass__V1__PromptControl
+{
+  ProtobufCMessage base;
+  char *input;
+};
+#define COMPASS__V1__PROMPT_CONTROL__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__prompt_control__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+typedef enum {
+  COMPASS__V1__AGENT_CONTROL__CONTROL__NOT_SET = 0,
+  COMPASS__V1__AGENT_CONTROL__CONTROL_PROMPT = 1
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(COMPASS__V1__AGENT_CONTROL__CONTROL__CASE)
+} Compass__V1__AgentControl__ControlCase;
+
+/*
+ * One control op for an agent.  control_seq numbers it for ControlAck.  The
+ * other variants compass defines (steer, deliver, ask_answer, config, replay,
+ * replay_complete, forge_notification) are not used here.
+ */
+struct  Compass__V1__AgentControl
+{
+  ProtobufCMessage base;
+  uint64_t control_seq;
+  Compass__V1__AgentControl__ControlCase control_case;
+  union {
+    Compass__V1__PromptControl *prompt;
+  };
+};
+#define COMPASS__V1__AGENT_CONTROL__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__agent_control__descriptor) \
+    , 0, COMPASS__V1__AGENT_CONTROL__CONTROL__NOT_SET, {0} }
+
+
+/*
+ * Runner to server, on PublishEvents.  runner_seq numbers the frames of one
+ * run of the Runner; idempotency_key, when set, names the frame across runs
+ * (a resend after a restart carries the same key).
+ */
 struct  Compass__V1__PublishEventsRequest
 {
   ProtobufCMessage base;
   uint64_t runner_seq;
   char *session_id;
   Compass__V1__AgentFrame *frame;
+  char *idempotency_key;
 };
 #define COMPASS__V1__PUBLISH_EVENTS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__publish_events_request__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, NULL }
+    , 0, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Compass__V1__PublishEventsResponse
@@ -511,6 +611,63 @@ Compass__V1__TranscriptEntry *
 void   compass__v1__transcript_entry__free_unpacked
                      (Compass__V1__TranscriptEntry *message,
                       ProtobufCAllocator *allocator);
+/* Compass__V1__ReplayCompleteAck methods */
+void   compass__v1__replay_complete_ack__init
+                     (Compass__V1__ReplayCompleteAck         *message);
+size_t compass__v1__replay_complete_ack__get_packed_size
+                     (const Compass__V1__ReplayCompleteAck   *message);
+size_t compass__v1__replay_complete_ack__pack
+                     (const Compass__V1__ReplayCompleteAck   *message,
+                      uint8_t             *out);
+size_t compass__v1__replay_complete_ack__pack_to_buffer
+                     (const Compass__V1__ReplayCompleteAck   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__ReplayCompleteAck *
+       compass__v1__replay_complete_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__replay_complete_ack__free_unpacked
+                     (Compass__V1__ReplayCompleteAck *message,
+                      ProtobufCAllocator *allocator);
+/* Compass__V1__ControlAck methods */
+void   compass__v1__control_ack__init
+                     (Compass__V1__ControlAck         *message);
+size_t compass__v1__control_ack__get_packed_size
+                     (const Compass__V1__ControlAck   *message);
+size_t compass__v1__control_ack__pack
+                     (const Compass__V1__ControlAck   *message,
+                      uint8_t             *out);
+size_t compass__v1__control_ack__pack_to_buffer
+                     (const Compass__V1__ControlAck   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__ControlAck *
+       compass__v1__control_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__control_ack__free_unpacked
+                     (Compass__V1__ControlAck *message,
+                      ProtobufCAllocator *allocator);
+/* Compass__V1__DeliveryAck methods */
+void   compass__v1__delivery_ack__init
+                     (Compass__V1__DeliveryAck         *message);
+size_t compass__v1__delivery_ack__get_packed_size
+                     (const Compass__V1__DeliveryAck   *message);
+size_t compass__v1__delivery_ack__pack
+                     (const Compass__V1__DeliveryAck   *message,
+                      uint8_t             *out);
+size_t compass__v1__delivery_ack__pack_to_buffer
+                     (const Compass__V1__DeliveryAck   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__DeliveryAck *
+       compass__v1__delivery_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__delivery_ack__free_unpacked
+                     (Compass__V1__DeliveryAck *message,
+                      ProtobufCAllocator *allocator);
 /* Compass__V1__AgentFrame methods */
 void   compass__v1__agent_frame__init
                      (Compass__V1__AgentFrame         *message);
@@ -529,6 +686,44 @@ Compass__V1__AgentFrame *
                       const uint8_t       *data);
 void   compass__v1__agent_frame__free_unpacked
                      (Compass__V1__AgentFrame *message,
+                      ProtobufCAllocator *allocator);
+/* Compass__V1__PromptControl methods */
+void   compass__v1__prompt_control__init
+                     (Compass__V1__PromptControl         *message);
+size_t compass__v1__prompt_control__get_packed_size
+                     (const Compass__V1__PromptControl   *message);
+size_t compass__v1__prompt_control__pack
+                     (const Compass__V1__PromptControl   *message,
+                      uint8_t             *out);
+size_t compass__v1__prompt_control__pack_to_buffer
+                     (const Compass__V1__PromptControl   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__PromptControl *
+       compass__v1__prompt_control__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__prompt_control__free_unpacked
+                     (Compass__V1__PromptControl *message,
+                      ProtobufCAllocator *allocator);
+/* Compass__V1__AgentControl methods */
+void   compass__v1__agent_control__init
+                     (Compass__V1__AgentControl         *message);
+size_t compass__v1__agent_control__get_packed_size
+                     (const Compass__V1__AgentControl   *message);
+size_t compass__v1__agent_control__pack
+                     (const Compass__V1__AgentControl   *message,
+                      uint8_t             *out);
+size_t compass__v1__agent_control__pack_to_buffer
+                     (const Compass__V1__AgentControl   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__AgentControl *
+       compass__v1__agent_control__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__agent_control__free_unpacked
+                     (Compass__V1__AgentControl *message,
                       ProtobufCAllocator *allocator);
 /* Compass__V1__PublishEventsRequest methods */
 void   compass__v1__publish_events_request__init
@@ -625,8 +820,23 @@ typedef void (*Compass__V1__SessionFrame_Closure)
 typedef void (*Compass__V1__TranscriptEntry_Closure)
                  (const Compass__V1__TranscriptEntry *message,
                   void *closure_data);
+typedef void (*Compass__V1__ReplayCompleteAck_Closure)
+                 (const Compass__V1__ReplayCompleteAck *message,
+                  void *closure_data);
+typedef void (*Compass__V1__ControlAck_Closure)
+                 (const Compass__V1__ControlAck *message,
+                  void *closure_data);
+typedef void (*Compass__V1__DeliveryAck_Closure)
+                 (const Compass__V1__DeliveryAck *message,
+                  void *closure_data);
 typedef void (*Compass__V1__AgentFrame_Closure)
                  (const Compass__V1__AgentFrame *message,
+                  void *closure_data);
+typedef void (*Compass__V1__PromptControl_Closure)
+                 (const Compass__V1__PromptControl *message,
+                  void *closure_data);
+typedef void (*Compass__V1__AgentControl_Closure)
+                 (const Compass__V1__AgentControl *message,
                   void *closure_data);
 typedef void (*Compass__V1__PublishEventsRequest_Closure)
                  (const Compass__V1__PublishEventsRequest *message,
@@ -658,7 +868,12 @@ extern const ProtobufCMessageDescriptor compass__v1__agent_record__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__session_event__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__session_frame__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__transcript_entry__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__replay_complete_ack__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__control_ack__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__delivery_ack__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__agent_frame__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__prompt_control__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__agent_control__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__publish_events_request__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__publish_events_response__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__agent_session_frame__descriptor;

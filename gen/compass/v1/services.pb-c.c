@@ -1087,184 +1087,94 @@ void   compass__v1__enroll_response__free_unpacked
   assert(message->base.descriptor == &compass__v1__enroll_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-void   compass__v1__start_command__init
-                     (Compass__V1__StartCommand         *message)
+void   compass__v1__runner_error__init
+                     (Compass__V1__RunnerError         *message)
 {
-  static const Compass__V1__StartCommand init_value = COMPASS__V1__START_COMMAND__INIT;
+  static const Compass__V1__RunnerError init_value = COMPASS__V1__RUNNER_ERROR__INIT;
   *message = init_value;
 }
-size_t compass__v1__start_command__get_packed_size
-                     (const Compass__V1__StartCommand *message)
+size_t compass__v1__runner_error__get_packed_size
+                     (const Compass__V1__RunnerError *message)
 {
-  assert(message->base.descriptor == &compass__v1__start_command__descriptor);
+  assert(message->base.descriptor == &compass__v1__runner_error__descriptor);
   return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
 }
-size_t compass__v1__start_command__pack
-                     (const Compass__V1__StartCommand *message,
+size_t compass__v1__runner_error__pack
+                     (const Compass__V1__RunnerError *message,
                       uint8_t       *out)
 {
-  assert(message->base.descriptor == &compass__v1__start_command__descriptor);
+  assert(message->base.descriptor == &compass__v1__runner_error__descriptor);
   return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
 }
-size_t compass__v1__start_command__pack_to_buffer
-                     (const Compass__V1__StartCommand *message,
+size_t compass__v1__runner_error__pack_to_buffer
+                     (const Compass__V1__RunnerError *message,
                       ProtobufCBuffer *buffer)
 {
-  assert(message->base.descriptor == &compass__v1__start_command__descriptor);
+  assert(message->base.descriptor == &compass__v1__runner_error__descriptor);
   return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
 }
-Compass__V1__StartCommand *
-       compass__v1__start_command__unpack
+Compass__V1__RunnerError *
+       compass__v1__runner_error__unpack
                      (ProtobufCAllocator  *allocator,
                       size_t               len,
                       const uint8_t       *data)
 {
-  return (Compass__V1__StartCommand *)
-     protobuf_c_message_unpack (&compass__v1__start_command__descriptor,
+  return (Compass__V1__RunnerError *)
+     protobuf_c_message_unpack (&compass__v1__runner_error__descriptor,
                                 allocator, len, data);
 }
-void   compass__v1__start_command__free_unpacked
-                     (Compass__V1__StartCommand *message,
+void   compass__v1__runner_error__free_unpacked
+                     (Compass__V1__RunnerError *message,
                       ProtobufCAllocator *allocator)
 {
   if(!message)
     return;
-  assert(message->base.descriptor == &compass__v1__start_command__descriptor);
+  assert(message->base.descriptor == &compass__v1__runner_error__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-void   compass__v1__stop_command__init
-                     (Compass__V1__StopCommand         *message)
+void   compass__v1__dispatch_control__init
+                     (Compass__V1__DispatchControl         *message)
 {
-  static const Compass__V1__StopCommand init_value = COMPASS__V1__STOP_COMMAND__INIT;
+  static const Compass__V1__DispatchControl init_value = COMPASS__V1__DISPATCH_CONTROL__INIT;
   *message = init_value;
 }
-size_t compass__v1__stop_command__get_packed_size
-                     (const Compass__V1__StopCommand *message)
+size_t compass__v1__dispatch_control__get_packed_size
+                     (const Compass__V1__DispatchControl *message)
 {
-  assert(message->base.descriptor == &compass__v1__stop_command__descriptor);
+  assert(message->base.descriptor == &compass__v1__dispatch_control__descriptor);
   return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
 }
-size_t compass__v1__stop_command__pack
-                     (const Compass__V1__StopCommand *message,
+size_t compass__v1__dispatch_control__pack
+                     (const Compass__V1__DispatchControl *message,
                       uint8_t       *out)
 {
-  assert(message->base.descriptor == &compass__v1__stop_command__descriptor);
+  assert(message->base.descriptor == &compass__v1__dispatch_control__descriptor);
   return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
 }
-size_t compass__v1__stop_command__pack_to_buffer
-                     (const Compass__V1__StopCommand *message,
+size_t compass__v1__dispatch_control__pack_to_buffer
+                     (const Compass__V1__DispatchControl *message,
                       ProtobufCBuffer *buffer)
 {
-  assert(message->base.descriptor == &compass__v1__stop_command__descriptor);
+  assert(message->base.descriptor == &compass__v1__dispatch_control__descriptor);
   return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
 }
-Compass__V1__StopCommand *
-       compass__v1__stop_command__unpack
+Compass__V1__DispatchControl *
+       compass__v1__dispatch_control__unpack
                      (ProtobufCAllocator  *allocator,
                       size_t               len,
                       const uint8_t       *data)
 {
-  return (Compass__V1__StopCommand *)
-     protobuf_c_message_unpack (&compass__v1__stop_command__descriptor,
+  return (Compass__V1__DispatchControl *)
+     protobuf_c_message_unpack (&compass__v1__dispatch_control__descriptor,
                                 allocator, len, data);
 }
-void   compass__v1__stop_command__free_unpacked
-                     (Compass__V1__StopCommand *message,
+void   compass__v1__dispatch_control__free_unpacked
+                     (Compass__V1__DispatchControl *message,
                       ProtobufCAllocator *allocator)
 {
   if(!message)
     return;
-  assert(message->base.descriptor == &compass__v1__stop_command__descriptor);
-  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
-}
-void   compass__v1__deliver_command__init
-                     (Compass__V1__DeliverCommand         *message)
-{
-  static const Compass__V1__DeliverCommand init_value = COMPASS__V1__DELIVER_COMMAND__INIT;
-  *message = init_value;
-}
-size_t compass__v1__deliver_command__get_packed_size
-                     (const Compass__V1__DeliverCommand *message)
-{
-  assert(message->base.descriptor == &compass__v1__deliver_command__descriptor);
-  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
-}
-size_t compass__v1__deliver_command__pack
-                     (const Compass__V1__DeliverCommand *message,
-                      uint8_t       *out)
-{
-  assert(message->base.descriptor == &compass__v1__deliver_command__descriptor);
-  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
-}
-size_t compass__v1__deliver_command__pack_to_buffer
-                     (const Compass__V1__DeliverCommand *message,
-                      ProtobufCBuffer *buffer)
-{
-  assert(message->base.descriptor == &compass__v1__deliver_command__descriptor);
-  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
-}
-Compass__V1__DeliverCommand *
-       compass__v1__deliver_command__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data)
-{
-  return (Compass__V1__DeliverCommand *)
-     protobuf_c_message_unpack (&compass__v1__deliver_command__descriptor,
-                                allocator, len, data);
-}
-void   compass__v1__deliver_command__free_unpacked
-                     (Compass__V1__DeliverCommand *message,
-                      ProtobufCAllocator *allocator)
-{
-  if(!message)
-    return;
-  assert(message->base.descriptor == &compass__v1__deliver_command__descriptor);
-  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
-}
-void   compass__v1__start_now_command__init
-                     (Compass__V1__StartNowCommand         *message)
-{
-  static const Compass__V1__StartNowCommand init_value = COMPASS__V1__START_NOW_COMMAND__INIT;
-  *message = init_value;
-}
-size_t compass__v1__start_now_command__get_packed_size
-                     (const Compass__V1__StartNowCommand *message)
-{
-  assert(message->base.descriptor == &compass__v1__start_now_command__descriptor);
-  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
-}
-size_t compass__v1__start_now_command__pack
-                     (const Compass__V1__StartNowCommand *message,
-                      uint8_t       *out)
-{
-  assert(message->base.descriptor == &compass__v1__start_now_command__descriptor);
-  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
-}
-size_t compass__v1__start_now_command__pack_to_buffer
-                     (const Compass__V1__StartNowCommand *message,
-                      ProtobufCBuffer *buffer)
-{
-  assert(message->base.descriptor == &compass__v1__start_now_command__descriptor);
-  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
-}
-Compass__V1__StartNowCommand *
-       compass__v1__start_now_command__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data)
-{
-  return (Compass__V1__StartNowCommand *)
-     protobuf_c_message_unpack (&compass__v1__start_now_command__descriptor,
-                                allocator, len, data);
-}
-void   compass__v1__start_now_command__free_unpacked
-                     (Compass__V1__StartNowCommand *message,
-                      ProtobufCAllocator *allocator)
-{
-  if(!message)
-    return;
-  assert(message->base.descriptor == &compass__v1__start_now_command__descriptor);
+  assert(message->base.descriptor == &compass__v1__dispatch_control__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   compass__v1__sessions_response__init
@@ -2641,7 +2551,7 @@ const ProtobufCMessageDescriptor compass__v1__subscribe_events_response__descrip
   (ProtobufCMessageInit) compass__v1__subscribe_events_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__start_agent_session_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor compass__v1__start_agent_session_request__field_descriptors[2] =
 {
   {
     "container_name",
@@ -2655,14 +2565,28 @@ static const ProtobufCFieldDescriptor compass__v1__start_agent_session_request__
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "resume_session_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__StartAgentSessionRequest, resume_session_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__start_agent_session_request__field_indices_by_name[] = {
   0,   /* field[0] = container_name */
+  1,   /* field[1] = resume_session_id */
 };
-static const ProtobufCIntRange compass__v1__start_agent_session_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__start_agent_session_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 3, 1 },
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor compass__v1__start_agent_session_request__descriptor =
 {
@@ -2672,10 +2596,10 @@ const ProtobufCMessageDescriptor compass__v1__start_agent_session_request__descr
   "Compass__V1__StartAgentSessionRequest",
   "compass.v1",
   sizeof(Compass__V1__StartAgentSessionRequest),
-  1,
+  2,
   compass__v1__start_agent_session_request__field_descriptors,
   compass__v1__start_agent_session_request__field_indices_by_name,
-  1,  compass__v1__start_agent_session_request__number_ranges,
+  2,  compass__v1__start_agent_session_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__start_agent_session_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -3056,11 +2980,23 @@ const ProtobufCMessageDescriptor compass__v1__who_am_iresponse__descriptor =
   (ProtobufCMessageInit) compass__v1__who_am_iresponse__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__enroll_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor compass__v1__enroll_request__field_descriptors[3] =
 {
   {
-    "runner_version",
+    "runner_id",
     1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__EnrollRequest, runner_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "runner_version",
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_STRING,
     0,   /* quantifier_offset */
@@ -3070,14 +3006,29 @@ static const ProtobufCFieldDescriptor compass__v1__enroll_request__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "resume",
+    101,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__EnrollRequest, resume),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__enroll_request__field_indices_by_name[] = {
-  0,   /* field[0] = runner_version */
+  2,   /* field[2] = resume */
+  0,   /* field[0] = runner_id */
+  1,   /* field[1] = runner_version */
 };
-static const ProtobufCIntRange compass__v1__enroll_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__enroll_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 100, 1 },
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor compass__v1__enroll_request__descriptor =
 {
@@ -3087,18 +3038,30 @@ const ProtobufCMessageDescriptor compass__v1__enroll_request__descriptor =
   "Compass__V1__EnrollRequest",
   "compass.v1",
   sizeof(Compass__V1__EnrollRequest),
-  1,
+  3,
   compass__v1__enroll_request__field_descriptors,
   compass__v1__enroll_request__field_indices_by_name,
-  1,  compass__v1__enroll_request__number_ranges,
+  2,  compass__v1__enroll_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__enroll_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__enroll_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor compass__v1__enroll_response__field_descriptors[3] =
 {
   {
-    "runner_id",
+    "reattached",
     1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__EnrollResponse, reattached),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "runner_id",
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_STRING,
     0,   /* quantifier_offset */
@@ -3110,7 +3073,7 @@ static const ProtobufCFieldDescriptor compass__v1__enroll_response__field_descri
   },
   {
     "last_runner_seq",
-    2,
+    101,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_UINT64,
     0,   /* quantifier_offset */
@@ -3122,13 +3085,15 @@ static const ProtobufCFieldDescriptor compass__v1__enroll_response__field_descri
   },
 };
 static const unsigned compass__v1__enroll_response__field_indices_by_name[] = {
-  1,   /* field[1] = last_runner_seq */
-  0,   /* field[0] = runner_id */
+  2,   /* field[2] = last_runner_seq */
+  0,   /* field[0] = reattached */
+  1,   /* field[1] = runner_id */
 };
-static const ProtobufCIntRange compass__v1__enroll_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__enroll_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 100, 1 },
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor compass__v1__enroll_response__descriptor =
 {
@@ -3138,106 +3103,116 @@ const ProtobufCMessageDescriptor compass__v1__enroll_response__descriptor =
   "Compass__V1__EnrollResponse",
   "compass.v1",
   sizeof(Compass__V1__EnrollResponse),
-  2,
+  3,
   compass__v1__enroll_response__field_descriptors,
   compass__v1__enroll_response__field_indices_by_name,
-  1,  compass__v1__enroll_response__number_ranges,
+  2,  compass__v1__enroll_response__number_ranges,
   (ProtobufCMessageInit) compass__v1__enroll_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-#define compass__v1__start_command__field_descriptors NULL
-#define compass__v1__start_command__field_indices_by_name NULL
-#define compass__v1__start_command__number_ranges NULL
-const ProtobufCMessageDescriptor compass__v1__start_command__descriptor =
-{
-  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
-  "compass.v1.StartCommand",
-  "StartCommand",
-  "Compass__V1__StartCommand",
-  "compass.v1",
-  sizeof(Compass__V1__StartCommand),
-  0,
-  compass__v1__start_command__field_descriptors,
-  compass__v1__start_command__field_indices_by_name,
-  0,  compass__v1__start_command__number_ranges,
-  (ProtobufCMessageInit) compass__v1__start_command__init,
-  NULL,NULL,NULL    /* reserved[123] */
-};
-#define compass__v1__stop_command__field_descriptors NULL
-#define compass__v1__stop_command__field_indices_by_name NULL
-#define compass__v1__stop_command__number_ranges NULL
-const ProtobufCMessageDescriptor compass__v1__stop_command__descriptor =
-{
-  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
-  "compass.v1.StopCommand",
-  "StopCommand",
-  "Compass__V1__StopCommand",
-  "compass.v1",
-  sizeof(Compass__V1__StopCommand),
-  0,
-  compass__v1__stop_command__field_descriptors,
-  compass__v1__stop_command__field_indices_by_name,
-  0,  compass__v1__stop_command__number_ranges,
-  (ProtobufCMessageInit) compass__v1__stop_command__init,
-  NULL,NULL,NULL    /* reserved[123] */
-};
-static const ProtobufCFieldDescriptor compass__v1__deliver_command__field_descriptors[1] =
+static const ProtobufCFieldDescriptor compass__v1__runner_error__field_descriptors[2] =
 {
   {
-    "text",
+    "code",
     1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__RunnerError, code),
+    &compass__v1__runner_error_code__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "message",
+    2,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_STRING,
     0,   /* quantifier_offset */
-    offsetof(Compass__V1__DeliverCommand, text),
+    offsetof(Compass__V1__RunnerError, message),
     NULL,
     &protobuf_c_empty_string,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
 };
-static const unsigned compass__v1__deliver_command__field_indices_by_name[] = {
-  0,   /* field[0] = text */
+static const unsigned compass__v1__runner_error__field_indices_by_name[] = {
+  0,   /* field[0] = code */
+  1,   /* field[1] = message */
 };
-static const ProtobufCIntRange compass__v1__deliver_command__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__runner_error__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
-const ProtobufCMessageDescriptor compass__v1__deliver_command__descriptor =
+const ProtobufCMessageDescriptor compass__v1__runner_error__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
-  "compass.v1.DeliverCommand",
-  "DeliverCommand",
-  "Compass__V1__DeliverCommand",
+  "compass.v1.RunnerError",
+  "RunnerError",
+  "Compass__V1__RunnerError",
   "compass.v1",
-  sizeof(Compass__V1__DeliverCommand),
-  1,
-  compass__v1__deliver_command__field_descriptors,
-  compass__v1__deliver_command__field_indices_by_name,
-  1,  compass__v1__deliver_command__number_ranges,
-  (ProtobufCMessageInit) compass__v1__deliver_command__init,
+  sizeof(Compass__V1__RunnerError),
+  2,
+  compass__v1__runner_error__field_descriptors,
+  compass__v1__runner_error__field_indices_by_name,
+  1,  compass__v1__runner_error__number_ranges,
+  (ProtobufCMessageInit) compass__v1__runner_error__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-#define compass__v1__start_now_command__field_descriptors NULL
-#define compass__v1__start_now_command__field_indices_by_name NULL
-#define compass__v1__start_now_command__number_ranges NULL
-const ProtobufCMessageDescriptor compass__v1__start_now_command__descriptor =
+static const ProtobufCFieldDescriptor compass__v1__dispatch_control__field_descriptors[2] =
+{
+  {
+    "session_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__DispatchControl, session_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "op",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__DispatchControl, op),
+    &compass__v1__agent_control__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__dispatch_control__field_indices_by_name[] = {
+  1,   /* field[1] = op */
+  0,   /* field[0] = session_id */
+};
+static const ProtobufCIntRange compass__v1__dispatch_control__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor compass__v1__dispatch_control__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
-  "compass.v1.StartNowCommand",
-  "StartNowCommand",
-  "Compass__V1__StartNowCommand",
+  "compass.v1.DispatchControl",
+  "DispatchControl",
+  "Compass__V1__DispatchControl",
   "compass.v1",
-  sizeof(Compass__V1__StartNowCommand),
-  0,
-  compass__v1__start_now_command__field_descriptors,
-  compass__v1__start_now_command__field_indices_by_name,
-  0,  compass__v1__start_now_command__number_ranges,
-  (ProtobufCMessageInit) compass__v1__start_now_command__init,
+  sizeof(Compass__V1__DispatchControl),
+  2,
+  compass__v1__dispatch_control__field_descriptors,
+  compass__v1__dispatch_control__field_indices_by_name,
+  1,  compass__v1__dispatch_control__number_ranges,
+  (ProtobufCMessageInit) compass__v1__dispatch_control__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__sessions_response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor compass__v1__sessions_response__field_descriptors[7] =
 {
   {
     "request_id",
@@ -3252,8 +3227,68 @@ static const ProtobufCFieldDescriptor compass__v1__sessions_response__field_desc
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "session_id",
+    "start",
     2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsResponse, command_case),
+    offsetof(Compass__V1__SessionsResponse, start),
+    &compass__v1__start_agent_session_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stop",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsResponse, command_case),
+    offsetof(Compass__V1__SessionsResponse, stop),
+    &compass__v1__stop_agent_session_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsResponse, command_case),
+    offsetof(Compass__V1__SessionsResponse, status),
+    &compass__v1__get_agent_status_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deliver_control",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsResponse, command_case),
+    offsetof(Compass__V1__SessionsResponse, deliver_control),
+    &compass__v1__dispatch_control__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_now",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsResponse, command_case),
+    offsetof(Compass__V1__SessionsResponse, start_now),
+    &compass__v1__skip_batch_window_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "session_id",
+    101,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_STRING,
     0,   /* quantifier_offset */
@@ -3263,67 +3298,23 @@ static const ProtobufCFieldDescriptor compass__v1__sessions_response__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
-  {
-    "start",
-    3,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_MESSAGE,
-    offsetof(Compass__V1__SessionsResponse, command_case),
-    offsetof(Compass__V1__SessionsResponse, start),
-    &compass__v1__start_command__descriptor,
-    NULL,
-    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "stop",
-    4,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_MESSAGE,
-    offsetof(Compass__V1__SessionsResponse, command_case),
-    offsetof(Compass__V1__SessionsResponse, stop),
-    &compass__v1__stop_command__descriptor,
-    NULL,
-    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "deliver",
-    5,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_MESSAGE,
-    offsetof(Compass__V1__SessionsResponse, command_case),
-    offsetof(Compass__V1__SessionsResponse, deliver),
-    &compass__v1__deliver_command__descriptor,
-    NULL,
-    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "start_now",
-    6,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_MESSAGE,
-    offsetof(Compass__V1__SessionsResponse, command_case),
-    offsetof(Compass__V1__SessionsResponse, start_now),
-    &compass__v1__start_now_command__descriptor,
-    NULL,
-    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
 };
 static const unsigned compass__v1__sessions_response__field_indices_by_name[] = {
-  4,   /* field[4] = deliver */
+  4,   /* field[4] = deliver_control */
   0,   /* field[0] = request_id */
-  1,   /* field[1] = session_id */
-  2,   /* field[2] = start */
+  6,   /* field[6] = session_id */
+  1,   /* field[1] = start */
   5,   /* field[5] = start_now */
-  3,   /* field[3] = stop */
+  3,   /* field[3] = status */
+  2,   /* field[2] = stop */
 };
-static const ProtobufCIntRange compass__v1__sessions_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__sessions_response__number_ranges[4 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 5, 3 },
+  { 11, 4 },
+  { 100, 5 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor compass__v1__sessions_response__descriptor =
 {
@@ -3333,14 +3324,14 @@ const ProtobufCMessageDescriptor compass__v1__sessions_response__descriptor =
   "Compass__V1__SessionsResponse",
   "compass.v1",
   sizeof(Compass__V1__SessionsResponse),
-  6,
+  7,
   compass__v1__sessions_response__field_descriptors,
   compass__v1__sessions_response__field_indices_by_name,
-  1,  compass__v1__sessions_response__number_ranges,
+  4,  compass__v1__sessions_response__number_ranges,
   (ProtobufCMessageInit) compass__v1__sessions_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__sessions_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor compass__v1__sessions_request__field_descriptors[6] =
 {
   {
     "request_id",
@@ -3355,32 +3346,56 @@ static const ProtobufCFieldDescriptor compass__v1__sessions_request__field_descr
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "ok",
+    "start",
     2,
     PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_BOOL,
-    0,   /* quantifier_offset */
-    offsetof(Compass__V1__SessionsRequest, ok),
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsRequest, result_case),
+    offsetof(Compass__V1__SessionsRequest, start),
+    &compass__v1__start_agent_session_response__descriptor,
     NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stop",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsRequest, result_case),
+    offsetof(Compass__V1__SessionsRequest, stop),
+    &compass__v1__stop_agent_session_response__descriptor,
     NULL,
-    0,             /* flags */
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsRequest, result_case),
+    offsetof(Compass__V1__SessionsRequest, status),
+    &compass__v1__get_agent_status_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
     "error",
-    3,
+    7,
     PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SessionsRequest, result_case),
     offsetof(Compass__V1__SessionsRequest, error),
+    &compass__v1__runner_error__descriptor,
     NULL,
-    &protobuf_c_empty_string,
-    0,             /* flags */
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
     "live_sessions",
-    4,
+    100,
     PROTOBUF_C_LABEL_REPEATED,
     PROTOBUF_C_TYPE_STRING,
     offsetof(Compass__V1__SessionsRequest, n_live_sessions),
@@ -3392,15 +3407,20 @@ static const ProtobufCFieldDescriptor compass__v1__sessions_request__field_descr
   },
 };
 static const unsigned compass__v1__sessions_request__field_indices_by_name[] = {
-  2,   /* field[2] = error */
-  3,   /* field[3] = live_sessions */
-  1,   /* field[1] = ok */
+  4,   /* field[4] = error */
+  5,   /* field[5] = live_sessions */
   0,   /* field[0] = request_id */
+  1,   /* field[1] = start */
+  3,   /* field[3] = status */
+  2,   /* field[2] = stop */
 };
-static const ProtobufCIntRange compass__v1__sessions_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__sessions_request__number_ranges[4 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 5, 3 },
+  { 7, 4 },
+  { 100, 5 },
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor compass__v1__sessions_request__descriptor =
 {
@@ -3410,10 +3430,10 @@ const ProtobufCMessageDescriptor compass__v1__sessions_request__descriptor =
   "Compass__V1__SessionsRequest",
   "compass.v1",
   sizeof(Compass__V1__SessionsRequest),
-  4,
+  6,
   compass__v1__sessions_request__field_descriptors,
   compass__v1__sessions_request__field_indices_by_name,
-  1,  compass__v1__sessions_request__number_ranges,
+  4,  compass__v1__sessions_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__sessions_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -4230,6 +4250,42 @@ const ProtobufCMessageDescriptor compass__v1__report_agent_state_response__descr
   0,  compass__v1__report_agent_state_response__number_ranges,
   (ProtobufCMessageInit) compass__v1__report_agent_state_response__init,
   NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue compass__v1__runner_error_code__enum_values_by_number[6] =
+{
+  { "RUNNER_ERROR_CODE_UNSPECIFIED", "COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_UNSPECIFIED", 0 },
+  { "RUNNER_ERROR_CODE_ALREADY_RUNNING", "COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_ALREADY_RUNNING", 1 },
+  { "RUNNER_ERROR_CODE_NOT_FOUND", "COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_NOT_FOUND", 2 },
+  { "RUNNER_ERROR_CODE_INTERNAL", "COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL", 3 },
+  { "RUNNER_ERROR_CODE_RESOURCE_EXHAUSTED", "COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_RESOURCE_EXHAUSTED", 4 },
+  { "RUNNER_ERROR_CODE_FAILED_PRECONDITION", "COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_FAILED_PRECONDITION", 5 },
+};
+static const ProtobufCIntRange compass__v1__runner_error_code__value_ranges[] = {
+{0, 0},{0, 6}
+};
+static const ProtobufCEnumValueIndex compass__v1__runner_error_code__enum_values_by_name[6] =
+{
+  { "RUNNER_ERROR_CODE_ALREADY_RUNNING", 1 },
+  { "RUNNER_ERROR_CODE_FAILED_PRECONDITION", 5 },
+  { "RUNNER_ERROR_CODE_INTERNAL", 3 },
+  { "RUNNER_ERROR_CODE_NOT_FOUND", 2 },
+  { "RUNNER_ERROR_CODE_RESOURCE_EXHAUSTED", 4 },
+  { "RUNNER_ERROR_CODE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor compass__v1__runner_error_code__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "compass.v1.RunnerErrorCode",
+  "RunnerErrorCode",
+  "Compass__V1__RunnerErrorCode",
+  "compass.v1",
+  6,
+  compass__v1__runner_error_code__enum_values_by_number,
+  6,
+  compass__v1__runner_error_code__enum_values_by_name,
+  1,
+  compass__v1__runner_error_code__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue compass__v1__evidence_rank__enum_values_by_number[3] =
 {

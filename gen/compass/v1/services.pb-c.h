@@ -40,10 +40,8 @@ typedef struct Compass__V1__WhoAmIRequest Compass__V1__WhoAmIRequest;
 typedef struct Compass__V1__WhoAmIResponse Compass__V1__WhoAmIResponse;
 typedef struct Compass__V1__EnrollRequest Compass__V1__EnrollRequest;
 typedef struct Compass__V1__EnrollResponse Compass__V1__EnrollResponse;
-typedef struct Compass__V1__StartCommand Compass__V1__StartCommand;
-typedef struct Compass__V1__StopCommand Compass__V1__StopCommand;
-typedef struct Compass__V1__DeliverCommand Compass__V1__DeliverCommand;
-typedef struct Compass__V1__StartNowCommand Compass__V1__StartNowCommand;
+typedef struct Compass__V1__RunnerError Compass__V1__RunnerError;
+typedef struct Compass__V1__DispatchControl Compass__V1__DispatchControl;
 typedef struct Compass__V1__SessionsResponse Compass__V1__SessionsResponse;
 typedef struct Compass__V1__SessionsRequest Compass__V1__SessionsRequest;
 typedef struct Compass__V1__UploadSessionBlobRequest Compass__V1__UploadSessionBlobRequest;
@@ -64,6 +62,18 @@ typedef struct Compass__V1__ReportAgentStateResponse Compass__V1__ReportAgentSta
 
 /* --- enums --- */
 
+/*
+ * The failure classes of a Runner's refusal of a command.
+ */
+typedef enum _Compass__V1__RunnerErrorCode {
+  COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_UNSPECIFIED = 0,
+  COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_ALREADY_RUNNING = 1,
+  COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_NOT_FOUND = 2,
+  COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_INTERNAL = 3,
+  COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_RESOURCE_EXHAUSTED = 4,
+  COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_FAILED_PRECONDITION = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(COMPASS__V1__RUNNER_ERROR_CODE)
+} Compass__V1__RunnerErrorCode;
 typedef enum _Compass__V1__EvidenceRank {
   COMPASS__V1__EVIDENCE_RANK__EVIDENCE_RANK_UNSPECIFIED = 0,
   COMPASS__V1__EVIDENCE_RANK__EVIDENCE_RANK_PROCESS = 1,
@@ -220,10 +230,15 @@ struct  Compass__V1__StartAgentSessionRequest
 {
   ProtobufCMessage base;
   char *container_name;
+  /*
+   * Resuming a session is not supported here: a request that sets it is
+   * refused UNIMPLEMENTED.
+   */
+  char *resume_session_id;
 };
 #define COMPASS__V1__START_AGENT_SESSION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__start_agent_session_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Compass__V1__StartAgentSessionResponse
@@ -336,75 +351,80 @@ struct  Compass__V1__WhoAmIResponse
     , (char *)protobuf_c_empty_string }
 
 
+/*
+ * Enroll: runner_id, when set, must be the id of the Runner's token.  A
+ * plain Enroll starts a new run of the Runner: its runner_seq starts again
+ * at 1.  resume asks to continue the run the server knows (its runner_seq
+ * goes on after last_runner_seq); reattached says the server did.
+ */
 struct  Compass__V1__EnrollRequest
 {
   ProtobufCMessage base;
+  char *runner_id;
   char *runner_version;
+  protobuf_c_boolean resume;
 };
 #define COMPASS__V1__ENROLL_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__enroll_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Compass__V1__EnrollResponse
 {
   ProtobufCMessage base;
+  protobuf_c_boolean reattached;
   char *runner_id;
   uint64_t last_runner_seq;
 };
 #define COMPASS__V1__ENROLL_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__enroll_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0 }
+    , 0, (char *)protobuf_c_empty_string, 0 }
 
 
-struct  Compass__V1__StartCommand
+/*
+ * A Runner's answer that it did not carry a command out.
+ */
+struct  Compass__V1__RunnerError
 {
   ProtobufCMessage base;
+  Compass__V1__RunnerErrorCode code;
+  char *message;
 };
-#define COMPASS__V1__START_COMMAND__INIT \
- { PROTOBUF_C_MESSAGE_INIT (&compass__v1__start_command__descriptor) \
-     }
+#define COMPASS__V1__RUNNER_ERROR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__runner_error__descriptor) \
+    , COMPASS__V1__RUNNER_ERROR_CODE__RUNNER_ERROR_CODE_UNSPECIFIED, (char *)protobuf_c_empty_string }
 
 
-struct  Compass__V1__StopCommand
+/*
+ * A control op for one session's agent.
+ */
+struct  Compass__V1__DispatchControl
 {
   ProtobufCMessage base;
+  char *session_id;
+  Compass__V1__AgentControl *op;
 };
-#define COMPASS__V1__STOP_COMMAND__INIT \
- { PROTOBUF_C_MESSAGE_INIT (&compass__v1__stop_command__descriptor) \
-     }
-
-
-struct  Compass__V1__DeliverCommand
-{
-  ProtobufCMessage base;
-  char *text;
-};
-#define COMPASS__V1__DELIVER_COMMAND__INIT \
- { PROTOBUF_C_MESSAGE_INIT (&compass__v1__deliver_command__descriptor) \
-    , (char *)protobuf_c_empty_string }
-
-
-struct  Compass__V1__StartNowCommand
-{
-  ProtobufCMessage base;
-};
-#define COMPASS__V1__START_NOW_COMMAND__INIT \
- { PROTOBUF_C_MESSAGE_INIT (&compass__v1__start_now_command__descriptor) \
-     }
+#define COMPASS__V1__DISPATCH_CONTROL__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__dispatch_control__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
 
 
 typedef enum {
   COMPASS__V1__SESSIONS_RESPONSE__COMMAND__NOT_SET = 0,
-  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START = 3,
-  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP = 4,
-  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER = 5,
-  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START_NOW = 6
+  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START = 2,
+  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP = 3,
+  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STATUS = 5,
+  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER_CONTROL = 11,
+  COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START_NOW = 100
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(COMPASS__V1__SESSIONS_RESPONSE__COMMAND__CASE)
 } Compass__V1__SessionsResponse__CommandCase;
 
 /*
- * Server to Runner.
+ * Server to Runner, on Sessions: one command.  The commands reuse the public
+ * requests as their payloads; start_now (SkipBatchWindow) is agenthub's own.
+ * session_id names the session a start is for: agenthub, not the Runner,
+ * picks session ids.  The numbers reserved here are commands compass defines
+ * and agenthub does not send.
  */
 struct  Compass__V1__SessionsResponse
 {
@@ -413,10 +433,11 @@ struct  Compass__V1__SessionsResponse
   char *session_id;
   Compass__V1__SessionsResponse__CommandCase command_case;
   union {
-    Compass__V1__StartCommand *start;
-    Compass__V1__StopCommand *stop;
-    Compass__V1__DeliverCommand *deliver;
-    Compass__V1__StartNowCommand *start_now;
+    Compass__V1__StartAgentSessionRequest *start;
+    Compass__V1__StopAgentSessionRequest *stop;
+    Compass__V1__GetAgentStatusRequest *status;
+    Compass__V1__DispatchControl *deliver_control;
+    Compass__V1__SkipBatchWindowRequest *start_now;
   };
 };
 #define COMPASS__V1__SESSIONS_RESPONSE__INIT \
@@ -424,22 +445,39 @@ struct  Compass__V1__SessionsResponse
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, COMPASS__V1__SESSIONS_RESPONSE__COMMAND__NOT_SET, {0} }
 
 
+typedef enum {
+  COMPASS__V1__SESSIONS_REQUEST__RESULT__NOT_SET = 0,
+  COMPASS__V1__SESSIONS_REQUEST__RESULT_START = 2,
+  COMPASS__V1__SESSIONS_REQUEST__RESULT_STOP = 3,
+  COMPASS__V1__SESSIONS_REQUEST__RESULT_STATUS = 5,
+  COMPASS__V1__SESSIONS_REQUEST__RESULT_ERROR = 7
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(COMPASS__V1__SESSIONS_REQUEST__RESULT__CASE)
+} Compass__V1__SessionsRequest__ResultCase;
+
 /*
- * Runner to server: the result of the command with the same request_id; with
- * an empty request_id, the Runner's report of the sessions it hosts.
+ * Runner to server, on Sessions: the answer to the command with the same
+ * request_id (error: refused; any other result, or none: carried out), or,
+ * with an empty request_id, the Runner's report of the sessions it hosts
+ * (live_sessions).  The numbers reserved here are results compass defines
+ * and agenthub does not ask for.
  */
 struct  Compass__V1__SessionsRequest
 {
   ProtobufCMessage base;
   char *request_id;
-  protobuf_c_boolean ok;
-  char *error;
   size_t n_live_sessions;
   char **live_sessions;
+  Compass__V1__SessionsRequest__ResultCase result_case;
+  union {
+    Compass__V1__StartAgentSessionResponse *start;
+    Compass__V1__StopAgentSessionResponse *stop;
+    Compass__V1__GetAgentStatusResponse *status;
+    Compass__V1__RunnerError *error;
+  };
 };
 #define COMPASS__V1__SESSIONS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__sessions_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, COMPASS__V1__SESSIONS_REQUEST__RESULT__NOT_SET, {0} }
 
 
 struct  Compass__V1__UploadSessionBlobRequest
@@ -1065,81 +1103,43 @@ Compass__V1__EnrollResponse *
 void   compass__v1__enroll_response__free_unpacked
                      (Compass__V1__EnrollResponse *message,
                       ProtobufCAllocator *allocator);
-/* Compass__V1__StartCommand methods */
-void   compass__v1__start_command__init
-                     (Compass__V1__StartCommand         *message);
-size_t compass__v1__start_command__get_packed_size
-                     (const Compass__V1__StartCommand   *message);
-size_t compass__v1__start_command__pack
-                     (const Compass__V1__StartCommand   *message,
+/* Compass__V1__RunnerError methods */
+void   compass__v1__runner_error__init
+                     (Compass__V1__RunnerError         *message);
+size_t compass__v1__runner_error__get_packed_size
+                     (const Compass__V1__RunnerError   *message);
+size_t compass__v1__runner_error__pack
+                     (const Compass__V1__RunnerError   *message,
                       uint8_t             *out);
-size_t compass__v1__start_command__pack_to_buffer
-                     (const Compass__V1__StartCommand   *message,
+size_t compass__v1__runner_error__pack_to_buffer
+                     (const Compass__V1__RunnerError   *message,
                       ProtobufCBuffer     *buffer);
-Compass__V1__StartCommand *
-       compass__v1__start_command__unpack
+Compass__V1__RunnerError *
+       compass__v1__runner_error__unpack
                      (ProtobufCAllocator  *allocator,
                       size_t               len,
                       const uint8_t       *data);
-void   compass__v1__start_command__free_unpacked
-                     (Compass__V1__StartCommand *message,
+void   compass__v1__runner_error__free_unpacked
+                     (Compass__V1__RunnerError *message,
                       ProtobufCAllocator *allocator);
-/* Compass__V1__StopCommand methods */
-void   compass__v1__stop_command__init
-                     (Compass__V1__StopCommand         *message);
-size_t compass__v1__stop_command__get_packed_size
-                     (const Compass__V1__StopCommand   *message);
-size_t compass__v1__stop_command__pack
-                     (const Compass__V1__StopCommand   *message,
+/* Compass__V1__DispatchControl methods */
+void   compass__v1__dispatch_control__init
+                     (Compass__V1__DispatchControl         *message);
+size_t compass__v1__dispatch_control__get_packed_size
+                     (const Compass__V1__DispatchControl   *message);
+size_t compass__v1__dispatch_control__pack
+                     (const Compass__V1__DispatchControl   *message,
                       uint8_t             *out);
-size_t compass__v1__stop_command__pack_to_buffer
-                     (const Compass__V1__StopCommand   *message,
+size_t compass__v1__dispatch_control__pack_to_buffer
+                     (const Compass__V1__DispatchControl   *message,
                       ProtobufCBuffer     *buffer);
-Compass__V1__StopCommand *
-       compass__v1__stop_command__unpack
+Compass__V1__DispatchControl *
+       compass__v1__dispatch_control__unpack
                      (ProtobufCAllocator  *allocator,
                       size_t               len,
                       const uint8_t       *data);
-void   compass__v1__stop_command__free_unpacked
-                     (Compass__V1__StopCommand *message,
-                      ProtobufCAllocator *allocator);
-/* Compass__V1__DeliverCommand methods */
-void   compass__v1__deliver_command__init
-                     (Compass__V1__DeliverCommand         *message);
-size_t compass__v1__deliver_command__get_packed_size
-                     (const Compass__V1__DeliverCommand   *message);
-size_t compass__v1__deliver_command__pack
-                     (const Compass__V1__DeliverCommand   *message,
-                      uint8_t             *out);
-size_t compass__v1__deliver_command__pack_to_buffer
-                     (const Compass__V1__DeliverCommand   *message,
-                      ProtobufCBuffer     *buffer);
-Compass__V1__DeliverCommand *
-       compass__v1__deliver_command__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data);
-void   compass__v1__deliver_command__free_unpacked
-                     (Compass__V1__DeliverCommand *message,
-                      ProtobufCAllocator *allocator);
-/* Compass__V1__StartNowCommand methods */
-void   compass__v1__start_now_command__init
-                     (Compass__V1__StartNowCommand         *message);
-size_t compass__v1__start_now_command__get_packed_size
-                     (const Compass__V1__StartNowCommand   *message);
-size_t compass__v1__start_now_command__pack
-                     (const Compass__V1__StartNowCommand   *message,
-                      uint8_t             *out);
-size_t compass__v1__start_now_command__pack_to_buffer
-                     (const Compass__V1__StartNowCommand   *message,
-                      ProtobufCBuffer     *buffer);
-Compass__V1__StartNowCommand *
-       compass__v1__start_now_command__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data);
-void   compass__v1__start_now_command__free_unpacked
-                     (Compass__V1__StartNowCommand *message,
+void   compass__v1__dispatch_control__free_unpacked
+                     (Compass__V1__DispatchControl *message,
                       ProtobufCAllocator *allocator);
 /* Compass__V1__SessionsResponse methods */
 void   compass__v1__sessions_response__init
@@ -1519,17 +1519,11 @@ typedef void (*Compass__V1__EnrollRequest_Closure)
 typedef void (*Compass__V1__EnrollResponse_Closure)
                  (const Compass__V1__EnrollResponse *message,
                   void *closure_data);
-typedef void (*Compass__V1__StartCommand_Closure)
-                 (const Compass__V1__StartCommand *message,
+typedef void (*Compass__V1__RunnerError_Closure)
+                 (const Compass__V1__RunnerError *message,
                   void *closure_data);
-typedef void (*Compass__V1__StopCommand_Closure)
-                 (const Compass__V1__StopCommand *message,
-                  void *closure_data);
-typedef void (*Compass__V1__DeliverCommand_Closure)
-                 (const Compass__V1__DeliverCommand *message,
-                  void *closure_data);
-typedef void (*Compass__V1__StartNowCommand_Closure)
-                 (const Compass__V1__StartNowCommand *message,
+typedef void (*Compass__V1__DispatchControl_Closure)
+                 (const Compass__V1__DispatchControl *message,
                   void *closure_data);
 typedef void (*Compass__V1__SessionsResponse_Closure)
                  (const Compass__V1__SessionsResponse *message,
@@ -1792,6 +1786,7 @@ void compass__v1__resource_service__report_agent_state(ProtobufCService *service
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    compass__v1__runner_error_code__descriptor;
 extern const ProtobufCEnumDescriptor    compass__v1__evidence_rank__descriptor;
 extern const ProtobufCEnumDescriptor    compass__v1__resource_kind__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__subscribe_agent_session_request__descriptor;
@@ -1818,10 +1813,8 @@ extern const ProtobufCMessageDescriptor compass__v1__who_am_irequest__descriptor
 extern const ProtobufCMessageDescriptor compass__v1__who_am_iresponse__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__enroll_request__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__enroll_response__descriptor;
-extern const ProtobufCMessageDescriptor compass__v1__start_command__descriptor;
-extern const ProtobufCMessageDescriptor compass__v1__stop_command__descriptor;
-extern const ProtobufCMessageDescriptor compass__v1__deliver_command__descriptor;
-extern const ProtobufCMessageDescriptor compass__v1__start_now_command__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__runner_error__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__dispatch_control__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__sessions_response__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__sessions_request__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__upload_session_blob_request__descriptor;

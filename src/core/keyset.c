@@ -1,0 +1,103 @@
+/* keyset: see keyset.h.  Each generation is an open-addressing table with
+ * linear probing and no deletion: a generation is dropped whole. */
+#include "core/keyset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The 64-bit finalizer of MurmurHash3: spreads every input bit. */
+static uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+/* FNV-1a over BYTES, from H. */
+static uint64_t fnv1a(uint64_t h, const uint8_t *bytes, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        h ^= bytes[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+struct keyset_fp keyset_fingerprint(const void *scope, size_t scope_len, const void *key,
+                                    size_t key_len)
+{
+    /* The lengths go in first, so the split between scope and key counts. */
+    uint64_t lens[2] = {(uint64_t)scope_len, (uint64_t)key_len};
+    uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
+    struct keyset_fp fp;
+
+    a = fnv1a(a, (const uint8_t *)lens, sizeof(lens));
+    a = fnv1a(a, scope, scope_len);
+    a = fnv1a(a, key, key_len);
+    /* The second lane reads the bytes in another order and seed, so the two
+     * halves do not collide together. */
+    b = fnv1a(b, key, key_len);
+    b = fnv1a(b, (const uint8_t *)lens, sizeof(lens));
+    b = fnv1a(b, scope, scope_len);
+    fp.a = mix64(a) | 1u;
+    fp.b = mix64(b ^ (a << 1));
+    return fp;
+}
+
+/* The slot of FP in TABLE: where it is, or the empty slot where it would
+ * go.  The table is never full (load at most 1/2), so this ends. */
+static struct keyset_fp *slot_of(struct keyset_fp *table, struct keyset_fp fp)
+{
+    uint32_t i = (uint32_t)(fp.b ^ (fp.a >> 32)) & (KEYSET_SLOTS - 1);
+
+    while (table[i].a != 0 && (table[i].a != fp.a || table[i].b != fp.b))
+        i = (i + 1) & (KEYSET_SLOTS - 1);
+    return &table[i];
+}
+
+int keyset_contains(const struct keyset *set, struct keyset_fp fp)
+{
+    for (int g = 0; g < 2; g++)
+        if (set->gen[g] && slot_of(set->gen[g], fp)->a != 0)
+            return 1;
+    return 0;
+}
+
+int keyset_add(struct keyset *set, struct keyset_fp fp)
+{
+    struct keyset_fp *slot;
+
+    if (keyset_contains(set, fp))
+        return 0;
+    if (!set->gen[0]) {
+        set->gen[0] = calloc(KEYSET_SLOTS, sizeof(*set->gen[0]));
+        if (!set->gen[0])
+            return -1;
+        set->count = 0;
+    }
+    if (set->count >= KEYSET_GENERATION) {
+        /* The newer generation is full: it becomes the older one, and the
+         * older one's table is reused, emptied, as the newer. */
+        struct keyset_fp *older = set->gen[1];
+        if (!older && !(older = malloc(KEYSET_SLOTS * sizeof(*older))))
+            return -1;
+        memset(older, 0, KEYSET_SLOTS * sizeof(*older));
+        set->gen[1] = set->gen[0];
+        set->gen[0] = older;
+        set->count = 0;
+    }
+    slot = slot_of(set->gen[0], fp);
+    *slot = fp;
+    set->count++;
+    return 0;
+}
+
+void keyset_clear(struct keyset *set)
+{
+    free(set->gen[0]);
+    free(set->gen[1]);
+    memset(set, 0, sizeof(*set));
+}

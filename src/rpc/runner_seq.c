@@ -1,0 +1,149 @@
+/* runner_seq: see runner_seq.h. */
+#include "rpc/runner_seq.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "rpc/runner_control.h"
+#include "store/store.h"
+
+/* Write the mark to the store at least this often (frames). */
+#define SEQ_PERSIST_EVERY 1024
+
+struct runner_run {
+    char id[STORE_ID_MAX];
+    uint64_t number; /* bumped by every plain Enroll */
+    uint64_t last;   /* the high-water mark of this run */
+    uint64_t persisted;
+    uint64_t unpersisted; /* frames since the last write */
+    struct keyset keys;   /* across runs */
+    struct runner_run *next;
+};
+
+struct runner_runs {
+    struct runner_run *list;
+    uint64_t enrolled_new;
+    uint64_t enrolled_resumed;
+    uint64_t keys_unremembered; /* memory was short */
+};
+
+struct runner_runs *runner_runs_new(void)
+{
+    return calloc(1, sizeof(struct runner_runs));
+}
+
+void runner_runs_free(struct runner_runs *runs)
+{
+    if (!runs)
+        return;
+    while (runs->list) {
+        struct runner_run *run = runs->list;
+        runs->list = run->next;
+        keyset_clear(&run->keys);
+        free(run);
+    }
+    free(runs);
+}
+
+int runner_run_get(struct rpc_context *ctx, const char *runner_id, struct runner_run **out)
+{
+    struct runner_runs *runs = runner_registry_runs(ctx->runners);
+    struct runner_run *run;
+    uint64_t stored = 0;
+
+    for (run = runs->list; run; run = run->next)
+        if (strcmp(run->id, runner_id) == 0) {
+            *out = run;
+            return 0;
+        }
+    if (ctx->store->ops->runner_seq_get(ctx->store->impl, runner_id, &stored) == STORE_FAULT)
+        return -1;
+    run = calloc(1, sizeof(*run));
+    if (!run)
+        return -1;
+    snprintf(run->id, sizeof(run->id), "%s", runner_id);
+    run->last = run->persisted = stored;
+    run->next = runs->list;
+    runs->list = run;
+    *out = run;
+    return 0;
+}
+
+int runner_run_enroll(struct rpc_context *ctx, const char *runner_id, int resume, uint64_t *last)
+{
+    struct runner_runs *runs = runner_registry_runs(ctx->runners);
+    struct runner_run *run;
+
+    if (runner_run_get(ctx, runner_id, &run) != 0)
+        return -1;
+    if (resume) {
+        runs->enrolled_resumed++;
+        *last = run->last;
+        return 0;
+    }
+    /* Stored first: a server restart must not resume this Runner from the
+     * mark of a run it has left. */
+    if (run->persisted != 0 &&
+        ctx->store->ops->runner_seq_set(ctx->store->impl, runner_id, 0) != STORE_OK)
+        return -1;
+    runs->enrolled_new++;
+    run->number++;
+    run->last = run->persisted = run->unpersisted = 0;
+    *last = 0;
+    return 0;
+}
+
+uint64_t runner_run_number(const struct runner_run *run)
+{
+    return run->number;
+}
+
+enum runner_frame runner_run_check(const struct runner_run *run, uint64_t seq,
+                                   const struct keyset_fp *fp)
+{
+    if (seq <= run->last)
+        return RUNNER_FRAME_RETRY;
+    if (fp && keyset_contains(&run->keys, *fp))
+        return RUNNER_FRAME_DUPLICATE;
+    return RUNNER_FRAME_NEW;
+}
+
+uint64_t runner_run_advance(struct rpc_context *ctx, struct runner_run *run, uint64_t seq,
+                            const struct keyset_fp *fp)
+{
+    uint64_t skipped = seq > run->last + 1 ? seq - run->last - 1 : 0;
+
+    if (fp && keyset_add(&run->keys, *fp) != 0) {
+        struct runner_runs *runs = runner_registry_runs(ctx->runners);
+        if (runs->keys_unremembered++ % 1000 == 0)
+            log_warn("runner %s: out of memory remembering idempotency keys", run->id);
+    }
+    run->last = seq;
+    if (++run->unpersisted >= SEQ_PERSIST_EVERY)
+        runner_run_persist(ctx, run);
+    return skipped;
+}
+
+void runner_run_persist(struct rpc_context *ctx, struct runner_run *run)
+{
+    run->unpersisted = 0;
+    if (run->last == run->persisted)
+        return;
+    if (ctx->store->ops->runner_seq_set(ctx->store->impl, run->id, run->last) == STORE_OK)
+        run->persisted = run->last;
+    else
+        log_warn("runner %s: cannot persist runner_seq %llu yet", run->id,
+                 (unsigned long long)run->last);
+}
+
+void runner_runs_write_metrics(const struct runner_runs *runs, FILE *out)
+{
+    fprintf(out,
+            "# HELP agenthub_runner_enrollments_total Enroll calls, by whether they started "
+            "a new run of the Runner or resumed the one the server knew.\n"
+            "# TYPE agenthub_runner_enrollments_total counter\n"
+            "agenthub_runner_enrollments_total{kind=\"new\"} %llu\n"
+            "agenthub_runner_enrollments_total{kind=\"resumed\"} %llu\n",
+            (unsigned long long)runs->enrolled_new, (unsigned long long)runs->enrolled_resumed);
+}
