@@ -4,9 +4,10 @@
 - Hub: one agenthubd from $AGENTHUB_BUILD with a world imported through
   `agenthub admin import`; stop() SIGTERMs it and requires exit 0 within 5 s
   (an ASan/LSan report makes the exit nonzero).
-- Runner: a Runner test double on grpcio: Enroll, the Sessions control
-  stream (commands answered with SessionsRequest{request_id, ok}),
-  PublishEvents with its own runner_seq, and a real batch window.
+- Runner: a Runner test double on grpcio: Enroll (resuming its run), the
+  Sessions control stream (commands answered with the result of their kind,
+  or a RunnerError), PublishEvents with its own runner_seq, and a real batch
+  window.  command_session() and command_text() read a command.
 - Pane / Bus: background readers of SubscribeAgentSession / SubscribeEvents.
 - raw_unary(): one unary call over python3-h2, for exact header blocks.
 """
@@ -104,6 +105,27 @@ def method(channel, name):
              "su": channel.stream_unary, "ss": channel.stream_stream}[kind]
     return maker(name, request_serializer=req.SerializeToString,
                  response_deserializer=resp.FromString)
+
+
+def command_session(command):
+    """The session a SessionsResponse command is for."""
+    kind = command.WhichOneof("command")
+    if kind == "start":
+        return command.session_id
+    if kind == "deliver_control":
+        return command.deliver_control.session_id
+    return getattr(command, kind).session_id
+
+
+def command_text(command):
+    """The text a deliver_control carries (a prompt)."""
+    return command.deliver_control.op.prompt.input
+
+
+def refusal(request_id, message, code=None):
+    """A SessionsRequest refusing REQUEST_ID (RunnerError, INTERNAL by default)."""
+    return S.SessionsRequest(request_id=request_id, error=S.RunnerError(
+        code=S.RUNNER_ERROR_CODE_INTERNAL if code is None else code, message=message))
 
 
 def auth(token):
@@ -351,9 +373,10 @@ class RequestQueue:
 
 
 class Runner:
-    """A Runner on grpcio.  auto_ack answers every command ok (ack_ok decides
-    the answer, ack_delay waits first; auto_ack=False leaves commands
-    unanswered).  batch_ms > 0 runs a batch window for `deliver`."""
+    """A Runner on grpcio.  auto_ack answers every command (ack_ok decides
+    between its result and a RunnerError, ack_delay waits first;
+    auto_ack=False leaves commands unanswered).  batch_ms > 0 runs a batch
+    window for `deliver_control`."""
 
     def __init__(self, hub, runner_id, token, auto_ack=True, ack_ok=True, ack_delay=0.0,
                  batch_ms=0):
@@ -380,9 +403,11 @@ class Runner:
         return method(self.channel, name)(request, metadata=auth(token or self.token),
                                            timeout=timeout)
 
-    def enroll(self, version="test-double 1"):
-        response = self.call("Enroll", S.EnrollRequest(runner_version=version))
-        self.seq = max(self.seq, response.last_runner_seq)
+    def enroll(self, version="test-double 1", resume=True):
+        """Enroll; RESUME continues the run the server knows (runner_seq goes
+        on after last_runner_seq), else a new run starts at 1."""
+        response = self.call("Enroll", S.EnrollRequest(runner_version=version, resume=resume))
+        self.seq = max(self.seq, response.last_runner_seq) if resume else 0
         return response
 
     # --- Sessions control stream
@@ -425,20 +450,21 @@ class Runner:
 
     def _handle(self, command, requests):
         kind = command.WhichOneof("command")
-        if kind == "deliver" and self.batch_ms > 0:
-            self._batch_add(command.session_id)
+        sid = command_session(command)
+        if kind == "deliver_control" and self.batch_ms > 0:
+            self._batch_add(sid)
         elif kind == "start_now" and self.batch_ms > 0:
-            self._batch_fire(command.session_id, "start_now")
+            self._batch_fire(sid, "start_now")
         elif kind == "stop" and self.batch_ms > 0:
-            self._batch_close(command.session_id)
+            self._batch_close(sid)
         if not self.auto_ack:
             return
 
         def ack():
             if self.ack_delay:
                 time.sleep(self.ack_delay)
-            requests.put(S.SessionsRequest(request_id=command.request_id, ok=self.ack_ok,
-                                           error="" if self.ack_ok else "refused by test"))
+            requests.put(self.answer(command) if self.ack_ok else
+                         refusal(command.request_id, "refused by test"))
         if self.ack_delay:
             threading.Thread(target=ack, daemon=True).start()
         else:
@@ -459,8 +485,25 @@ class Runner:
     def report(self, live_sessions):
         self.requests.put(S.SessionsRequest(live_sessions=list(live_sessions)))
 
+    @staticmethod
+    def answer(command):
+        """The result a Runner that carried COMMAND out sends."""
+        kind = command.WhichOneof("command")
+        if kind == "start":
+            return S.SessionsRequest(request_id=command.request_id, start=S.StartAgentSessionResponse(
+                session_id=command.session_id))
+        if kind == "stop":
+            return S.SessionsRequest(request_id=command.request_id,
+                                     stop=S.StopAgentSessionResponse())
+        if kind == "status":
+            return S.SessionsRequest(request_id=command.request_id,
+                                     status=S.GetAgentStatusResponse())
+        return S.SessionsRequest(request_id=command.request_id)
+
     def ack(self, request_id, ok=True, error=""):
-        self.requests.put(S.SessionsRequest(request_id=request_id, ok=ok, error=error))
+        """Answers REQUEST_ID: carried out, or (not OK) refused with ERROR."""
+        self.requests.put(S.SessionsRequest(request_id=request_id) if ok else
+                          refusal(request_id, error))
 
     def drop_sessions(self):
         """Cancels the Sessions stream (the Runner's connection drops)."""

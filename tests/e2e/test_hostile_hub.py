@@ -17,8 +17,9 @@ import h2.events
 import h2.settings
 
 from helpers import GoodClient, vm_rss_kib
-from rpc_harness import (BUILD, F, S, auth, error_view, fail, method, start_hub,  # noqa: F401
-                         subscribe, subscribe_events, text, wait_for)
+from rpc_harness import (BUILD, F, S, auth, command_session, command_text, error_view,  # noqa
+                         fail, method, refusal, start_hub, subscribe, subscribe_events,
+                         text, wait_for)
 
 MiB = 1024 * 1024
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
@@ -127,7 +128,8 @@ class RawRunner:
             self.sock.sendall(self.conn.data_to_send())
 
     def ack(self, request_id, ok=True):
-        self.send(S.SessionsRequest(request_id=request_id, ok=ok))
+        self.send(S.SessionsRequest(request_id=request_id) if ok else
+                  refusal(request_id, "refused"))
 
     def close(self):
         self.sock.close()
@@ -192,10 +194,10 @@ def test_a_command_not_written_in_time_is_withdrawn_and_never_delivered(start_hu
     retry = send_message(h, "sess-1", "first")
     runner.pump_until(lambda: len(runner.commands) == 1)
     command = runner.commands[0]
-    assert command.deliver.text == "first" and command.session_id == "sess-1"
+    assert command_text(command) == "first" and command_session(command) == "sess-1"
     runner.ack(command.request_id)
     assert retry.result(timeout=10) == S.SendAgentMessageResponse()
-    assert [c.deliver.text for c in runner.read_for(0.3)] == ["first"]
+    assert [command_text(c) for c in runner.read_for(0.3)] == ["first"]
     good.assert_served()
     runner.close()
     good.close()
@@ -219,7 +221,7 @@ def test_a_full_command_queue_refuses_at_once(start_hub, pb):
     h.wait_metric("agenthub_runner_commands_queued", lambda v: v == 2)
     runner.open()
     runner.pump_until(lambda: len(runner.commands) == 2)
-    assert [len(c.deliver.text) for c in runner.commands] == [600 * 1024, 5]
+    assert [len(command_text(c)) for c in runner.commands] == [600 * 1024, 5]
     for c in runner.commands:
         runner.ack(c.request_id)
     assert parked.result(timeout=10) == S.SendAgentMessageResponse()

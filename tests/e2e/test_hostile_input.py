@@ -79,8 +79,8 @@ def test_client_strings_reach_the_log_as_one_escaped_line_each(start_hub, pb):
     shown = shown.replace("\n", "\\n").replace("\x1b", "\\x1b").replace("\u202e", "\\u202e")
     enrolled = wait_for(lambda: [line for line in log_lines(h) if "enrolled (version" in line],
                         what="the enrolled line")
-    assert enrolled == ["agenthubd: info: runner runner-1 enrolled (version %s, last runner_seq "
-                        "0)" % shown], enrolled
+    assert enrolled == ["agenthubd: info: runner runner-1 enrolled (version %s, resumed its run, "
+                        "last runner_seq 0)" % shown], enrolled
 
     # An id with a right-to-left override is no control character: it gets
     # as far as the handler and its log line, escaped there.
@@ -295,7 +295,7 @@ def test_ids_holding_nul_or_control_characters_are_refused_before_any_lookup(sta
     assert [i.event.assistant_text.text for i in pane.items
             if i.event.HasField("assistant_text")] == ["marker"]
     assert not [i for i in pane.items if i.event.HasField("record")]
-    assert [c.WhichOneof("command") for c in r.commands] == ["deliver"]
+    assert [c.WhichOneof("command") for c in r.commands] == ["deliver_control"]
     bus.wait(lambda items: any(e.agent_message_chunk.text == "marker" for e in items),
              what="the marker on the bus")
     assert [e.agent_message_chunk.text for e in bus.items

@@ -6,7 +6,7 @@ import time
 import grpc
 import pytest
 
-from rpc_harness import (COMPASS, F, S, error_view, fail, hub, raw_unary, start_hub,  # noqa
+from rpc_harness import (COMPASS, F, S, command_session, command_text, error_view, fail, hub, raw_unary, start_hub,  # noqa
                          subscribe, subscribe_events, text, wait_for)
 
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
@@ -29,7 +29,7 @@ def test_a_second_sessions_stream_replaces_the_first(hub):
     assert first.stream_error is not None
     assert first.stream_error.code() == grpc.StatusCode.ABORTED
     hub.call("SkipBatchWindow", skip("sess-1"), token="t-alice")
-    assert second.wait_command("start_now").session_id == "sess-1"
+    assert command_session(second.wait_command("start_now")) == "sess-1"
     assert [c for c in first.commands if c.WhichOneof("command") == "start_now"] == []
 
 
@@ -212,13 +212,13 @@ def test_send_agent_message_delivers_to_the_runner_for_owner_or_admin(hub):
              token="t-alice")
     hub.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="sudo"),
              token="t-admin")
-    assert [r.wait_command("deliver", n).deliver.text for n in (1, 2)] == ["hello", "sudo"]
+    assert [command_text(r.wait_command("deliver_control", n)) for n in (1, 2)] == ["hello", "sudo"]
     a = fail(hub.call, "SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1",
                                                                      text="x"), token="t-bob")
     b = fail(hub.call, "SendAgentMessage", S.SendAgentMessageRequest(session_id="nope",
                                                                      text="x"), token="t-bob")
     assert a.code() == NOT_FOUND and error_view(a) == error_view(b)
-    assert len([c for c in r.commands if c.WhichOneof("command") == "deliver"]) == 2
+    assert len([c for c in r.commands if c.WhichOneof("command") == "deliver_control"]) == 2
 
 
 def test_stop_agent_session_is_for_owner_or_admin_and_tells_the_runner(hub):
@@ -230,7 +230,7 @@ def test_stop_agent_session_is_for_owner_or_admin_and_tells_the_runner(hub):
              token="t-bob")
     assert a.code() == NOT_FOUND and error_view(a) == error_view(b)
     hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
-    assert r.wait_command("stop").session_id == "sess-1"
+    assert command_session(r.wait_command("stop")) == "sess-1"
     st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
                   token="t-alice").statuses[0]
     assert st.state == F.AGENT_SESSION_STATE_STOPPED

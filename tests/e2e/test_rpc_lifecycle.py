@@ -5,7 +5,7 @@ import time
 
 import grpc
 
-from rpc_harness import (S, auth, fail, hub, method, start_hub, subscribe,  # noqa
+from rpc_harness import (S, auth, command_session, fail, hub, method, start_hub, subscribe,  # noqa
                          subscribe_events, text)
 
 
@@ -51,7 +51,7 @@ def test_a_replaced_control_stream_fails_its_pending_command(hub):
     assert err is not None and err.code() == grpc.StatusCode.UNKNOWN
     # ... and the new stream carries the next one.
     hub.call("SkipBatchWindow", S.SkipBatchWindowRequest(session_id="sess-1"), token="t-alice")
-    assert second.wait_command("start_now").session_id == "sess-1"
+    assert command_session(second.wait_command("start_now")) == "sess-1"
 
 
 def test_send_and_stop_without_the_runners_stream(hub):

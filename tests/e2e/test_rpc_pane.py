@@ -6,7 +6,7 @@ import time
 import grpc
 import pytest
 
-from rpc_harness import (COMPASS, F, S, RawStream, auth, error_view, event_frame, fail, hub,  # noqa
+from rpc_harness import (COMPASS, F, S, RawStream, auth, command_session, error_view, event_frame, fail, hub,  # noqa
                          method, start_hub, subscribe, text, wait_for)
 
 SUB = "SubscribeAgentSession"
@@ -124,7 +124,7 @@ def test_stop_agent_session_ends_the_pane_with_ok_and_the_last_seq(hub):
     # STOPPED is the last word: no fallback state is published after it.
     assert pane.items[-1].state == F.AGENT_SESSION_STATE_STOPPED
     assert trailers["agenthub-last-seq"] == str(pane.items[-1].seq)
-    assert r.wait_command("stop").session_id == "sess-1"
+    assert command_session(r.wait_command("stop")) == "sess-1"
     # A subscriber to an ended session ends OK at once.
     late = subscribe(hub, "sess-1", token="t-bob")
     assert late.finish()[0] == grpc.StatusCode.OK and late.items == []

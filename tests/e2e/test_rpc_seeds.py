@@ -7,7 +7,7 @@ import time
 
 import grpc
 
-from rpc_harness import (COMPASS, RUNNER, F, Hub, S, batch_pending, error_view, fail, hub,  # noqa
+from rpc_harness import (COMPASS, RUNNER, F, Hub, S, batch_pending, command_session, error_view, fail, hub,  # noqa
                          raw_unary, start_hub, subscribe, subscribe_events, text, wait_for)
 
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
@@ -178,7 +178,7 @@ def test_the_owner_skips_the_open_batch_window(hub):
     # Then the server relays start_now to the owning Runner (the call returns
     # once the Runner has acknowledged it) ...
     command = runner.wait_command("start_now")
-    assert command.session_id == "sess-1" and command.request_id
+    assert command_session(command) == "sess-1" and command.request_id
     assert took >= 0.25, "SkipBatchWindow returned before the Runner's ack"
     # ... and the pending batch fires immediately.
     assert runner.fired == [("sess-1", 1, "start_now")]
@@ -247,7 +247,7 @@ def test_a_subscriber_that_joins_mid_window_sees_no_count_until_the_next_arm(hub
     runner.open_sessions(["sess-1"])
     hub.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="one"),
              token="t-alice")
-    runner.wait_command("deliver")
+    runner.wait_command("deliver_control")
     late = subscribe(hub, "sess-1", token="t-alice")  # default: live tail, no replay
     hub.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="two"),
              token="t-alice")
