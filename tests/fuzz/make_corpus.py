@@ -118,7 +118,8 @@ def requests_corpus(tmp, svc, fr, health, refl):
     sub = s.open(C + "SubscribeAgentSession", "t-alice")
     s.send(sub, svc.SubscribeAgentSessionRequest(session_id="sess-1", tail=10))
     s.end(sub)
-    s.unary(R + "Enroll", svc.EnrollRequest(runner_version="1.0"), "t-runner-1", True)
+    s.unary(R + "Enroll", svc.EnrollRequest(runner_version="1.0", resume=True), "t-runner-1",
+            True)
     ctl = s.open(R + "Sessions", "t-runner-1", True)
     s.send(ctl, svc.SessionsRequest(live_sessions=["sess-1"]))
     pub = s.open(R + "PublishEvents", "t-runner-1", True)
@@ -136,14 +137,45 @@ def requests_corpus(tmp, svc, fr, health, refl):
                                             frame=frame(state=2, typed_event=ev)), split=40)
     s.send(pub, fr.PublishEventsRequest(runner_seq=5, session_id="sess-1", frame=fr.AgentFrame(
         transcript_entry=fr.TranscriptEntry(entry_json='{"role":"user"}', entry_seq=1))))
+    # The agent's acks, and a keyed frame sent twice (the second is dropped).
+    for seq, ack in [(6, fr.AgentFrame(control_ack=fr.ControlAck(acked_seq=1))),
+                     (7, fr.AgentFrame(delivery_ack=fr.DeliveryAck(message_id="m1"))),
+                     (8, fr.AgentFrame(replay_complete_ack=fr.ReplayCompleteAck()))]:
+        s.send(pub, fr.PublishEventsRequest(runner_seq=seq, session_id="sess-1", frame=ack))
+    for seq in (9, 10):
+        s.send(pub, fr.PublishEventsRequest(runner_seq=seq, session_id="sess-1",
+                                            idempotency_key="k1", frame=frame(state=3)))
     s.unary(C + "SendAgentMessage", svc.SendAgentMessageRequest(session_id="sess-1", text="go"),
             "t-alice")
-    s.send(ctl, svc.SessionsRequest(request_id="1", ok=True))
+    s.send(ctl, svc.SessionsRequest(request_id="1"))
     s.unary(C + "SkipBatchWindow", svc.SkipBatchWindowRequest(session_id="sess-1"), "t-alice")
-    s.send(ctl, svc.SessionsRequest(request_id="2", ok=True))
+    s.send(ctl, svc.SessionsRequest(request_id="2", error=svc.RunnerError(
+        code=svc.RUNNER_ERROR_CODE_NOT_FOUND, message="not running")))
     s.end(pub)
     s.end(ctl)
     write("fuzz_requests", "runner_relay", bytes(s.data))
+
+    # A Runner that opens Sessions with an empty message and answers the
+    # status command it is sent, then enrolls anew (a new run from 1).
+    s = Script(methods)
+    s.unary(R + "Enroll", svc.EnrollRequest(runner_id="runner-1"), "t-runner-1", True)
+    ctl = s.open(R + "Sessions", "t-runner-1", True)
+    s.send(ctl, svc.SessionsRequest())
+    s.send(ctl, svc.SessionsRequest(request_id="1", status=svc.GetAgentStatusResponse(
+        statuses=[svc.AgentSessionStatus(session_id="sess-1", state=2)])))
+    pub = s.open(R + "PublishEvents", "t-runner-1", True)
+    s.send(pub, fr.PublishEventsRequest(runner_seq=1, session_id="sess-1", frame=frame(state=2)))
+    s.unary(R + "Enroll", svc.EnrollRequest(runner_id="runner-1"), "t-runner-1", True)
+    s.send(pub, fr.PublishEventsRequest(runner_seq=2, session_id="sess-1", frame=frame(state=3)))
+    pub = s.open(R + "PublishEvents", "t-runner-1", True)
+    s.send(pub, fr.PublishEventsRequest(runner_seq=1, session_id="sess-1", frame=frame(state=3)))
+    s.unary(C + "StartAgentSession", svc.StartAgentSessionRequest(container_name="ctr-1"),
+            "t-alice")
+    s.send(ctl, svc.SessionsRequest(request_id="2", start=svc.StartAgentSessionResponse(
+        session_id="x")))
+    s.end(pub)
+    s.end(ctl)
+    write("fuzz_requests", "runner_restart", bytes(s.data))
 
     # The hook shim's path: a terminal, a session under it, records, close.
     s = Script(methods)
