@@ -174,9 +174,9 @@ START_TEST(test_reader_takes_compressed_messages_once_allowed)
     ck_assert_uint_eq(len, 3);
     ck_assert_mem_eq(body, "abc", 3);
     grpc_reader_take(&reader);
-    ck_assert_int_eq(grpc_reader_feed(&reader, queue.data + queue.start + consumed, 15 - consumed,
-                                      &consumed),
-                     GRPC_READER_MESSAGE);
+    ck_assert_int_eq(
+        grpc_reader_feed(&reader, queue.data + queue.start + consumed, 15 - consumed, &consumed),
+        GRPC_READER_MESSAGE);
     ck_assert_int_eq(reader.compressed, 0);
     grpc_reader_free(&reader);
     byte_queue_free(&queue);
