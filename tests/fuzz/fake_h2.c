@@ -33,7 +33,10 @@ struct h2_stream {
     unsigned client_ended : 1;
     unsigned reset : 1; /* a reset is pending */
     unsigned reset_after_end : 1;
+    unsigned input_paused : 1; /* the gRPC layer asked for no more credit */
     uint32_t reset_code;
+    size_t received;         /* request body bytes handed to the handler */
+    size_t released;         /* of which the handler released (SIZE_MAX: all) */
     struct grpc_reader body; /* checks the response's gRPC framing */
     size_t messages;         /* response messages */
     char path[96];           /* for FUZZ_TRACE */
@@ -202,6 +205,19 @@ void h2_stream_resume(struct h2_stream *stream)
     stream->waiting = 0;
 }
 
+/* As h2: releasing more than is held releases what is held. */
+void h2_stream_release(struct h2_stream *stream, size_t len)
+{
+    size_t held = stream->received - stream->released;
+
+    stream->released += len > held ? held : len;
+}
+
+void h2_stream_pause_input(struct h2_stream *stream, int paused)
+{
+    stream->input_paused = paused != 0;
+}
+
 void h2_stream_reset(struct h2_stream *stream, uint32_t error_code)
 {
     if (!stream->reset) {
@@ -294,6 +310,7 @@ int fake_h2_data(struct h2_server *server, uint32_t id, const uint8_t *data, siz
     if (!stream || stream->client_ended)
         return -1;
     server->stats.bytes_in += len;
+    stream->received += len;
     stream->listener->handler->stream_data(stream->data, data, len);
     return 0;
 }
