@@ -458,8 +458,9 @@ typedef enum {
  * Runner to server, on Sessions: the answer to the command with the same
  * request_id (error: refused; any other result, or none: carried out), or,
  * with an empty request_id, the Runner's report of the sessions it hosts
- * (live_sessions).  The numbers reserved here are results compass defines
- * and agenthub does not ask for.
+ * (live_sessions).  A first message with nothing set is answered with a
+ * status command, whose result is the report.  The numbers reserved here are
+ * results compass defines and agenthub does not ask for.
  */
 struct  Compass__V1__SessionsRequest
 {
