@@ -26,21 +26,30 @@ static uint64_t fnv1a(uint64_t h, const uint8_t *bytes, size_t len)
     return h;
 }
 
+/* FNV-1a over the eight bytes of V, from H. */
+static uint64_t fnv1a_u64(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
 struct keyset_fp keyset_fingerprint(const void *scope, size_t scope_len, const void *key,
                                     size_t key_len)
 {
-    /* The lengths go in first, so the split between scope and key counts. */
-    uint64_t lens[2] = {(uint64_t)scope_len, (uint64_t)key_len};
     uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
     struct keyset_fp fp;
 
-    a = fnv1a(a, (const uint8_t *)lens, sizeof(lens));
+    /* The lengths go in first, so the split between scope and key counts. */
+    a = fnv1a_u64(fnv1a_u64(a, scope_len), key_len);
     a = fnv1a(a, scope, scope_len);
     a = fnv1a(a, key, key_len);
     /* The second lane reads the bytes in another order and seed, so the two
      * halves do not collide together. */
     b = fnv1a(b, key, key_len);
-    b = fnv1a(b, (const uint8_t *)lens, sizeof(lens));
+    b = fnv1a_u64(fnv1a_u64(b, key_len), scope_len);
     b = fnv1a(b, scope, scope_len);
     fp.a = mix64(a) | 1u;
     fp.b = mix64(b ^ (a << 1));

@@ -287,6 +287,29 @@ static const char *command_session(const Compass__V1__SessionsResponse *command)
     }
 }
 
+/* Encodes MESSAGE as command ID: its request_id (and a deliver_control's
+ * control_seq, so an agent's ControlAck names the command it acknowledges)
+ * is ID.  MESSAGE's request_id is left as it was.  Returns the bytes
+ * (malloc'd) with *LEN, or NULL when memory is short. */
+static uint8_t *command_encode(Compass__V1__SessionsResponse *message, uint64_t id, size_t *len)
+{
+    char request_id[24];
+    char *previous = message->request_id;
+    uint8_t *bytes;
+
+    snprintf(request_id, sizeof(request_id), "%" PRIu64, id);
+    message->request_id = request_id;
+    if (message->command_case == COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER_CONTROL &&
+        message->deliver_control->op)
+        message->deliver_control->op->control_seq = id;
+    *len = protobuf_c_message_get_packed_size(&message->base);
+    bytes = malloc(*len ? *len : 1);
+    if (bytes)
+        protobuf_c_message_pack(&message->base, bytes);
+    message->request_id = previous;
+    return bytes;
+}
+
 int runner_command_send(struct rpc_context *ctx, const char *runner_id,
                         Compass__V1__SessionsResponse *message, runner_command_done done, void *arg,
                         struct runner_command **handle)
@@ -294,25 +317,21 @@ int runner_command_send(struct rpc_context *ctx, const char *runner_id,
     struct runner_registry *runners = ctx->runners;
     struct runner_link *link = link_find(runners, runner_id);
     struct runner_command *c;
-    char request_id[24];
+    uint8_t *bytes;
     size_t len, charge;
 
     if (handle)
         *handle = NULL;
     if (!link)
         return RUNNER_SEND_NOT_CONNECTED;
-    snprintf(request_id, sizeof(request_id), "%" PRIu64, runners->next_id + 1);
-    message->request_id = request_id;
-    /* A control op is numbered like its command, so an agent's ControlAck
-     * names the command it acknowledges. */
-    if (message->command_case == COMPASS__V1__SESSIONS_RESPONSE__COMMAND_DELIVER_CONTROL &&
-        message->deliver_control->op)
-        message->deliver_control->op->control_seq = runners->next_id + 1;
-    len = protobuf_c_message_get_packed_size(&message->base);
+    bytes = command_encode(message, runners->next_id + 1, &len);
+    if (!bytes)
+        return RUNNER_SEND_NOMEM;
     charge = len + COMMAND_OVERHEAD;
     /* One command alone always fits, so the largest message a caller may
      * send can still reach a Runner that keeps up. */
     if (link->queue.count > 0 && link->queued_bytes + charge > ctx->config.runner_queue_bytes) {
+        free(bytes);
         runners->queue_full++;
         if (!done) /* nobody waits to hear it: say so here */
             log_warn("runner %s: its command queue is full; a command for session %.128s was "
@@ -321,18 +340,17 @@ int runner_command_send(struct rpc_context *ctx, const char *runner_id,
         return RUNNER_SEND_QUEUE_FULL;
     }
     c = calloc(1, sizeof(*c));
-    if (!c)
+    if (!c) {
+        free(bytes);
         return RUNNER_SEND_NOMEM;
-    c->bytes = malloc(len ? len : 1);
+    }
+    c->bytes = bytes;
     c->timer = done ? evtimer_new(runners->base, on_command_timeout, c) : NULL;
-    if (!c->bytes || (done && !c->timer)) {
-        if (c->timer)
-            event_free(c->timer);
+    if (done && !c->timer) {
         free(c->bytes);
         free(c);
         return RUNNER_SEND_NOMEM;
     }
-    protobuf_c_message_pack(&message->base, c->bytes);
     c->id = ++runners->next_id;
     c->link = link;
     c->done = done;

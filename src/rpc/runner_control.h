@@ -60,9 +60,9 @@ void runner_registry_free(struct runner_registry *runners);
 /* 1 when RUNNER_ID has a Sessions stream open. */
 int runner_connected(const struct runner_registry *runners, const char *runner_id);
 
-/* Queues COMMAND for RUNNER_ID; its request_id (and a deliver_control's
- * control_seq) is filled in here and it is encoded at once, so the message
- * may be freed on return.  With DONE, DONE
+/* Queues COMMAND for RUNNER_ID, encoded at once with its request_id (and a
+ * deliver_control's control_seq) filled in, so the message may be freed on
+ * return.  With DONE, DONE
  * runs exactly once, later, with the outcome, unless the command is
  * abandoned first; an unwritten command is withdrawn at
  * config.command_timeout_ms.  Without DONE (the Runner learns of a start
