@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 /* A strict single-pass JSON validator for one line (RFC 8259 grammar,
  * RFC 3629 UTF-8, no lone surrogates, duplicate keys rejected at every
  * depth).  Hand-written rather than jansson because it keeps the producer's
@@ -69,34 +71,9 @@ static int jsonv_hex4(const uint8_t *p, unsigned *out)
 /* Length of the valid UTF-8 sequence at P (lead byte >= 0x80), or 0. */
 static size_t jsonv_utf8_len(const uint8_t *p, const uint8_t *end)
 {
-    unsigned c = p[0], lo = 0x80, hi = 0xbf;
-    size_t n, i;
+    uint32_t code_point;
 
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4;
-    else
-        return 0;
-    if ((size_t)(end - p) < n)
-        return 0;
-    if (c == 0xe0)
-        lo = 0xa0; /* overlong */
-    else if (c == 0xed)
-        hi = 0x9f; /* surrogates */
-    else if (c == 0xf0)
-        lo = 0x90; /* overlong */
-    else if (c == 0xf4)
-        hi = 0x8f; /* above U+10FFFF */
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (i = 2; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    }
-    return n;
+    return utf8_decode(p, (size_t)(end - p), &code_point);
 }
 
 /* Scans a string at jp->p (on the opening quote).  Returns 0 and the raw span

@@ -307,22 +307,15 @@ static int sq_session_runner(void *impl, const char *session_id, char runner_id[
     return rc;
 }
 
-static int sq_session_list(void *impl, const struct store_session_filter *filter,
-                           store_session_cb cb, void *arg)
+/* Steps STMT (bound, from sq_stmt or sq_read_stmt), handing each session
+ * row to CB until it returns nonzero, then releases it.  Returns STORE_OK,
+ * or the read fault. */
+static int sq_each_session(struct sqlite_store *st, sqlite3_stmt *stmt, store_session_cb cb,
+                           void *arg)
 {
-    struct sqlite_store *st = impl;
     struct store_session s;
-    sqlite3_stmt *stmt;
     int rc;
 
-    if (sq_read_guard(st, "store.session"))
-        return STORE_FAULT;
-    stmt = sq_stmt(st, SQ_SESSION_LIST);
-    if (!stmt)
-        return STORE_FAULT;
-    sq_bind(stmt, 1, filter ? filter->runner_id : "");
-    sq_bind(stmt, 2, filter ? filter->container_name : "");
-    sqlite3_bind_int(stmt, 3, filter ? filter->open_only : 0);
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
         read_session_row(stmt, &s);
         if (cb(&s, arg) != 0) {
@@ -334,25 +327,32 @@ static int sq_session_list(void *impl, const struct store_session_filter *filter
     return rc == SQLITE_DONE ? STORE_OK : sq_read_fault(st, rc);
 }
 
+static int sq_session_list(void *impl, const struct store_session_filter *filter,
+                           store_session_cb cb, void *arg)
+{
+    struct sqlite_store *st = impl;
+    sqlite3_stmt *stmt;
+
+    if (sq_read_guard(st, "store.session"))
+        return STORE_FAULT;
+    stmt = sq_stmt(st, SQ_SESSION_LIST);
+    if (!stmt)
+        return STORE_FAULT;
+    sq_bind(stmt, 1, filter ? filter->runner_id : "");
+    sq_bind(stmt, 2, filter ? filter->container_name : "");
+    sqlite3_bind_int(stmt, 3, filter ? filter->open_only : 0);
+    return sq_each_session(st, stmt, cb, arg);
+}
+
 static int sq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, void *arg)
 {
     struct sqlite_store *st = impl;
-    struct store_session s;
     sqlite3_stmt *stmt = sq_read_stmt(st, "store.binding", SQ_SESSION_HOSTED);
-    int rc;
 
     if (!stmt)
         return STORE_FAULT;
     sq_bind(stmt, 1, runner_id);
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        read_session_row(stmt, &s);
-        if (cb(&s, arg) != 0) {
-            rc = SQLITE_DONE;
-            break;
-        }
-    }
-    sq_release(stmt);
-    return rc == SQLITE_DONE ? STORE_OK : sq_read_fault(st, rc);
+    return sq_each_session(st, stmt, cb, arg);
 }
 
 static int sq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out)
