@@ -46,7 +46,7 @@ struct keyset_fp keyset_fingerprint(const void *scope, size_t scope_len, const v
     a = fnv1a_u64(fnv1a_u64(a, scope_len), key_len);
     a = fnv1a(a, scope, scope_len);
     a = fnv1a(a, key, key_len);
-    /* The second lane reads the bytes in another order and seed, so the two
+    /* The second lane reads the bytes in another order from another start, so the two
      * halves do not collide together. */
     b = fnv1a(b, key, key_len);
     b = fnv1a_u64(fnv1a_u64(b, key_len), scope_len);
