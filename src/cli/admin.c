@@ -39,7 +39,7 @@ static const char init_usage[] = "usage: agenthub admin --db PATH init\n"
 
 static const char import_usage[] =
     "usage: agenthub admin --db PATH import FILE.json\n"
-    "Makes the store match FILE (the format in DESIGN.md, \"Running it\"): accounts,\n"
+    "Makes the store match FILE (the format: docs/provisioning.md): accounts,\n"
     "channels, runners and containers are created or updated, a channel's \"members\"\n"
     "become its exact membership, plain-text tokens are stored as SHA-256 only,\n"
     "sessions are created when absent.  Rows the file does not name are kept; a\n"

@@ -74,7 +74,8 @@ int gate_may_control(struct store *s, const struct store_subject *subject, const
 /* May SUBJECT start a session in container CONTAINER_NAME (and so become
  * its owner)?  Admins may; an account may when it could view the sessions
  * of that container, i.e. is a member of its agent's home channel.  (A
- * policy choice: DESIGN.md says only that the caller becomes the owner.)
+ * policy choice: starting a session makes the caller its owner, so only
+ * someone who could already watch that agent may do it.)
  * ALLOWED / NOT_FOUND (unknown and forbidden alike) / FAULT; OUT gets the
  * container on ALLOWED. */
 int gate_may_start(struct store *s, const struct store_subject *subject, const char *container_name,

@@ -1,5 +1,5 @@
 /* import: provisions the ownership model from a JSON document (the format
- * in DESIGN.md, "Running it"), declaratively and idempotently.
+ * is docs/provisioning.md), declaratively and idempotently.
  *
  * Everything the file names is made to match it: accounts, channels,
  * runners and containers are created or updated, a channel's "members" list
