@@ -155,7 +155,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
   -Isrc -Igen -Itests/unit -Itests/fuzz $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
-FUZZ_LIB_SRC := $(filter-out src/h2/%,$(LIB_SRC)) src/cli/hook_map.c src/cli/mcp_proto.c src/runner/agent_frames.c \
+FUZZ_LIB_SRC := $(filter-out src/h2/%,$(LIB_SRC)) src/cli/hook_input.c src/cli/hook_map.c src/cli/mcp_proto.c src/runner/agent_frames.c \
   tests/unit/store_fixture.c tests/fuzz/store_template.c
 FUZZ_LIB := $(FUZZ_BUILD)/libagenthub-fuzz.a
 
