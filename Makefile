@@ -9,7 +9,7 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
-  clang-tidy cppcheck valgrind openssl procps \
+  clang-tidy cppcheck valgrind openssl procps time \
   libgrpc++-dev protobuf-compiler-grpc g++ nodejs npm
 
 ifeq ($(SAN),1)
@@ -63,7 +63,7 @@ all: $(PROGRAMS) $(UNIT_BIN)
 # packages of the clients the e2e suites drive (tests/node, from its lock
 # file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin node npm
+  cppcheck valgrind openssl grpc_cpp_plugin node npm /usr/bin/time
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
