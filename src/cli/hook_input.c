@@ -1,11 +1,10 @@
 /* hook_input: a streaming reader for the hook's stdin JSON (hook_input.h).
  *
- * One byte-at-a-time state machine, with fast loops over the long runs
- * (plain string bytes, digits, whitespace) that make up nearly all of a
- * large input.  Strings are checked as jansson checks them: UTF-8 without
- * overlong forms, surrogates or code points past U+10FFFF, no raw control
- * characters, only JSON's escapes, and a \uXXXX surrogate only as a
- * high/low pair. */
+ * One byte-at-a-time state machine, with tight loops over the long runs
+ * (plain string bytes, numbers) that make up nearly all of a large input;
+ * a chunk may end anywhere, even inside an escape or a UTF-8 sequence.  Strings are checked as
+ * jansson checks them: UTF-8 without overlong forms, surrogates or code points past U+10FFFF, no
+ * raw control characters, only JSON's escapes, and a \uXXXX surrogate only as a high/low pair. */
 #include "cli/hook_input.h"
 
 #include <stdlib.h>
