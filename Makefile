@@ -9,7 +9,7 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
-  clang-tidy cppcheck valgrind openssl procps \
+  clang-tidy cppcheck valgrind openssl procps time \
   libgrpc++-dev protobuf-compiler-grpc g++ nodejs npm
 
 ifeq ($(SAN),1)
@@ -63,7 +63,7 @@ all: $(PROGRAMS) $(UNIT_BIN)
 # packages of the clients the e2e suites drive (tests/node, from its lock
 # file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin node npm
+  cppcheck valgrind openssl grpc_cpp_plugin node npm /usr/bin/time
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -155,7 +155,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
   -Isrc -Igen -Itests/unit -Itests/fuzz $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
-FUZZ_LIB_SRC := $(filter-out src/h2/%,$(LIB_SRC)) src/cli/hook_map.c src/cli/mcp_proto.c src/runner/agent_frames.c \
+FUZZ_LIB_SRC := $(filter-out src/h2/%,$(LIB_SRC)) src/cli/hook_input.c src/cli/hook_map.c src/cli/mcp_proto.c src/runner/agent_frames.c \
   tests/unit/store_fixture.c tests/fuzz/store_template.c
 FUZZ_LIB := $(FUZZ_BUILD)/libagenthub-fuzz.a
 

@@ -1,6 +1,7 @@
 /* agenthub hook claude: the Claude Code hook shim.
  *
- * Reads one hook's JSON on stdin, maps it (hook_map.c) and sends it.  A hook
+ * Reads one hook's JSON on stdin as it streams in, keeping only what it
+ * needs (hook_input.c), maps it (hook_map.c) and sends it.  A hook
  * must never break the agent: whatever happens it exits 0 within 2 s.  The
  * hook's ops go to the spool first (hook_spool.c: one append, on disk before
  * anything is sent); then, when the server answers, one hook at a time
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +27,12 @@
 #include "cli/hook_spool.h"
 #include "grpc/grpc_wire.h"
 
-#define HOOK_BUDGET_MS         1500
-#define HOOK_HARD_LIMIT_S      2
-#define HOOK_STDIN_MAX         (4u << 20)
+#define HOOK_BUDGET_MS    1500
+#define HOOK_HARD_LIMIT_S 2
+/* Stdin is read for at most this long: a writer that never closes it
+ * leaves the rest of the budget to spooling and sending. */
+#define HOOK_STDIN_MS          1000
+#define HOOK_READ_CHUNK        65536u
 #define FEATURE_RESOURCE_KINDS 0x4000u
 /* One AppendResourceOutput carries at most this much (the server's bound). */
 #define HOOK_CALL_MAX 65536u
@@ -480,14 +485,56 @@ static void report_state(struct hook_ctx *ctx, const struct hook_plan *plan)
         hook_log(ctx, "ReportAgentState", result.message);
 }
 
+/* Reads the hook's stdin into IN, chunk by chunk as it arrives, until its
+ * end, until it cannot be a hook, or until DEADLINE_MS.  Returns 0 when
+ * what was read is one complete JSON object (followed by whitespace only:
+ * a writer that leaves stdin open after the object is not waited for past
+ * the deadline), 1 when the deadline came first, else -1. */
+static int read_hook(struct hook_input *in, uint64_t deadline_ms)
+{
+    char *buf = malloc(HOOK_READ_CHUNK);
+    int timed_out = 0;
+
+    if (!buf)
+        return -1;
+    for (;;) {
+        struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+        uint64_t now = cli_now_ms();
+        ssize_t n;
+        int ready;
+        if (now >= deadline_ms) {
+            timed_out = 1;
+            break;
+        }
+        ready = poll(&pfd, 1, (int)(deadline_ms - now));
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0)
+            timed_out = 1;
+        if (ready <= 0)
+            break;
+        n = read(STDIN_FILENO, buf, HOOK_READ_CHUNK);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0 || hook_input_feed(in, buf, (size_t)n) != 0)
+            break; /* the end, an error, or no hook */
+    }
+    free(buf);
+    if (hook_input_end(in) == 0)
+        return 0;
+    return timed_out && !in->failed ? 1 : -1;
+}
+
 static const char hook_usage[] =
     "usage: agenthub hook claude < HOOK.json\n"
     "The Claude Code hook shim: maps SessionStart, UserPromptSubmit, PreToolUse,\n"
     "PostToolUse, PermissionRequest, Notification, Stop and SessionEnd to records of\n"
     "the session provider claude, native id = the hook's session_id.  Always exits 0\n"
-    "within 2 s.  Every hook's records are spooled first and delivered oldest first\n"
-    "when the server answers; over the spool's cap the oldest are dropped, and the\n"
-    "count reaches the session as a notification of kind spool_dropped.\n"
+    "within 2 s.  Stdin of any size is read as it arrives, for at most 1 s, keeping\n"
+    "only what the records need.  Every hook's records are spooled first and\n"
+    "delivered oldest first when the server answers; over the spool's cap the oldest\n"
+    "are dropped, and the count reaches the session as a notification of kind\n"
+    "spool_dropped.\n"
     "env: AGENTHUB_TERMINAL_ID (parent terminal), AGENTHUB_EMIT_RAW=1 (provider_raw),\n"
     "AGENTHUB_SPOOL (default $XDG_STATE_HOME/agenthub/spool.jsonl or\n"
     "~/.local/state/agenthub/spool.jsonl; segments are kept next to it),\n"
@@ -502,10 +549,10 @@ static int hook_claude(int argc, char **argv)
     const char *terminal = getenv("AGENTHUB_TERMINAL_ID");
     const char *raw = getenv("AGENTHUB_EMIT_RAW");
     const char *debug = getenv("AGENTHUB_HOOK_DEBUG");
-    json_t *hook;
-    char *input, *lines, path[4200];
+    struct hook_input hook;
+    char *lines, path[4200];
     size_t len = 0;
-    int spooled = 0, features;
+    int spooled = 0, features, got;
     uint64_t start = cli_now_ms(), took;
 
     memset(&ctx, 0, sizeof(ctx));
@@ -523,15 +570,15 @@ static int hook_claude(int argc, char **argv)
         if (*end)
             ctx.terminal = 0;
     }
-    input = cli_read_stdin(HOOK_STDIN_MAX, NULL);
-    hook = input ? json_loads(input, 0, NULL) : NULL;
-    free(input);
-    if (!hook || hook_map(hook, raw && strcmp(raw, "1") == 0, &plan) != 0) {
-        hook_log(&ctx, "ignored", "stdin is not a hook with a session_id");
-        json_decref(hook);
+    hook_input_init(&hook);
+    got = read_hook(&hook, start + HOOK_STDIN_MS);
+    if (got != 0 || hook_map(&hook, raw && strcmp(raw, "1") == 0, &plan) != 0) {
+        hook_log(&ctx, "ignored",
+                 got == 1 ? "stdin did not end in time" : "stdin is not a hook with a session_id");
+        hook_input_free(&hook);
         return 0;
     }
-    json_decref(hook);
+    hook_input_free(&hook);
     if (json_array_size(plan.ops) == 0) {
         hook_plan_free(&plan);
         return 0;

@@ -5,21 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t hook_utf8_length(const char *text)
-{
-    size_t n = 0;
-
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
-        if ((*p & 0xC0) != 0x80)
-            n++;
-    return n;
-}
-
-static const char *string_field(const json_t *hook, const char *key)
-{
-    return json_string_value(json_object_get(hook, key));
-}
-
 static int add_op(struct hook_plan *plan, const char *op, json_t *record)
 {
     json_t *o = json_pack("{s:s, s:s, s:s}", "op", op, "provider", HOOK_PROVIDER, "native_id",
@@ -44,21 +29,24 @@ static json_t *record(const char *type, json_t *data)
 }
 
 /* {"tool_name": NAME} with NAME only when it is a string. */
-static json_t *tool_data(const json_t *hook)
+static json_t *tool_data(const struct hook_input *hook)
 {
-    const char *name = string_field(hook, "tool_name");
+    const char *name = hook_input_string(hook, HOOK_TOOL_NAME);
 
     return name ? json_pack("{s:s}", "tool_name", name) : json_object();
 }
 
 /* The notification kind: permission, elicitation, idle, or the type itself
  * when it is a plain word (else "other").  Old hooks carry no
- * notification_type: the message then decides. */
-static const char *notification_kind(const json_t *hook)
+ * notification_type: the message then decides (its first
+ * HOOK_INPUT_STRING_MAX bytes, when it is longer). */
+static const char *notification_kind(const struct hook_input *hook)
 {
-    const char *type = string_field(hook, "notification_type");
-    const char *message = string_field(hook, "message");
+    const char *type = hook_input_string(hook, HOOK_NOTIFICATION_TYPE);
+    const char *message = hook_input_prefix(hook, HOOK_MESSAGE);
 
+    if (!type && hook_input_prefix(hook, HOOK_NOTIFICATION_TYPE))
+        return "other"; /* too long to keep, or with a U+0000: no plain word */
     if (type) {
         if (strcmp(type, "permission_prompt") == 0)
             return "permission";
@@ -78,12 +66,12 @@ static const char *notification_kind(const json_t *hook)
     return "other";
 }
 
-static int map_event(const json_t *hook, const char *event, struct hook_plan *plan)
+static int map_event(const struct hook_input *hook, const char *event, struct hook_plan *plan)
 {
     const char *text;
 
     if (strcmp(event, "SessionStart") == 0) {
-        text = string_field(hook, "source");
+        text = hook_input_string(hook, HOOK_SOURCE);
         plan->state_word = "ready";
         if (add_op(plan, "open", NULL) != 0)
             return -1;
@@ -92,11 +80,11 @@ static int map_event(const json_t *hook, const char *event, struct hook_plan *pl
             record("session_start", text ? json_pack("{s:s}", "source", text) : json_object()));
     }
     if (strcmp(event, "UserPromptSubmit") == 0) {
-        text = string_field(hook, "prompt");
         plan->state_word = "working";
-        return add_op(plan, "append",
-                      record("prompt", json_pack("{s:I}", "length",
-                                                 (json_int_t)(text ? hook_utf8_length(text) : 0))));
+        return add_op(
+            plan, "append",
+            record("prompt", json_pack("{s:I}", "length",
+                                       (json_int_t)(hook->has_prompt ? hook->prompt_length : 0))));
     }
     if (strcmp(event, "PreToolUse") == 0) {
         plan->state_word = "working";
@@ -123,7 +111,7 @@ static int map_event(const json_t *hook, const char *event, struct hook_plan *pl
         return add_op(plan, "append", record("stop", json_object()));
     }
     if (strcmp(event, "SessionEnd") == 0) {
-        text = string_field(hook, "reason");
+        text = hook_input_string(hook, HOOK_REASON);
         plan->state_word = "stopped";
         return add_op(
             plan, "append",
@@ -132,14 +120,34 @@ static int map_event(const json_t *hook, const char *event, struct hook_plan *pl
     return 0; /* an event this shim does not know: ignored */
 }
 
-int hook_map(const json_t *hook, int emit_raw, struct hook_plan *plan)
+/* provider_raw's data: the whole hook while its compact form is at most
+ * HOOK_RAW_MAX bytes, else (or when it was too large to keep, or holds what
+ * jansson cannot represent) a marker with the input's size in bytes. */
+static json_t *raw_data(const struct hook_input *hook, const char *event)
 {
-    const char *native_id = string_field(hook, "session_id");
-    const char *event = string_field(hook, "hook_event_name");
+    size_t len;
+    const char *text = hook_input_raw(hook, &len);
+    json_t *whole = text ? json_loadb(text, len, 0, NULL) : NULL;
+
+    if (whole) {
+        char *compact = json_dumps(whole, JSON_COMPACT);
+        size_t n = compact ? strlen(compact) : HOOK_RAW_MAX + 1;
+        free(compact);
+        if (n <= HOOK_RAW_MAX)
+            return whole;
+        json_decref(whole);
+    }
+    return json_pack("{s:s, s:b, s:I}", "hook_event_name", event, "truncated", 1, "bytes",
+                     (json_int_t)hook->bytes);
+}
+
+int hook_map(const struct hook_input *hook, int emit_raw, struct hook_plan *plan)
+{
+    const char *native_id = hook_input_string(hook, HOOK_SESSION_ID);
+    const char *event = hook_input_string(hook, HOOK_EVENT_NAME);
 
     memset(plan, 0, sizeof(*plan));
-    if (!json_is_object(hook) || !native_id || !native_id[0] ||
-        strlen(native_id) >= sizeof(plan->native_id))
+    if (!native_id || !native_id[0] || strlen(native_id) >= sizeof(plan->native_id))
         return -1;
     snprintf(plan->native_id, sizeof(plan->native_id), "%s", native_id);
     plan->ops = json_array();
@@ -147,20 +155,10 @@ int hook_map(const json_t *hook, int emit_raw, struct hook_plan *plan)
         return -1;
     if (!event || map_event(hook, event, plan) != 0)
         goto fail_or_empty;
-    if (emit_raw && json_array_size(plan->ops) > 0) {
-        char *raw = json_dumps(hook, JSON_COMPACT);
-        json_t *data;
-        if (!raw)
-            goto fail;
-        data = strlen(raw) <= HOOK_RAW_MAX
-                   ? json_deep_copy(hook)
-                   : json_pack("{s:s, s:b, s:I}", "hook_event_name", event, "truncated", 1, "bytes",
-                               (json_int_t)strlen(raw));
-        free(raw);
-        if (add_op(plan, "append", record("provider_raw", data)) != 0)
-            goto fail;
-    }
-    if (event && strcmp(event, "SessionEnd") == 0 && add_op(plan, "close", NULL) != 0)
+    if (emit_raw && json_array_size(plan->ops) > 0 &&
+        add_op(plan, "append", record("provider_raw", raw_data(hook, event))) != 0)
+        goto fail;
+    if (strcmp(event, "SessionEnd") == 0 && add_op(plan, "close", NULL) != 0)
         goto fail;
     return 0;
 fail_or_empty:

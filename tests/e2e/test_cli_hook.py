@@ -5,11 +5,13 @@ restart, at scale, under its cap and with hooks killed mid-delivery; the 2 s
 bound; the ReportAgentState fallback."""
 
 import json
+import os
 import random
 import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from concurrent import futures
@@ -266,6 +268,119 @@ def test_unknown_events_fields_and_garbage_are_ignored(server, hooks):
     hooks.fire(json.dumps({"hook_event_name": "Stop"}))  # no session_id
     hooks.fire(dict(shapes(sid)["Stop"], brand_new_field={"x": [1, 2]}, another=7))
     assert records(server, sid) == before + [("stop", {})]
+
+
+def fire_measured(hooks, payload, hold_open=0.0, **env):
+    """Runs one hook fed PAYLOAD (bytes) through a pipe, the writer keeping
+    the pipe open HOLD_OPEN s after it; returns (exit code, seconds until
+    the hook exited, its peak RSS in KiB).  The peak comes from GNU time
+    (a child forked from this big Python process would count its pages)."""
+    extra = {"AGENTHUB_TERMINAL_ID": hooks.terminal, "AGENTHUB_SPOOL": hooks.spool}
+    extra.update(env)
+    peak_file = Path(hooks.spool).parent / "peak-rss"
+    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(peak_file),
+                          str(AGENTHUB), "hook", "claude"],
+                         env=hooks.server.env("t-agent-1", **extra), stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = threading.Event()
+
+    def writer():
+        try:
+            p.stdin.write(payload)
+            p.stdin.flush()
+            done.wait(hold_open)
+            p.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    start = time.monotonic()
+    t = threading.Thread(target=writer)
+    t.start()
+    code = p.wait(30)
+    elapsed = time.monotonic() - start
+    done.set()
+    t.join()
+    return code, elapsed, int(peak_file.read_text().split()[-1])
+
+
+BIG = 20 << 20
+
+
+def test_a_20_mib_tool_call_is_recorded_in_little_memory(server, hooks):
+    """A PreToolUse whose tool_input is 20 MiB and a PostToolUse whose
+    tool_response is as large: each recorded with its tool name, within the
+    hook's 2 s, and the hook's peak memory does not grow with the input."""
+    sid = started(hooks)
+    small = json.dumps(shapes(sid)["PreToolUse"]).encode()
+    code, _, small_peak = fire_measured(hooks, small)
+    assert code == 0
+    pre = dict(shapes(sid)["PreToolUse"], tool_name="Write",
+               tool_input={"file_path": "/x", "content": SECRET_INPUT + "x" * BIG})
+    code, elapsed, pre_peak = fire_measured(hooks, json.dumps(pre).encode())
+    assert code == 0 and elapsed < 2.0
+    post = dict(shapes(sid)["PostToolUse"], tool_name="Read",
+                tool_response={"content": [SECRET_OUTPUT + "é\u0000" * (BIG // 8)],
+                               "n": 12345678901234567890123})
+    code, elapsed, post_peak = fire_measured(hooks, json.dumps(post).encode())
+    assert code == 0 and elapsed < 2.0
+    assert records(server, sid)[-3:] == [("tool_start", {"tool_name": "Bash"}),
+                                         ("tool_start", {"tool_name": "Write"}),
+                                         ("tool_end", {"tool_name": "Read"})]
+    assert_no_secrets(server, sid)
+    # Peak RSS (ASan build): what a small hook needs, give or take a few
+    # MiB, never the input's 20 MiB.
+    print(f"peak RSS: small hook {small_peak} KiB, 20 MiB PreToolUse {pre_peak} KiB, "
+          f"20 MiB PostToolUse {post_peak} KiB")
+    assert pre_peak < small_peak + 4096 and post_peak < small_peak + 4096
+    assert pre_peak < (BIG >> 10)
+
+
+def test_a_10_mib_prompt_counts_every_character(server, hooks):
+    """A UserPromptSubmit with a 10 MiB prompt (escaped: é, ✓, surrogate
+    pairs, quotes, newlines): recorded with its exact length in characters."""
+    sid = started(hooks)
+    code, _, small_peak = fire_measured(hooks,
+                                        json.dumps(shapes(sid)["UserPromptSubmit"]).encode())
+    assert code == 0
+    unit = 'héllo ✓ 😀 "q"\n\t'
+    prompt = (unit * (BIG // 2 // len(unit) + 1))[:BIG // 2]
+    for ensure_ascii in (True, False):
+        payload = json.dumps(dict(shapes(sid)["UserPromptSubmit"], prompt=prompt + SECRET_PROMPT),
+                             ensure_ascii=ensure_ascii).encode()
+        code, elapsed, peak = fire_measured(hooks, payload)
+        assert code == 0 and elapsed < 2.0
+        print(f"peak RSS: small prompt {small_peak} KiB, {len(payload)} bytes {peak} KiB")
+        assert peak < small_peak + 4096 and peak < len(payload) >> 10
+        assert records(server, sid)[-1] == ("prompt",
+                                            {"length": len(prompt) + len(SECRET_PROMPT)})
+    assert_no_secrets(server, sid)
+
+
+def test_emit_raw_of_a_large_hook_is_a_marker_with_its_size(server, hooks):
+    sid = started(hooks)
+    pre = dict(shapes(sid)["PreToolUse"], tool_input={"content": "x" * (1 << 20)})
+    payload = json.dumps(pre)
+    hooks.fire(payload, raw=True)
+    assert records(server, sid)[-2:] == [
+        ("tool_start", {"tool_name": "Bash"}),
+        ("provider_raw", {"hook_event_name": "PreToolUse", "truncated": True,
+                          "bytes": len(payload)})]
+
+
+def test_a_writer_that_keeps_stdin_open_does_not_hold_the_hook(server, hooks):
+    """The whole hook written, stdin left open: the hook stops reading at its
+    deadline, records the event, and exits within 2 s.  Half a hook left
+    open: nothing is recorded, still within 2 s."""
+    sid = started(hooks)
+    before = records(server, sid)
+    half = json.dumps(dict(shapes(sid)["PreToolUse"], tool_name="Half")).encode()
+    code, elapsed, _ = fire_measured(hooks, half[:len(half) // 2], hold_open=10)
+    assert code == 0 and elapsed < 2.0
+    assert records(server, sid) == before
+    whole = json.dumps(dict(shapes(sid)["PreToolUse"], tool_name="Open")).encode()
+    code, elapsed, _ = fire_measured(hooks, whole, hold_open=10)
+    assert code == 0 and elapsed < 2.0
+    assert records(server, sid) == before + [("tool_start", {"tool_name": "Open"})]
 
 
 def test_hook_exits_within_2s_when_the_server_hangs(server, tmp_path):

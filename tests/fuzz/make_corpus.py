@@ -262,6 +262,20 @@ def hook_corpus():
     for i, (event, extra) in enumerate(shapes.items()):
         hook = dict(base, hook_event_name=event, **extra)
         write("fuzz_hook_map", event, bytes([i & 1]) + json.dumps(hook).encode())
+    # The first byte's high bits pick the chunking: byte by byte, small
+    # chunks, or whole.
+    escaped = dict(base, hook_event_name="UserPromptSubmit", prompt="h\u00e9 \U0001F600 \\ \"q\"\n")
+    write("fuzz_hook_map", "escapes", b"\x02" + json.dumps(escaped, ensure_ascii=True).encode())
+    tool_input = {"n": [0, -0.5, 1e300, 12345678901234567890, True, None],
+                  "nested": [[[{"k": "v\u0000"}]]], "text": "x" * 300}
+    big = dict(base, hook_event_name="PreToolUse", tool_name="mcp__srv__do", tool_input=tool_input)
+    write("fuzz_hook_map", "tool_input", b"\x41" + json.dumps(big).encode())
+    write("fuzz_hook_map", "duplicates",
+          b"\x80" + b'{"session_id":"a","tool_name":"x","hook_event_name":"PostToolUse",'
+          b'"tool_name":"y","session_id":"b","prompt":1}')
+    write("fuzz_hook_map", "truncated", b"\x03" + json.dumps(escaped).encode()[:-7])
+    write("fuzz_hook_map", "deep", b"\x00" + b'{"session_id":"a","hook_event_name":"Stop","x":' +
+          b"[" * 200 + b"]" * 200 + b"}")
 
 
 def mcp_corpus():

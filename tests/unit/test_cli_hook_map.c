@@ -1,5 +1,6 @@
 /* Unit tests for the Claude hook mapping (src/cli/hook_map.c), including the
  * records it builds passing the server's AgentEventsJsonlV1 codec. */
+#include "../../src/cli/hook_input.c"
 #include "../../src/cli/hook_map.c"
 
 #include <check.h>
@@ -11,28 +12,28 @@
     "\"session_id\":\"abc-123\",\"transcript_path\":\"/t/abc.jsonl\",\"cwd\":\"/w\","              \
     "\"permission_mode\":\"default\""
 
-static json_t *load(const char *text)
+/* TEXT as the shim reads it (caller frees with hook_input_free). */
+static void load(const char *text, struct hook_input *in)
 {
-    json_error_t error;
-    json_t *j = json_loads(text, 0, &error);
-
-    ck_assert_msg(j != NULL, "bad test JSON: %s", error.text);
-    return j;
+    hook_input_init(in);
+    hook_input_feed(in, text, strlen(text));
+    ck_assert_msg(hook_input_end(in) == 0, "bad test JSON: %s", text);
 }
 
 /* Maps TEXT; returns the compact dump of the ops array (caller frees). */
 static char *map_dump(const char *text, int raw, const char **state)
 {
-    json_t *hook = load(text);
+    struct hook_input hook;
     struct hook_plan plan;
     char *out;
 
-    ck_assert_int_eq(hook_map(hook, raw, &plan), 0);
+    load(text, &hook);
+    ck_assert_int_eq(hook_map(&hook, raw, &plan), 0);
     out = json_dumps(plan.ops, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (state)
         *state = plan.state_word;
     hook_plan_free(&plan);
-    json_decref(hook);
+    hook_input_free(&hook);
     return out;
 }
 
@@ -139,14 +140,50 @@ END_TEST
 
 START_TEST(no_session_id_is_refused)
 {
+    static const char *const hooks[] = {
+        "{\"hook_event_name\":\"Stop\"}",
+        "{\"session_id\":\"\",\"hook_event_name\":\"Stop\"}",
+        "{\"session_id\":7,\"hook_event_name\":\"Stop\"}",
+        "{\"session_id\":\"a\\u0000b\",\"hook_event_name\":\"Stop\"}",
+    };
     struct hook_plan plan;
-    json_t *hook = load("{\"hook_event_name\":\"Stop\"}");
+    struct hook_input hook;
 
-    ck_assert_int_eq(hook_map(hook, 0, &plan), -1);
-    json_decref(hook);
-    hook = load("[1,2]");
-    ck_assert_int_eq(hook_map(hook, 0, &plan), -1);
-    json_decref(hook);
+    for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+        load(hooks[i], &hook);
+        ck_assert_int_eq(hook_map(&hook, 0, &plan), -1);
+        hook_input_free(&hook);
+    }
+}
+END_TEST
+
+/* A member too long to keep is left out of its record; the event counts. */
+START_TEST(an_overlong_member_is_left_out)
+{
+    size_t n = HOOK_INPUT_STRING_MAX + 10;
+    char *text = malloc(n + 200), *got;
+
+    snprintf(text, n + 200, "{" BASE ",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"%0*d\"}",
+             (int)n, 0);
+    got = map_dump(text, 0, NULL);
+    ck_assert_str_eq(got, "[" APPEND("{\"type\":\"tool_start\",\"data\":{}}") "]");
+    free(got);
+    snprintf(text, n + 200,
+             "{" BASE ",\"hook_event_name\":\"Notification\",\"notification_type\":\"%0*d\"}",
+             (int)n, 0);
+    got = map_dump(text, 0, NULL);
+    ck_assert_str_eq(got,
+                     "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"other\"}}") "]");
+    free(got);
+    snprintf(text, n + 200,
+             "{" BASE
+             ",\"hook_event_name\":\"Notification\",\"message\":\"needs your permission %0*d\"}",
+             (int)n, 0);
+    got = map_dump(text, 0, NULL);
+    ck_assert_str_eq(
+        got, "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"permission\"}}") "]");
+    free(got);
+    free(text);
 }
 END_TEST
 
@@ -154,7 +191,7 @@ START_TEST(provider_raw_only_when_asked_and_bounded)
 {
     const char *text = "{" BASE ",\"hook_event_name\":\"Stop\",\"extra\":1}";
     char *plain = map_dump(text, 0, NULL), *raw = map_dump(text, 1, NULL);
-    char *big = malloc(HOOK_RAW_MAX + 200), *got;
+    char *big = malloc(HOOK_RAW_MAX + 200), *got, want[128];
 
     ck_assert_ptr_null(strstr(plain, "provider_raw"));
     ck_assert_ptr_nonnull(strstr(raw, "{\"type\":\"provider_raw\",\"data\":{\"session_id\""));
@@ -162,6 +199,12 @@ START_TEST(provider_raw_only_when_asked_and_bounded)
     snprintf(big, HOOK_RAW_MAX + 200, "{" BASE ",\"hook_event_name\":\"Stop\",\"pad\":\"%0*d\"}",
              HOOK_RAW_MAX, 0);
     got = map_dump(big, 1, NULL);
+    snprintf(want, sizeof(want), "{\"hook_event_name\":\"Stop\",\"truncated\":true,\"bytes\":%zu}",
+             strlen(big));
+    ck_assert_ptr_nonnull(strstr(got, want));
+    free(got);
+    /* Valid JSON that jansson cannot hold: the marker too. */
+    got = map_dump("{" BASE ",\"hook_event_name\":\"Stop\",\"n\":1e400}", 1, NULL);
     ck_assert_ptr_nonnull(strstr(got, "\"truncated\":true"));
     free(plain);
     free(raw);
@@ -185,12 +228,13 @@ START_TEST(records_pass_the_server_codec)
     };
 
     for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
-        json_t *hook = load(hooks[i]);
+        struct hook_input hook;
         struct hook_plan plan;
         size_t k;
         json_t *op;
 
-        ck_assert_int_eq(hook_map(hook, 1, &plan), 0);
+        load(hooks[i], &hook);
+        ck_assert_int_eq(hook_map(&hook, 1, &plan), 0);
         json_array_foreach(plan.ops, k, op)
         {
             json_t *record = json_object_get(op, "record");
@@ -206,17 +250,35 @@ START_TEST(records_pass_the_server_codec)
             free(line);
         }
         hook_plan_free(&plan);
-        json_decref(hook);
+        hook_input_free(&hook);
     }
 }
 END_TEST
 
-START_TEST(utf8_length_counts_code_points)
+START_TEST(prompt_length_counts_code_points)
 {
-    ck_assert_uint_eq(hook_utf8_length(""), 0);
-    ck_assert_uint_eq(hook_utf8_length("abc"), 3);
-    ck_assert_uint_eq(hook_utf8_length("h\xc3\xa9llo \xe2\x9c\x93"), 7);
-    ck_assert_uint_eq(hook_utf8_length("\xf0\x9f\x98\x80"), 1);
+    static const struct {
+        const char *prompt;
+        int length;
+    } cases[] = {
+        {"\"\"", 0},
+        {"\"abc\"", 3},
+        {"\"h\xc3\xa9llo \xe2\x9c\x93\"", 7},
+        {"\"\xf0\x9f\x98\x80\"", 1},
+        {"\"\\ud83d\\ude00 \\u00e9\\n\"", 4},
+        {"null", 0},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[256], want[64], *got;
+        snprintf(text, sizeof(text),
+                 "{" BASE ",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":%s}",
+                 cases[i].prompt);
+        snprintf(want, sizeof(want), "{\"length\":%d}", cases[i].length);
+        got = map_dump(text, 0, NULL);
+        ck_assert_msg(strstr(got, want), "%s: %s", cases[i].prompt, got);
+        free(got);
+    }
 }
 END_TEST
 
@@ -234,9 +296,10 @@ int main(void)
     tcase_add_test(tc, stop_and_session_end);
     tcase_add_test(tc, unknown_events_map_to_nothing);
     tcase_add_test(tc, no_session_id_is_refused);
+    tcase_add_test(tc, an_overlong_member_is_left_out);
     tcase_add_test(tc, provider_raw_only_when_asked_and_bounded);
     tcase_add_test(tc, records_pass_the_server_codec);
-    tcase_add_test(tc, utf8_length_counts_code_points);
+    tcase_add_test(tc, prompt_length_counts_code_points);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
