@@ -10,7 +10,11 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time \
-  libgrpc++-dev protobuf-compiler-grpc g++ nodejs npm
+  libgrpc++-dev protobuf-compiler-grpc g++
+# Node.js for the e2e suites' npm clients, only where there is none: a
+# machine whose nodejs package bundles npm (as NodeSource's does) conflicts
+# with Debian's separate npm package.
+NODE_DEB_PACKAGES := nodejs npm
 
 ifeq ($(SAN),1)
 BUILD ?= build-asan
@@ -63,7 +67,7 @@ all: $(PROGRAMS) $(UNIT_BIN)
 # packages of the clients the e2e suites drive (tests/node, from its lock
 # file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin node npm /usr/bin/time
+  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -75,6 +79,9 @@ deps:
 	  echo "deps: already installed"; \
 	else \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PACKAGES); \
+	fi
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(NODE_DEB_PACKAGES); \
 	fi
 	@if [ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ]; then \
 	  echo "deps: tests/node is installed"; \
