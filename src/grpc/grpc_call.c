@@ -161,7 +161,7 @@ static int call_send_room(struct grpc_call *call, size_t len)
              "the client is not reading its responses (more than %zu bytes queued)", cap);
     grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
     if (call->stream)
-        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+        h2_stream_reset_after_end(call->stream, H2_CANCEL);
     return -1;
 }
 
@@ -314,7 +314,7 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
     }
     /* A client still sending after we answered learns to stop. */
     if (!call->half_closed)
-        h2_stream_reset_after_end(call->stream, HTTP2_NO_ERROR);
+        h2_stream_reset_after_end(call->stream, H2_NO_ERROR);
 }
 
 /* The layer itself ends the call: queued output is dropped. */

@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 
 #include "common/byte_queue.h"
+#include "common/hostport.h"
+#include "h2/h2.h"
 
 #define OUTPUT_HIGH_WATER (256 * 1024)
 #define STREAM_WINDOW     (4 * 1024 * 1024)
@@ -164,7 +166,7 @@ static int on_data_chunk_recv(nghttp2_session *session, uint8_t flags, int32_t s
             call->have_status = 1;
             snprintf(call->result.message, sizeof(call->result.message),
                      "malformed response message framing");
-            nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+            nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, H2_CANCEL);
             return 0;
         }
         size_t message_len;
@@ -185,7 +187,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
         return 0;
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);
     if (!call->have_status) {
-        if (error_code == NGHTTP2_CANCEL) {
+        if (error_code == H2_CANCEL) {
             call->result.status = GRPC_STATUS_CANCELLED;
         } else if (call->http_status != 0 && call->http_status != 200) {
             call->result.status =
@@ -193,8 +195,8 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
             snprintf(call->result.message, sizeof(call->result.message), "HTTP status %d",
                      call->http_status);
         } else {
-            call->result.status = error_code == NGHTTP2_REFUSED_STREAM ? GRPC_STATUS_UNAVAILABLE
-                                                                       : GRPC_STATUS_INTERNAL;
+            call->result.status =
+                error_code == H2_REFUSED_STREAM ? GRPC_STATUS_UNAVAILABLE : GRPC_STATUS_INTERNAL;
             snprintf(call->result.message, sizeof(call->result.message),
                      "stream closed without a status (HTTP/2 error %u)", error_code);
         }
@@ -391,8 +393,6 @@ struct grpc_client *grpc_client_new(struct event_base *base, const char *host_po
     struct grpc_client *client = calloc(1, sizeof(*client));
     struct addrinfo hints, *res = NULL;
     char host[200], port[16];
-    const char *colon = strrchr(host_port, ':');
-    size_t host_len;
     int rv;
 
     if (!client) {
@@ -400,19 +400,10 @@ struct grpc_client *grpc_client_new(struct event_base *base, const char *host_po
         return NULL;
     }
     client->base = base;
-    if (!colon || colon == host_port || strlen(colon + 1) == 0 || strlen(colon + 1) >= 16) {
+    if (hostport_split(host_port, host, sizeof(host), port, sizeof(port)) != 0 || host[0] == '\0') {
         snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
         goto fail;
     }
-    host_len = (size_t)(colon - host_port);
-    if (host_port[0] == '[' && host_len > 2 && host_port[host_len - 1] == ']') {
-        host_len -= 2;
-        memcpy(host, host_port + 1, host_len < sizeof(host) - 1 ? host_len : sizeof(host) - 1);
-    } else {
-        memcpy(host, host_port, host_len < sizeof(host) - 1 ? host_len : sizeof(host) - 1);
-    }
-    host[host_len < sizeof(host) - 1 ? host_len : sizeof(host) - 1] = '\0';
-    snprintf(port, sizeof(port), "%s", colon + 1);
     snprintf(client->authority, sizeof(client->authority), "%s", host_port);
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
@@ -499,8 +490,7 @@ static void on_call_deadline(evutil_socket_t fd, short what, void *arg)
     call->have_status = 1;
     call->handler.on_message = NULL;
     call_report(call);
-    nghttp2_submit_rst_stream(call->client->session, NGHTTP2_FLAG_NONE, call->stream_id,
-                              NGHTTP2_CANCEL);
+    nghttp2_submit_rst_stream(call->client->session, NGHTTP2_FLAG_NONE, call->stream_id, H2_CANCEL);
     schedule_flush(call->client);
 }
 
@@ -616,7 +606,7 @@ void grpc_client_call_cancel(struct grpc_client_call *call)
 {
     struct grpc_client *client = call->client;
 
-    nghttp2_submit_rst_stream(client->session, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
+    nghttp2_submit_rst_stream(client->session, NGHTTP2_FLAG_NONE, call->stream_id, H2_CANCEL);
     schedule_flush(client);
 }
 

@@ -15,9 +15,6 @@ struct event;
 struct h2_listener;
 struct h2_stream;
 
-#define HTTP2_NO_ERROR 0x0
-#define HTTP2_CANCEL   0x8
-
 struct door_method {
     const struct grpc_method *method;
     size_t path_len;

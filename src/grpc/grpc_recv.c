@@ -21,7 +21,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 
     grpc_call_fail(call, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
     if (call->stream)
-        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+        h2_stream_reset_after_end(call->stream, H2_CANCEL);
 }
 
 static void request_timeout(struct grpc_call *call)
@@ -34,7 +34,7 @@ static void request_timeout(struct grpc_call *call)
              (unsigned)call->server->limits.request_timeout_ms);
     grpc_call_fail(call, GRPC_STATUS_CANCELLED, message);
     if (call->stream)
-        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+        h2_stream_reset_after_end(call->stream, H2_CANCEL);
 }
 
 /* Sweeps per request timeout: a request that started waiting between two
@@ -185,7 +185,7 @@ static void call_reject_http(struct grpc_call *call, const char *http_status, in
     call->door->rejected_calls++;
     h2_stream_respond(call->stream, headers, 3, 0);
     if (!call->half_closed)
-        h2_stream_reset_after_end(call->stream, HTTP2_NO_ERROR);
+        h2_stream_reset_after_end(call->stream, H2_NO_ERROR);
 }
 
 /* Resolves the caller from the request headers.  Returns 0, or -1 after

@@ -17,6 +17,16 @@
 #include "h2/h2.h"
 #include "h2/h2_internal.h"
 
+/* h2.h names the error codes so the layers above need no nghttp2 header;
+ * they must be nghttp2's own values. */
+#define H2_SAME_CODE(name) ((int)H2_##name == (int)NGHTTP2_##name)
+_Static_assert(H2_SAME_CODE(NO_ERROR) && H2_SAME_CODE(PROTOCOL_ERROR) &&
+                   H2_SAME_CODE(INTERNAL_ERROR) && H2_SAME_CODE(REFUSED_STREAM) &&
+                   H2_SAME_CODE(CANCEL) && H2_SAME_CODE(ENHANCE_YOUR_CALM) &&
+                   H2_SAME_CODE(HTTP_1_1_REQUIRED),
+               "h2 error codes differ from nghttp2's");
+#undef H2_SAME_CODE
+
 /* Stop pulling frames from nghttp2 while this much is unwritten; resume when
  * the socket drains below the low mark. */
 #define OUTPUT_HIGH_WATER (256 * 1024)
