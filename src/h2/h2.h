@@ -42,8 +42,12 @@ enum h2_error_code {
     H2_HTTP_1_1_REQUIRED = 0xd,
 };
 
-/* What stream_read returns through *flags. */
-#define H2_READ_EOF 0x1 /* no more body: the handler will submit trailers */
+/* What stream_read returns through *flags: the body is over, and the
+ * response ends either with trailers the handler will submit (H2_READ_EOF,
+ * as gRPC does) or with this last DATA frame (H2_READ_EOF_END_STREAM: no
+ * trailers, as a plain HTTP response does). */
+#define H2_READ_EOF            0x1
+#define H2_READ_EOF_END_STREAM 0x2
 
 /* Returned by stream_read when no body byte is ready yet. */
 #define H2_READ_DEFERRED ((ssize_t)-1)
@@ -64,8 +68,8 @@ struct h2_handler {
     /* The client half-closed (END_STREAM). */
     void (*stream_end)(void *stream_data);
     /* Body bytes for the response, into BUF of up to LEN bytes.  Returns the
-     * byte count (with H2_READ_EOF in *flags at the end), H2_READ_DEFERRED,
-     * or H2_READ_ERROR. */
+     * byte count (with H2_READ_EOF or H2_READ_EOF_END_STREAM in *flags at the
+     * end), H2_READ_DEFERRED, or H2_READ_ERROR. */
     ssize_t (*stream_read)(void *stream_data, uint8_t *buf, size_t len, uint32_t *flags);
     /* The stream is gone: finished, reset by either side, or its connection
      * closed.  error_code is the HTTP/2 error code (0 for a clean close).

@@ -335,7 +335,9 @@ static ssize_t on_data_read(nghttp2_session *session, int32_t stream_id, uint8_t
     }
     if (n < 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (flags & H2_READ_EOF)
+    if (flags & H2_READ_EOF_END_STREAM)
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF; /* this DATA frame ends the stream */
+    else if (flags & H2_READ_EOF)
         *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
     return n;
 }
