@@ -95,7 +95,7 @@ void grpc_call_send_trailers(struct grpc_call *call)
     call->trailers_sent = 1;
     grpc_call_count_status(call, call->status);
     if (call->stream)
-        h2_stream_trailers(call->stream, headers, n);
+        call->transport->trailers(call->stream, headers, n);
 }
 
 /* Sends the response HEADERS: Trailers-Only when TRAILERS_ONLY. */
@@ -127,7 +127,7 @@ static int call_send_headers(struct grpc_call *call, int trailers_only)
         grpc_call_count_status(call, call->status);
     }
     call->headers_sent = 1;
-    return h2_stream_respond(call->stream, headers, n, !trailers_only);
+    return call->transport->respond(call->stream, headers, n, !trailers_only);
 }
 
 /* A message was queued: the first one sends the response headers, later
@@ -138,7 +138,7 @@ static int call_queued(struct grpc_call *call)
         return call_send_headers(call, 0);
     if (call->deferred) {
         call->deferred = 0;
-        h2_stream_resume(call->stream);
+        call->transport->resume(call->stream);
     }
     return 0;
 }
@@ -161,7 +161,7 @@ static int call_send_room(struct grpc_call *call, size_t len)
              "the client is not reading its responses (more than %zu bytes queued)", cap);
     grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
     if (call->stream)
-        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+        call->transport->reset_after_end(call->stream, H2_CANCEL);
     return -1;
 }
 
@@ -310,11 +310,11 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
         call_send_headers(call, 1);
     } else if (call->deferred) {
         call->deferred = 0;
-        h2_stream_resume(call->stream);
+        call->transport->resume(call->stream);
     }
     /* A client still sending after we answered learns to stop. */
     if (!call->half_closed)
-        h2_stream_reset_after_end(call->stream, HTTP2_NO_ERROR);
+        call->transport->reset_after_end(call->stream, H2_NO_ERROR);
 }
 
 /* The layer itself ends the call: queued output is dropped. */
@@ -346,14 +346,14 @@ int grpc_call_over_bound(const struct grpc_call *call)
 
 size_t grpc_call_connection_backlog(const struct grpc_call *call)
 {
-    return call->stream ? h2_stream_connection_backlog(call->stream) : 0;
+    return call->stream ? call->transport->backlog(call->stream) : 0;
 }
 
 void grpc_call_want_writable(struct grpc_call *call)
 {
     if (call->stream && call->deferred && call->headers_sent) {
         call->deferred = 0;
-        h2_stream_resume(call->stream);
+        call->transport->resume(call->stream);
     }
 }
 

@@ -1,5 +1,6 @@
 /* grpc_client: gRPC calls from the CLI, the Runner and the load tools, on
- * one nghttp2 client session per connection driven by a libevent loop.
+ * one h2 client connection (h2/h2_client.h) driven by a libevent loop.
+ * Only gRPC lives here: message framing, status, deadlines.
  *
  * Calls are asynchronous (callbacks on the caller's event_base); a blocking
  * unary helper runs the loop until its call ends. */

@@ -10,13 +10,10 @@
 #include "common/byte_queue.h"
 #include "grpc/grpc_compress.h"
 #include "grpc/grpc.h"
+#include "grpc/grpc_transport.h"
 
 struct event;
 struct h2_listener;
-struct h2_stream;
-
-#define HTTP2_NO_ERROR 0x0
-#define HTTP2_CANCEL   0x8
 
 struct door_method {
     const struct grpc_method *method;
@@ -71,7 +68,8 @@ struct header_list {
 struct grpc_call {
     struct grpc_server *server;
     struct grpc_door *door;
-    struct h2_stream *stream; /* NULL once HTTP/2 closed it */
+    const struct grpc_transport *transport;
+    void *stream; /* the transport's; NULL once the transport closed it */
     struct door_method *entry;
     struct grpc_call *prev, *next;
 

@@ -21,7 +21,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 
     grpc_call_fail(call, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
     if (call->stream)
-        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+        call->transport->reset_after_end(call->stream, H2_CANCEL);
 }
 
 static void request_timeout(struct grpc_call *call)
@@ -34,7 +34,7 @@ static void request_timeout(struct grpc_call *call)
              (unsigned)call->server->limits.request_timeout_ms);
     grpc_call_fail(call, GRPC_STATUS_CANCELLED, message);
     if (call->stream)
-        h2_stream_reset_after_end(call->stream, HTTP2_CANCEL);
+        call->transport->reset_after_end(call->stream, H2_CANCEL);
 }
 
 /* Sweeps per request timeout: a request that started waiting between two
@@ -99,22 +99,23 @@ void grpc_call_drop_input(struct grpc_call *call)
     call->end_pending = 0;
     if (!call->stream)
         return;
-    h2_stream_release(call->stream, SIZE_MAX);
+    call->transport->release(call->stream, SIZE_MAX);
     if (call->input_paused) {
         call->input_paused = 0;
-        h2_stream_pause_input(call->stream, 0);
+        call->transport->pause_input(call->stream, 0);
     }
 }
 
-static void *call_stream_open(void *listener_data, struct h2_stream *stream)
+void *grpc_transport_call_open(struct grpc_door *door, const struct grpc_transport *transport,
+                               void *stream)
 {
-    struct grpc_door *door = listener_data;
     struct grpc_call *call = calloc(1, sizeof(*call));
 
     if (!call)
         return NULL;
     call->server = door->server;
     call->door = door;
+    call->transport = transport;
     call->stream = stream;
     grpc_reader_init(&call->reader, door->server->limits.max_recv_bytes);
     call->next = door->server->calls;
@@ -123,6 +124,11 @@ static void *call_stream_open(void *listener_data, struct h2_stream *stream)
     door->server->calls = call;
     door->server->call_count++;
     return call;
+}
+
+static void *call_stream_open(void *listener_data, struct h2_stream *stream)
+{
+    return grpc_transport_call_open(listener_data, &grpc_transport_h2, stream);
 }
 
 static int name_is(const uint8_t *name, size_t len, const char *literal)
@@ -183,9 +189,9 @@ static void call_reject_http(struct grpc_call *call, const char *http_status, in
     call->finished = call->headers_sent = call->trailers_sent = 1;
     call->status = grpc_status;
     call->door->rejected_calls++;
-    h2_stream_respond(call->stream, headers, 3, 0);
+    call->transport->respond(call->stream, headers, 3, 0);
     if (!call->half_closed)
-        h2_stream_reset_after_end(call->stream, HTTP2_NO_ERROR);
+        call->transport->reset_after_end(call->stream, H2_NO_ERROR);
 }
 
 /* Resolves the caller from the request headers.  Returns 0, or -1 after
@@ -378,7 +384,7 @@ static void call_pause_input(struct grpc_call *call)
     }
     call->input_paused = 1;
     call->door->recv_pauses++;
-    h2_stream_pause_input(call->stream, 1);
+    call->transport->pause_input(call->stream, 1);
 }
 
 /* Feeds request bytes to the reader and hands whole messages over.
@@ -432,7 +438,7 @@ static size_t call_feed(struct grpc_call *call, const uint8_t *bytes, size_t len
         grpc_reader_take(&call->reader);
         if (call->finished || !call->stream)
             break;
-        h2_stream_release(call->stream, GRPC_FRAME_HEADER_LEN + message_len);
+        call->transport->release(call->stream, GRPC_FRAME_HEADER_LEN + message_len);
         if (grpc_call_over_bound(call))
             call_pause_input(call);
     }
@@ -465,7 +471,7 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     byte_queue_consume(&call->in, used);
     if (call->input_paused)
         return;
-    h2_stream_pause_input(call->stream, 0);
+    call->transport->pause_input(call->stream, 0);
     if (call->end_pending) {
         call->end_pending = 0;
         call_stream_end(call);
@@ -478,7 +484,7 @@ static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
     size_t used;
 
     if (call->finished || !call->started) {
-        h2_stream_release(call->stream, len);
+        call->transport->release(call->stream, len);
         return;
     }
     if (call->message_count == 0)
@@ -519,7 +525,7 @@ static void call_stream_end(void *data)
         free(call->unary_request);
         call->unary_request = NULL;
         if (call->stream) /* the whole request is delivered */
-            h2_stream_release(call->stream, SIZE_MAX);
+            call->transport->release(call->stream, SIZE_MAX);
         return;
     }
     if (call->entry->method->on_half_close)

@@ -22,8 +22,32 @@ struct h2_header {
     size_t value_len;
 };
 
-/* What stream_read returns through *flags. */
-#define H2_READ_EOF 0x1 /* no more body: the handler will submit trailers */
+/* HTTP/2 error codes (RFC 9113 section 7), for RST_STREAM and GOAWAY and as
+ * stream_close's error_code.  The same values as nghttp2's, named here so
+ * the layers above need no nghttp2 header. */
+enum h2_error_code {
+    H2_NO_ERROR = 0x0,
+    H2_PROTOCOL_ERROR = 0x1,
+    H2_INTERNAL_ERROR = 0x2,
+    H2_FLOW_CONTROL_ERROR = 0x3,
+    H2_SETTINGS_TIMEOUT = 0x4,
+    H2_STREAM_CLOSED = 0x5,
+    H2_FRAME_SIZE_ERROR = 0x6,
+    H2_REFUSED_STREAM = 0x7,
+    H2_CANCEL = 0x8,
+    H2_COMPRESSION_ERROR = 0x9,
+    H2_CONNECT_ERROR = 0xa,
+    H2_ENHANCE_YOUR_CALM = 0xb,
+    H2_INADEQUATE_SECURITY = 0xc,
+    H2_HTTP_1_1_REQUIRED = 0xd,
+};
+
+/* What stream_read returns through *flags: the body is over, and the
+ * response ends either with trailers the handler will submit (H2_READ_EOF,
+ * as gRPC does) or with this last DATA frame (H2_READ_EOF_END_STREAM: no
+ * trailers, as a plain HTTP response does). */
+#define H2_READ_EOF            0x1
+#define H2_READ_EOF_END_STREAM 0x2
 
 /* Returned by stream_read when no body byte is ready yet. */
 #define H2_READ_DEFERRED ((ssize_t)-1)
@@ -44,8 +68,8 @@ struct h2_handler {
     /* The client half-closed (END_STREAM). */
     void (*stream_end)(void *stream_data);
     /* Body bytes for the response, into BUF of up to LEN bytes.  Returns the
-     * byte count (with H2_READ_EOF in *flags at the end), H2_READ_DEFERRED,
-     * or H2_READ_ERROR. */
+     * byte count (with H2_READ_EOF or H2_READ_EOF_END_STREAM in *flags at the
+     * end), H2_READ_DEFERRED, or H2_READ_ERROR. */
     ssize_t (*stream_read)(void *stream_data, uint8_t *buf, size_t len, uint32_t *flags);
     /* The stream is gone: finished, reset by either side, or its connection
      * closed.  error_code is the HTTP/2 error code (0 for a clean close).

@@ -1,6 +1,7 @@
-/* h2_internal: what h2_server.c (connections, streams, nghttp2),
- * h2_budget.c (receive budgets) and h2_listen.c (the server, listeners,
- * accepting) share.  Not for use outside src/h2. */
+/* h2_internal: what h2_conn.c (the connection pump both sides use),
+ * h2_server.c (server connections, streams), h2_client.c (client
+ * connections), h2_budget.c (receive budgets) and h2_listen.c (the server,
+ * listeners, accepting) share.  Not for use outside src/h2. */
 #ifndef AGENTHUB_H2_INTERNAL_H
 #define AGENTHUB_H2_INTERNAL_H
 
@@ -14,7 +15,38 @@
 
 struct bufferevent;
 struct event;
+struct event_base;
+struct evbuffer;
 struct evconnlistener;
+
+/* --- The connection pump (h2_conn.c) --- */
+
+/* Stop pulling frames from nghttp2 while this much is unwritten; resume when
+ * the socket drains below the low mark.  Both sides use the same marks. */
+#define H2_OUTPUT_HIGH_WATER (256 * 1024)
+#define H2_OUTPUT_LOW_WATER  (64 * 1024)
+
+/* A bufferevent on FD (-1: connect later), over TLS when SSL is not NULL
+ * (ACCEPTING: the server side of the handshake).  Takes SSL over, freeing
+ * it on failure.  Returns NULL on failure. */
+struct bufferevent *h2_pump_bev_new(struct event_base *base, evutil_socket_t fd, SSL *ssl,
+                                    int accepting);
+/* 1 when BEV is plain TCP or its TLS handshake agreed on ALPN "h2". */
+int h2_pump_alpn_ok(struct bufferevent *bev);
+/* Feeds every byte of IN to SESSION, counting them into *BYTES_IN.
+ * Returns 0, or -1 when nghttp2 failed (the connection must go). */
+int h2_pump_recv(nghttp2_session *session, struct evbuffer *in, uint64_t *bytes_in);
+/* Moves frames from SESSION into BEV's output until it holds the high water
+ * mark, counting them into *BYTES_OUT.  Returns 0, or -1 when nghttp2 or the
+ * buffer failed (the connection must go). */
+int h2_pump_send(nghttp2_session *session, struct bufferevent *bev, uint64_t *bytes_out);
+/* 1 when neither side of SESSION has anything more to say. */
+int h2_pump_finished(nghttp2_session *session);
+/* HEADERS as nghttp2's name-value pairs, in STACK when COUNT fits, else
+ * malloc'd (free it when it is not STACK).  Returns NULL when out of
+ * memory. */
+nghttp2_nv *h2_headers_to_nv(const struct h2_header *headers, size_t count, nghttp2_nv *stack,
+                             size_t stack_count);
 
 struct h2_conn;
 

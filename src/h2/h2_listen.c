@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/hostport.h"
 #include "common/log.h"
 #include "h2/h2.h"
 #include "h2/h2_internal.h"
@@ -112,38 +113,6 @@ void h2_server_free(struct h2_server *server)
     free(server);
 }
 
-/* Splits "host:port" or "[v6]:port".  Returns 0 or -1. */
-static int split_host_port(const char *host_port, char *host, size_t host_size, char *port,
-                           size_t port_size)
-{
-    const char *colon;
-    size_t host_len;
-
-    if (host_port[0] == '[') {
-        const char *close = strchr(host_port, ']');
-        if (!close || close[1] != ':')
-            return -1;
-        host_len = (size_t)(close - host_port - 1);
-        if (host_len >= host_size)
-            return -1;
-        memcpy(host, host_port + 1, host_len);
-        colon = close + 1;
-    } else {
-        colon = strrchr(host_port, ':');
-        if (!colon)
-            return -1;
-        host_len = (size_t)(colon - host_port);
-        if (host_len >= host_size)
-            return -1;
-        memcpy(host, host_port, host_len);
-    }
-    host[host_len] = '\0';
-    if (strlen(colon + 1) == 0 || strlen(colon + 1) >= port_size)
-        return -1;
-    memcpy(port, colon + 1, strlen(colon + 1) + 1);
-    return 0;
-}
-
 struct h2_listener *h2_listen(struct h2_server *server, const char *name, const char *host_port,
                               const struct h2_tls_config *tls, const struct h2_handler *handler,
                               void *listener_data, char *err, size_t err_size)
@@ -156,7 +125,7 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
     char ip[INET6_ADDRSTRLEN];
     int rv;
 
-    if (split_host_port(host_port, host, sizeof(host), port, sizeof(port)) != 0) {
+    if (hostport_split(host_port, host, sizeof(host), port, sizeof(port)) != 0) {
         snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
         return NULL;
     }

@@ -4,7 +4,6 @@
  * h2_budget.c. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,10 +16,7 @@
 #include "h2/h2.h"
 #include "h2/h2_internal.h"
 
-/* Stop pulling frames from nghttp2 while this much is unwritten; resume when
- * the socket drains below the low mark. */
-#define OUTPUT_HIGH_WATER (256 * 1024)
-#define OUTPUT_LOW_WATER  (64 * 1024)
+/* The server's flow-control windows (the client's are in h2_client.c). */
 #define STREAM_WINDOW     (1024 * 1024)
 #define CONNECTION_WINDOW (16 * 1024 * 1024)
 
@@ -325,34 +321,20 @@ static ssize_t on_data_read(nghttp2_session *session, int32_t stream_id, uint8_t
     }
     if (n < 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (flags & H2_READ_EOF)
+    if (flags & H2_READ_EOF_END_STREAM)
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF; /* this DATA frame ends the stream */
+    else if (flags & H2_READ_EOF)
         *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
     return n;
 }
 
 /* --- Stream API ---------------------------------------------------------- */
 
-static nghttp2_nv *headers_to_nv(const struct h2_header *headers, size_t count, nghttp2_nv *stack,
-                                 size_t stack_count)
-{
-    nghttp2_nv *nv = count <= stack_count ? stack : malloc(count * sizeof(*nv));
-    if (!nv)
-        return NULL;
-    for (size_t i = 0; i < count; i++) {
-        nv[i].name = (uint8_t *)headers[i].name;
-        nv[i].namelen = headers[i].name_len;
-        nv[i].value = (uint8_t *)headers[i].value;
-        nv[i].valuelen = headers[i].value_len;
-        nv[i].flags = NGHTTP2_NV_FLAG_NONE;
-    }
-    return nv;
-}
-
 int h2_stream_respond(struct h2_stream *stream, const struct h2_header *headers, size_t count,
                       int has_body)
 {
     nghttp2_nv stack[16];
-    nghttp2_nv *nv = headers_to_nv(headers, count, stack, 16);
+    nghttp2_nv *nv = h2_headers_to_nv(headers, count, stack, 16);
     nghttp2_data_provider provider;
     int rv;
 
@@ -374,7 +356,7 @@ int h2_stream_respond(struct h2_stream *stream, const struct h2_header *headers,
 int h2_stream_trailers(struct h2_stream *stream, const struct h2_header *headers, size_t count)
 {
     nghttp2_nv stack[16];
-    nghttp2_nv *nv = headers_to_nv(headers, count, stack, 16);
+    nghttp2_nv *nv = h2_headers_to_nv(headers, count, stack, 16);
     int rv;
 
     if (!nv)
@@ -488,24 +470,10 @@ int h2_conn_flush(struct h2_conn *conn)
     struct evbuffer *out = bufferevent_get_output(conn->bev);
 
     conn->in_callback++;
-    while (evbuffer_get_length(out) < OUTPUT_HIGH_WATER) {
-        const uint8_t *data;
-        ssize_t n = nghttp2_session_mem_send(conn->session, &data);
-        if (n < 0) {
-            conn->close_pending = 1;
-            break;
-        }
-        if (n == 0)
-            break;
-        conn->server->stats.bytes_out += (uint64_t)n;
-        if (evbuffer_add(out, data, (size_t)n) != 0) {
-            conn->close_pending = 1;
-            break;
-        }
-    }
+    if (h2_pump_send(conn->session, conn->bev, &conn->server->stats.bytes_out) != 0)
+        conn->close_pending = 1;
     conn->in_callback--;
-    if (!conn->close_pending && !nghttp2_session_want_read(conn->session) &&
-        !nghttp2_session_want_write(conn->session) && evbuffer_get_length(out) == 0)
+    if (!conn->close_pending && h2_pump_finished(conn->session) && evbuffer_get_length(out) == 0)
         conn->close_pending = 1;
     if (conn->close_pending && !conn->in_callback) {
         h2_conn_free(conn);
@@ -523,29 +491,14 @@ static void on_read(struct bufferevent *bev, void *arg)
 {
     struct h2_conn *conn = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
-    struct evbuffer_iovec vec[8];
-    int count;
 
     if (conn->closing) {
         evbuffer_drain(in, evbuffer_get_length(in));
         return;
     }
     conn->in_callback++;
-    while ((count = evbuffer_peek(in, -1, NULL, vec, 8)) > 0) {
-        size_t total = 0;
-        for (int i = 0; i < count && i < 8; i++) {
-            ssize_t n = nghttp2_session_mem_recv(conn->session, vec[i].iov_base, vec[i].iov_len);
-            if (n < 0) {
-                conn->close_pending = 1;
-                break;
-            }
-            total += (size_t)n;
-        }
-        conn->server->stats.bytes_in += total;
-        evbuffer_drain(in, total);
-        if (conn->close_pending)
-            break;
-    }
+    if (h2_pump_recv(conn->session, in, &conn->server->stats.bytes_in) != 0)
+        conn->close_pending = 1;
     conn->in_callback--;
     if (conn->close_pending) {
         /* Let nghttp2 say GOAWAY when it has one queued, then close. */
@@ -576,12 +529,7 @@ static void on_event(struct bufferevent *bev, short events, void *arg)
     struct h2_conn *conn = arg;
 
     if (events & BEV_EVENT_CONNECTED) {
-        SSL *ssl = bufferevent_openssl_get_ssl(bev);
-        const unsigned char *alpn = NULL;
-        unsigned int alpn_len = 0;
-        if (ssl)
-            SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
-        if (ssl && (alpn_len != 2 || memcmp(alpn, "h2", 2) != 0)) {
+        if (!h2_pump_alpn_ok(bev)) {
             conn_close(conn);
             return;
         }
@@ -663,18 +611,12 @@ void h2_conn_accept(struct h2_listener *listener, evutil_socket_t fd)
         SSL *ssl = SSL_new(listener->ssl_ctx);
         if (!ssl)
             goto fail_fd;
-        conn->bev = bufferevent_openssl_socket_new(server->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                   BEV_OPT_CLOSE_ON_FREE);
-        if (!conn->bev) {
-            SSL_free(ssl);
-            goto fail_fd;
-        }
-        bufferevent_openssl_set_allow_dirty_shutdown(conn->bev, 1);
+        conn->bev = h2_pump_bev_new(server->base, fd, ssl, 1);
     } else {
-        conn->bev = bufferevent_socket_new(server->base, fd, BEV_OPT_CLOSE_ON_FREE);
-        if (!conn->bev)
-            goto fail_fd;
+        conn->bev = h2_pump_bev_new(server->base, fd, NULL, 1);
     }
+    if (!conn->bev)
+        goto fail_fd;
     conn->flush_event = event_new(server->base, -1, 0, on_flush_event, conn);
     conn->idle_event = evtimer_new(server->base, on_idle, conn);
     conn->header_event = evtimer_new(server->base, on_header_timeout, conn);
@@ -693,7 +635,7 @@ void h2_conn_accept(struct h2_listener *listener, evutil_socket_t fd)
      * block: the first frame (SETTINGS) ends it. */
     conn->header_block_open = 1;
     header_timer_arm(conn);
-    bufferevent_setwatermark(conn->bev, EV_WRITE, OUTPUT_LOW_WATER, 0);
+    bufferevent_setwatermark(conn->bev, EV_WRITE, H2_OUTPUT_LOW_WATER, 0);
     bufferevent_setcb(conn->bev, on_read, on_write, on_event, conn);
     bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
     if (!listener->ssl_ctx)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/hostport.h"
 #include "common/log.h"
 
 /* The longest request head (request line and headers) read. */
@@ -275,26 +276,23 @@ struct metrics_http *metrics_http_new(struct event_base *base, const char *host_
                                       void *arg, char *err, size_t err_size)
 {
     struct metrics_http *metrics = calloc(1, sizeof(*metrics));
-    const char *colon = strrchr(host_port, ':');
     struct addrinfo hints, *res = NULL;
-    char host[64];
+    char host[64], port[16];
     int rv;
 
     if (!metrics) {
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
-    if (!colon || (size_t)(colon - host_port) >= sizeof(host) || colon[1] == '\0') {
+    if (hostport_split(host_port, host, sizeof(host), port, sizeof(port)) != 0) {
         snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
         goto fail;
     }
-    memcpy(host, host_port, (size_t)(colon - host_port));
-    host[colon - host_port] = '\0';
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    rv = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res);
+    rv = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
     if (rv != 0) {
         snprintf(err, err_size, "%s: %s", host_port, gai_strerror(rv));
         goto fail;

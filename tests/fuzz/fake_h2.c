@@ -289,7 +289,7 @@ int fake_h2_header(struct h2_server *server, uint32_t id, const char *name, cons
         snprintf(stream->path, sizeof(stream->path), "%s", value);
     if (stream->listener->handler->stream_header(stream->data, (const uint8_t *)name, strlen(name),
                                                  (const uint8_t *)value, strlen(value)) != 0)
-        h2_stream_reset(stream, 0x1 /* PROTOCOL_ERROR */);
+        h2_stream_reset(stream, H2_PROTOCOL_ERROR);
     return 0;
 }
 
@@ -381,7 +381,7 @@ static int pump_stream(struct h2_server *server, struct h2_stream *stream)
             break;
         }
         if (n == H2_READ_ERROR) {
-            h2_stream_reset(stream, 0x2 /* INTERNAL_ERROR */);
+            h2_stream_reset(stream, H2_INTERNAL_ERROR);
             break;
         }
         if (n < 0 || (size_t)n > sizeof(buf))
