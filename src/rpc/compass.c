@@ -1,15 +1,15 @@
 /* CompassService's unary methods (the public door), and its registration.
  * The streams live in compass_stream.c. */
-#include "rpc/compass.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
-#include "rpc/hub.h"
+#include "grpc/grpc.h"
+#include "hub/hub.h"
 #include "rpc/rpc.h"
-#include "rpc/runner_control.h"
+#include "hub/runner_control.h"
 #include "store/gate.h"
 #include "store/store.h"
 
@@ -89,7 +89,7 @@ static void command_wait_done(void *arg, enum runner_outcome outcome, int code, 
 static void command_wait_on_close(struct grpc_call *call)
 {
     struct command_wait *wait = grpc_call_user(call);
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
 
     if (!wait)
         return;
@@ -103,7 +103,7 @@ static void command_wait_on_close(struct grpc_call *call)
 static void dispatch_and_wait(struct grpc_call *call, const struct store_session *row,
                               Compass__V1__SessionsResponse *command)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct command_wait *wait = calloc(1, sizeof(*wait));
     int rv;
 
@@ -129,7 +129,7 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
 
 static int require_seam(struct grpc_call *call)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
 
     if (!ctx->config.has_runner_seam) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
@@ -145,7 +145,7 @@ static int require_seam(struct grpc_call *call)
 static int control_precheck(struct grpc_call *call, const char *session_id,
                             struct store_session *row)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct store_subject subject;
     int rv;
 
@@ -207,7 +207,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
 {
     const Compass__V1__StartAgentSessionRequest *request =
         (const Compass__V1__StartAgentSessionRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     Compass__V1__StartAgentSessionResponse response =
         COMPASS__V1__START_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
@@ -269,7 +269,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 {
     const Compass__V1__StopAgentSessionRequest *request =
         (const Compass__V1__StopAgentSessionRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     static const Compass__V1__StopAgentSessionResponse response =
         COMPASS__V1__STOP_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
@@ -303,7 +303,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 /* Fills STATUS for ROW: the live derived state when the session is in the
  * registry, STOPPED when closed, else UNSPECIFIED; last_seq from the live or
  * retained log (0 when none is held). */
-static void status_from_row(struct rpc_context *ctx, const struct store_session *row,
+static void status_from_row(struct hub *ctx, const struct store_session *row,
                             Compass__V1__AgentSessionStatus *status)
 {
     struct session *s = session_lookup(ctx->sessions, row->session_id, strlen(row->session_id));
@@ -324,7 +324,7 @@ static void status_from_row(struct rpc_context *ctx, const struct store_session 
 }
 
 struct status_list {
-    struct rpc_context *ctx;
+    struct hub *ctx;
     const struct store_subject *subject;
     struct store_session *rows;
     size_t count;
@@ -361,7 +361,7 @@ static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage
 {
     const Compass__V1__GetAgentStatusRequest *request =
         (const Compass__V1__GetAgentStatusRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     Compass__V1__GetAgentStatusResponse response = COMPASS__V1__GET_AGENT_STATUS_RESPONSE__INIT;
     struct status_list list = {ctx, NULL, NULL, 0, 0, 0};
     struct store_session_filter filter;
@@ -495,10 +495,9 @@ static const struct grpc_method compass_unary_methods[] = {
     },
 };
 
-int compass_register(struct rpc_context *ctx, struct grpc_door *door)
+int compass_register(struct hub *ctx, struct grpc_door *door)
 {
-    if (grpc_door_register(door, &compass_subscribe_agent_session_method) != 0 ||
-        grpc_door_register(door, &compass_subscribe_events_method) != 0)
+    if (compass_stream_register(ctx, door) != 0)
         return -1;
     for (size_t i = 0; i < sizeof(compass_unary_methods) / sizeof(compass_unary_methods[0]); i++)
         if (grpc_door_register(door, &compass_unary_methods[i]) != 0)

@@ -27,9 +27,8 @@
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
-#include "rpc/compass.h"
 #include "rpc/rpc.h"
-#include "rpc/stream_guard.h"
+#include "hub/stream_guard.h"
 #include "store/gate.h"
 #include "store/store.h"
 
@@ -42,7 +41,7 @@
 struct pane_subscriber {
     struct session_watcher watcher;
     struct grpc_call *call;
-    struct rpc_context *ctx;
+    struct hub *ctx;
     struct session *session; /* NULL once detached */
     uint64_t cursor;         /* seq of the last frame queued to the call */
     uint64_t tail_start;     /* the session's tail when the pane began */
@@ -200,7 +199,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
 {
     const Compass__V1__SubscribeAgentSessionRequest *request =
         (const Compass__V1__SubscribeAgentSessionRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct store_subject subject;
     struct store_session row;
     struct pane_subscriber *sub;
@@ -282,7 +281,7 @@ static void pane_on_close(struct grpc_call *call)
     free(sub);
 }
 
-const struct grpc_method compass_subscribe_agent_session_method = {
+static const struct grpc_method subscribe_agent_session_method = {
     .path = "/compass.v1.CompassService/SubscribeAgentSession",
     .kind = GRPC_METHOD_SERVER_STREAMING,
     .request_type = &compass__v1__subscribe_agent_session_request__descriptor,
@@ -298,7 +297,7 @@ const struct grpc_method compass_subscribe_agent_session_method = {
 struct events_subscriber {
     struct watcher watcher;
     struct grpc_call *call;
-    struct rpc_context *ctx;
+    struct hub *ctx;
     struct store_subject subject;
     struct stream_guard guard;
     uint64_t cursor;
@@ -316,7 +315,7 @@ static void events_detach(struct events_subscriber *sub)
 }
 
 /* Sends resync_required (seq 0) and ends the stream cleanly. */
-static void events_resync(struct grpc_call *call, struct rpc_context *ctx)
+static void events_resync(struct grpc_call *call, struct hub *ctx)
 {
     Compass__V1__SubscribeEventsResponse response = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
     Compass__V1__ResyncRequired resync = COMPASS__V1__RESYNC_REQUIRED__INIT;
@@ -461,7 +460,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
 {
     const Compass__V1__SubscribeEventsRequest *request =
         (const Compass__V1__SubscribeEventsRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct events_subscriber *sub;
     struct store_subject subject;
     uint64_t cursor;
@@ -502,7 +501,7 @@ static void events_on_close(struct grpc_call *call)
     free(sub);
 }
 
-const struct grpc_method compass_subscribe_events_method = {
+static const struct grpc_method subscribe_events_method = {
     .path = "/compass.v1.CompassService/SubscribeEvents",
     .kind = GRPC_METHOD_SERVER_STREAMING,
     .request_type = &compass__v1__subscribe_events_request__descriptor,
@@ -511,3 +510,11 @@ const struct grpc_method compass_subscribe_events_method = {
     .on_close = events_on_close,
     .needs_caller = 1,
 };
+
+int compass_stream_register(struct hub *ctx, struct grpc_door *door)
+{
+    if (grpc_door_register(door, &subscribe_agent_session_method) != 0 ||
+        grpc_door_register(door, &subscribe_events_method) != 0)
+        return -1;
+    return 0;
+}

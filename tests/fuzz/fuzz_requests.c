@@ -29,7 +29,7 @@
 #include "grpc/reflection/v1alpha/reflection.pb-c.h"
 #include "rpc/descriptor_index.h"
 #include "rpc/rpc.h"
-#include "rpc/runner_control.h"
+#include "hub/runner_control.h"
 #include "store_template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -64,7 +64,7 @@ struct world {
     struct event_base *base;
     struct h2_server *h2;
     struct grpc_server *grpc;
-    struct rpc_context rpc;
+    struct hub rpc;
     struct session_registry sessions;
     struct bus bus;
     struct h2_listener *doors[2];

@@ -1,5 +1,5 @@
 /* stream_guard: see stream_guard.h. */
-#include "rpc/stream_guard.h"
+#include "hub/stream_guard.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
