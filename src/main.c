@@ -691,6 +691,8 @@ int main(int argc, char **argv)
         goto fail;
     if (server.config.runner_listen) {
         runner_door = grpc_door_new(server.grpc, "runner", &server.hub);
+        if (runner_door)
+            grpc_door_set_kind(runner_door, AUTH_DOOR_RUNNER);
         if (!runner_door || register_door(&server, runner_door, 1) != 0)
             goto fail;
     }

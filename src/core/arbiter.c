@@ -51,6 +51,16 @@ enum arbiter_state arbiter_state(const struct arbiter *a)
     return (enum arbiter_state)a->state;
 }
 
+void arbiter_announce(struct arbiter *a, enum arbiter_state state)
+{
+    a->state = (uint8_t)state;
+}
+
+int arbiter_live_child(const struct arbiter *a)
+{
+    return a->live_child != 0;
+}
+
 static int arbiter_corrects(int s)
 {
     return s == ARBITER_IDLE || s == ARBITER_STOPPED || s == ARBITER_DISCONNECTED;

@@ -87,6 +87,14 @@ int arbiter_observe(struct arbiter *a, enum arbiter_rank rank, int evidence, int
 
 enum arbiter_state arbiter_state(const struct arbiter *a);
 
+/* Makes STATE the reported state without evidence (a transport fact such as
+ * DISCONNECTED), so the next evidence that derives another state counts as
+ * a change.  The evidence itself is kept. */
+void arbiter_announce(struct arbiter *a, enum arbiter_state state);
+
+/* 1 when the agent has a live child process, else 0. */
+int arbiter_live_child(const struct arbiter *a);
+
 /* The Stream evidence a parsed record carries: a state, ARBITER_RETRACT
  * (session_end) or ARBITER_NONE. */
 int arbiter_evidence_for_record(const struct jsonl_record *rec);

@@ -29,7 +29,7 @@ int hub_session_quota(struct grpc_call *call, const char *agent_account_id)
 
     if (ctx->config.max_account_sessions == 0)
         return 0;
-    rv = ctx->store->ops->session_count_open(ctx->store->impl, agent_account_id, &open);
+    rv = store_session_count_open(ctx->store, agent_account_id, &open);
     if (rv != STORE_OK) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return -1;
@@ -289,7 +289,7 @@ void hub_announce_state(struct hub *ctx, struct session *s, int state)
     /* What subscribers were last told is the session's state from now on
      * (GetAgentStatus reads it), and the next evidence that derives another
      * state is reported as a change. */
-    session_arbiter(s)->state = (uint8_t)state;
+    arbiter_announce(session_arbiter(s), (enum arbiter_state)state);
     publish_status(ctx, s, state);
 }
 

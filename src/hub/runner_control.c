@@ -559,7 +559,7 @@ static int sessions_report(struct hub *ctx, struct runner_link *link, char *cons
     }
     memcpy(check.ids, ids, check.n * sizeof(*check.ids));
     qsort(check.ids, check.n, sizeof(*check.ids), id_compare);
-    rv = ctx->store->ops->runner_sessions(ctx->store->impl, link->id, report_row, &check);
+    rv = store_runner_sessions(ctx->store, link->id, report_row, &check);
     if (rv != STORE_OK) {
         log_warn("runner %s: cannot check its live-sessions report now (%s)", link->id,
                  store_rc_name(rv));

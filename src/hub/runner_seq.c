@@ -57,7 +57,7 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **o
             *out = run;
             return 0;
         }
-    if (ctx->store->ops->runner_seq_get(ctx->store->impl, runner_id, &stored) == STORE_FAULT)
+    if (store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
         return -1;
     run = calloc(1, sizeof(*run));
     if (!run)
@@ -84,8 +84,7 @@ int runner_run_enroll(struct hub *ctx, const char *runner_id, int resume, uint64
     }
     /* Stored first: a server restart must not resume this Runner from the
      * mark of a run it has left. */
-    if (run->persisted != 0 &&
-        ctx->store->ops->runner_seq_set(ctx->store->impl, runner_id, 0) != STORE_OK)
+    if (run->persisted != 0 && store_runner_seq_set(ctx->store, runner_id, 0) != STORE_OK)
         return -1;
     runs->enrolled_new++;
     run->number++;
@@ -130,7 +129,7 @@ void runner_run_persist(struct hub *ctx, struct runner_run *run)
     run->unpersisted = 0;
     if (run->last == run->persisted)
         return;
-    if (ctx->store->ops->runner_seq_set(ctx->store->impl, run->id, run->last) == STORE_OK)
+    if (store_runner_seq_set(ctx->store, run->id, run->last) == STORE_OK)
         run->persisted = run->last;
     else
         log_warn("runner %s: cannot persist runner_seq %llu yet", run->id,

@@ -244,7 +244,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     memset(&spec, 0, sizeof(spec));
     snprintf(spec.container_name, sizeof(spec.container_name), "%s", request->container_name);
     snprintf(spec.owner_account_id, sizeof(spec.owner_account_id), "%s", subject.id);
-    rv = ctx->store->ops->session_create(ctx->store->impl, &spec, session_id);
+    rv = store_session_create(ctx->store, &spec, session_id);
     if (rv != STORE_OK) {
         grpc_call_finish(call, rv == STORE_FAULT ? GRPC_STATUS_UNAVAILABLE : GRPC_STATUS_INTERNAL,
                          rv == STORE_FAULT ? GATE_FAULT_MESSAGE : "cannot create the session");
@@ -280,7 +280,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 
     if (control_precheck(call, request->session_id, &row) != 0)
         return;
-    rv = ctx->store->ops->session_close(ctx->store->impl, row.session_id);
+    rv = store_session_close(ctx->store, row.session_id);
     if (rv == STORE_FAULT) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
@@ -382,7 +382,7 @@ static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage
         collect_visible(&row, &list);
     } else {
         memset(&filter, 0, sizeof(filter));
-        rv = ctx->store->ops->session_list(ctx->store->impl, &filter, collect_visible, &list);
+        rv = store_session_list(ctx->store, &filter, collect_visible, &list);
         if (rv == STORE_FAULT)
             list.fault = 1;
     }

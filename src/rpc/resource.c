@@ -68,7 +68,7 @@ static void spawn_terminal(struct grpc_call *call, const Compass__V1__SpawnResou
                          "field 10 (container_name) is required for TERMINAL");
         return;
     }
-    rv = ctx->store->ops->container_get(ctx->store->impl, request->container_name, &container);
+    rv = store_container_get(ctx->store, request->container_name, &container);
     if (rv == STORE_FAULT) {
         finish_store_fault(call);
         return;
@@ -80,7 +80,7 @@ static void spawn_terminal(struct grpc_call *call, const Compass__V1__SpawnResou
                          "only the runner hosting the container registers its terminals");
         return;
     }
-    rv = ctx->store->ops->terminal_create(ctx->store->impl, request->container_name, &id);
+    rv = store_terminal_create(ctx->store, request->container_name, &id);
     if (rv != STORE_OK) {
         finish_store_fault(call);
         return;
@@ -172,8 +172,8 @@ static void spawn_agent_session(struct grpc_call *call,
             /* A resumed agent (claude --resume) continues its session. */
             if (existing.closed && hub_session_quota(call, existing.agent_account_id) != 0)
                 return;
-            if (existing.closed && ctx->store->ops->session_reopen(
-                                       ctx->store->impl, existing.session_id) != STORE_OK) {
+            if (existing.closed &&
+                store_session_reopen(ctx->store, existing.session_id) != STORE_OK) {
                 finish_store_fault(call);
                 return;
             }
@@ -186,8 +186,8 @@ static void spawn_agent_session(struct grpc_call *call,
     }
     if (hub_session_quota(call, parent.agent_account_id) != 0)
         return;
-    rv = ctx->store->ops->agent_session_create(
-        ctx->store->impl, request->parent, request->provider, request->native_id,
+    rv = store_agent_session_create(
+        ctx->store, request->parent, request->provider, request->native_id,
         subject->kind == STORE_SUBJECT_ACCOUNT ? subject->id : "", &id, session_id);
     if (rv == STORE_CONFLICT) {
         rpc_finish_named(call, GRPC_STATUS_ALREADY_EXISTS, "ALREADY_EXISTS",
@@ -408,7 +408,7 @@ static void close_on_message(struct grpc_call *call, const ProtobufCMessage *mes
         finish_produce_refusal(call, rv);
         return;
     }
-    if (ctx->store->ops->resource_close(ctx->store->impl, id) == STORE_FAULT) {
+    if (store_resource_close(ctx->store, id) == STORE_FAULT) {
         finish_store_fault(call);
         return;
     }
@@ -445,7 +445,7 @@ static void report_state_on_message(struct grpc_call *call, const ProtobufCMessa
     }
     if (live_session_or_finish(call, resource.session_id, &s) != 0)
         return;
-    if (session_arbiter(s)->live_child) {
+    if (arbiter_live_child(session_arbiter(s))) {
         /* ADR decision 6: with a live child the fallback becomes a record. */
         Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
         Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "hub/hub.h"
+#include "store/auth.h"
 
 struct grpc_server;
 struct grpc_door;
@@ -37,8 +38,9 @@ void rpc_install_authenticator(struct grpc_door *door);
  * could not answer) and returns -1. */
 int rpc_authenticate(struct grpc_call *call, struct store_subject *subject);
 
-/* 1 when CALL arrived on the Runner door. */
-int rpc_on_runner_door(const struct grpc_call *call);
+/* The door CALL arrived on, by the kind main gave it (grpc_door_set_kind):
+ * AUTH_DOOR_RUNNER for the Runner door, else AUTH_DOOR_PUBLIC. */
+enum auth_door rpc_door(const struct grpc_call *call);
 
 /* Finishes CALL with the refusal for a non-allowed gate result. */
 void rpc_finish_gate_refusal(struct grpc_call *call, int gate_result);

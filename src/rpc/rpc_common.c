@@ -7,9 +7,9 @@
 #include "store/auth.h"
 #include "store/gate.h"
 
-int rpc_on_runner_door(const struct grpc_call *call)
+enum auth_door rpc_door(const struct grpc_call *call)
 {
-    return strcmp(grpc_call_door_name(call), "runner") == 0;
+    return grpc_call_door_kind(call) == AUTH_DOOR_RUNNER ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
 }
 
 /* The door authenticator: the Runner seam first for methods that need it,
@@ -19,7 +19,7 @@ static int door_authenticate(struct grpc_call *call, const struct grpc_method *m
 {
     struct hub *ctx = grpc_call_door_data(call);
     const char *header = grpc_call_metadata(call, "authorization");
-    enum auth_door door = rpc_on_runner_door(call) ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
+    enum auth_door door = rpc_door(call);
     int rv;
 
     if ((method->door_flags & RPC_NEEDS_SEAM) && !ctx->config.has_runner_seam) {
@@ -54,7 +54,7 @@ int rpc_authenticate(struct grpc_call *call, struct store_subject *subject)
     struct hub *ctx = grpc_call_door_data(call);
     const struct store_subject *caller = grpc_call_caller(call);
     const char *header = grpc_call_metadata(call, "authorization");
-    enum auth_door door = rpc_on_runner_door(call) ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
+    enum auth_door door = rpc_door(call);
     int rv;
 
     if (caller) { /* resolved from the request headers */

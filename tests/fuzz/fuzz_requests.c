@@ -121,6 +121,8 @@ static void world_open(struct world *w)
         abort();
     for (int i = 0; i < 2; i++) {
         doors[i] = grpc_door_new(w->grpc, i ? "runner" : "public", &w->rpc);
+        if (doors[i])
+            grpc_door_set_kind(doors[i], i ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC);
         if (!doors[i] || health_register(&w->rpc, doors[i]) != 0 ||
             reflection_register(&w->rpc, doors[i]) != 0 ||
             resource_register(&w->rpc, doors[i]) != 0 ||
