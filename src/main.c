@@ -18,6 +18,7 @@
 #include "h2/h2.h"
 #include "rpc/rpc.h"
 #include "hub/hub.h"
+#include "hub/hub_wire.h"
 #include "hub/runner_control.h"
 #include "rpc/rpc_validate.h"
 #include "hub/stream_guard.h"
@@ -647,6 +648,12 @@ int main(int argc, char **argv)
     if (check_paths(&server.config) != 0)
         return 2;
     signal(SIGPIPE, SIG_IGN);
+    /* The hub writes some fields by number; a build whose proto/ moved one
+     * must not serve garbled frames. */
+    if (hub_wire_check(err, sizeof(err)) != 0) {
+        fprintf(stderr, "agenthubd: the generated code does not match the hub: %s\n", err);
+        return 2;
+    }
 
     if (sqlite_store_open(server.config.db_path, &server.hub.store, err, sizeof(err)) != STORE_OK) {
         fprintf(stderr, "agenthubd: --db %s: cannot open the store: %s\n", server.config.db_path,

@@ -58,6 +58,12 @@ enum arbiter_rank {
     ARBITER_RANK_COUNT = 4
 };
 
+/* compass.v1 numbers core reads off the wire (enum arbiter_state is
+ * AgentSessionState itself); hub/hub_wire.c ties each to proto/. */
+#define ARBITER_WIRE_RANK_PROCESS     1 /* EvidenceRank */
+#define ARBITER_WIRE_RANK_SCREEN      2
+#define ARBITER_WIRE_TOOL_IN_PROGRESS 2 /* AgentToolCallStatus */
+
 /* Evidence values besides a state: */
 #define ARBITER_NONE    (-1) /* nothing to observe (a no-op) */
 #define ARBITER_RETRACT (-2) /* withdraw this rank's evidence */

@@ -28,6 +28,7 @@
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
 #include "rpc/rpc.h"
+#include "hub/hub_wire.h"
 #include "hub/stream_guard.h"
 #include "store/gate.h"
 #include "store/store.h"
@@ -119,7 +120,7 @@ static int pane_check_lag(struct pane_subscriber *sub)
 static void pane_pump(struct pane_subscriber *sub)
 {
     struct ring_entry entry;
-    uint8_t prefix[24];
+    uint8_t prefix[HUB_PREFIX_MAX];
 
     while (sub->session && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
         enum ring_status status;
@@ -134,8 +135,7 @@ static void pane_pump(struct pane_subscriber *sub)
         }
         if (status == RING_NONE)
             return;
-        size_t n = rpc_put_varint_field(prefix, 4, entry.seq);
-        n += rpc_put_varint_field(prefix + n, 5, (uint64_t)entry.at_unix_ms);
+        size_t n = hub_pane_prefix(prefix, entry.seq, entry.at_unix_ms);
         if (grpc_call_send_encoded(sub->call, prefix, n, entry.data, entry.len) != 0)
             return;
         sub->cursor = entry.seq;
@@ -327,57 +327,6 @@ static void events_resync(struct grpc_call *call, struct hub *ctx)
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
 
-/* Finds string field 19 (session_id) in an encoded bus payload.  Returns 0
- * with *ID and *LEN set, or -1 when absent or malformed. */
-static int payload_session_id(const uint8_t *p, size_t len, const char **id, size_t *id_len)
-{
-    size_t i = 0;
-
-    while (i < len) {
-        uint64_t key = 0, value = 0;
-        int shift = 0;
-        do {
-            if (i >= len || shift > 63)
-                return -1;
-            key |= (uint64_t)(p[i] & 0x7f) << shift;
-            shift += 7;
-        } while (p[i++] & 0x80);
-        switch (key & 7) {
-        case 0:
-            while (i < len && (p[i] & 0x80))
-                i++;
-            i++;
-            break;
-        case 1:
-            i += 8;
-            break;
-        case 5:
-            i += 4;
-            break;
-        case 2:
-            shift = 0;
-            do {
-                if (i >= len || shift > 63)
-                    return -1;
-                value |= (uint64_t)(p[i] & 0x7f) << shift;
-                shift += 7;
-            } while (p[i++] & 0x80);
-            if (value > len - i)
-                return -1;
-            if ((key >> 3) == 19) {
-                *id = (const char *)p + i;
-                *id_len = (size_t)value;
-                return 0;
-            }
-            i += (size_t)value;
-            break;
-        default:
-            return -1;
-        }
-    }
-    return -1;
-}
-
 /* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault. */
 static int events_visible(struct events_subscriber *sub, const struct bus_event *event)
 {
@@ -388,7 +337,7 @@ static int events_visible(struct events_subscriber *sub, const struct bus_event 
 
     if (sub->subject.is_admin)
         return 1;
-    if (payload_session_id(event->payload, event->len, &id, &len) != 0 || len == 0 ||
+    if (hub_event_session_id(event->payload, event->len, &id, &len) != 0 || len == 0 ||
         len >= sizeof(sid))
         return 0;
     memcpy(sid, id, len);
@@ -400,7 +349,7 @@ static int events_visible(struct events_subscriber *sub, const struct bus_event 
 static void events_pump(struct events_subscriber *sub)
 {
     struct bus_event event;
-    uint8_t prefix[40];
+    uint8_t prefix[HUB_PREFIX_MAX];
 
     while (sub->attached && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
         enum bus_status status = bus_next(sub->ctx->bus, sub->cursor, &event);
@@ -420,9 +369,7 @@ static void events_pump(struct events_subscriber *sub)
         sub->cursor = event.seq;
         if (!visible)
             continue;
-        size_t n = rpc_put_varint_field(prefix, 1, event.seq);
-        n += rpc_put_varint_field(prefix + n, 2, (uint64_t)event.at_unix_ms);
-        n += rpc_put_varint_field(prefix + n, 3, event.epoch);
+        size_t n = hub_event_prefix(prefix, event.seq, event.at_unix_ms, event.epoch);
         if (grpc_call_send_encoded(sub->call, prefix, n, event.payload, event.len) != 0)
             return;
     }

@@ -49,10 +49,6 @@ void rpc_finish_gate_refusal(struct grpc_call *call, int gate_result);
  * error names). */
 void rpc_finish_named(struct grpc_call *call, int status, const char *name, const char *detail);
 
-/* Writes a protobuf varint field (wire type 0) into OUT (at least 11 bytes).
- * Returns the bytes written. */
-size_t rpc_put_varint_field(uint8_t *out, uint32_t field, uint64_t value);
-
 /* --- Services ------------------------------------------------------------ */
 
 int health_register(struct hub *ctx, struct grpc_door *door);

@@ -94,19 +94,3 @@ void rpc_finish_named(struct grpc_call *call, int status, const char *name, cons
     snprintf(message, sizeof(message), "%s: %s", name, detail);
     grpc_call_finish(call, status, message);
 }
-
-size_t rpc_put_varint_field(uint8_t *out, uint32_t field, uint64_t value)
-{
-    size_t n = 0;
-    uint64_t key = (uint64_t)field << 3; /* wire type 0 */
-
-    do {
-        out[n++] = (uint8_t)(key | (key >= 0x80 ? 0x80 : 0));
-        key >>= 7;
-    } while (key);
-    do {
-        out[n++] = (uint8_t)(value | (value >= 0x80 ? 0x80 : 0));
-        value >>= 7;
-    } while (value);
-    return n;
-}
