@@ -667,6 +667,7 @@ int main(int argc, char **argv)
     bus_init(&server.bus, server.config.bus_bytes, 0);
     server.hub.sessions = &server.sessions;
     server.hub.bus = &server.bus;
+    hub_log_memory(&server.hub.log, &server.bus);
     server.hub.config.has_runner_seam = server.config.runner_listen != NULL;
     server.hub.config.blob_dir = server.config.blob_dir;
     server.hub.config.max_blob_bytes = server.config.max_blob_bytes;

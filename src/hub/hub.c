@@ -217,7 +217,7 @@ static uint64_t hub_ring_append(struct hub *ctx, struct session *s,
 
     if (!bytes)
         return 0;
-    seq = session_append(s, bytes, len, clock_unix_ms());
+    seq = hub_log_append(&ctx->log, s, bytes, len, clock_unix_ms());
     pack_release(bytes, stack);
     return seq;
 }
@@ -230,7 +230,7 @@ static void hub_bus_publish(struct hub *ctx, const Compass__V1__SubscribeEventsR
 
     if (!bytes)
         return;
-    bus_publish(ctx->bus, bytes, len, clock_unix_ms());
+    hub_log_publish(&ctx->log, bytes, len, clock_unix_ms());
     pack_release(bytes, stack);
 }
 
@@ -248,6 +248,7 @@ static void publish_status(struct hub *ctx, struct session *s, int state)
     Compass__V1__SubscribeEventsResponse event = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
     Compass__V1__AgentSessionStatus status = COMPASS__V1__AGENT_SESSION_STATUS__INIT;
     Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
+    struct hub_log_span span;
     struct store_session row;
 
     if (!state_is_terminal(state))
@@ -260,7 +261,8 @@ static void publish_status(struct hub *ctx, struct session *s, int state)
 
     status.session_id = (char *)session_id(s);
     status.state = (Compass__V1__AgentSessionState)state;
-    status.last_seq = ring_newest_seq(session_ring(s));
+    hub_log_span(&ctx->log, s, &span);
+    status.last_seq = span.newest;
     /* The agent account is attribution, not authorization: a store fault
      * leaves it empty rather than holding the event back. */
     if (ctx->store && store_session_get(ctx->store, session_id(s), &row) == STORE_OK) {

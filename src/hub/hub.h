@@ -18,6 +18,7 @@
 #include "core/arbiter.h"
 #include "core/bus.h"
 #include "core/session.h"
+#include "hub/hub_log.h"
 
 struct grpc_server;
 struct grpc_call;
@@ -70,7 +71,8 @@ struct hub {
     struct health_state *health;
     struct store *store;
     struct session_registry *sessions;
-    struct bus *bus;
+    struct bus *bus;    /* the memory log's bus (its metrics) */
+    struct hub_log log; /* session logs and the bus: read and write through this */
     struct runner_registry *runners;
     struct stream_guards *guards; /* open streams re-checked on store changes */
     struct hub_config config;

@@ -312,8 +312,11 @@ static void status_from_row(struct hub *ctx, const struct store_session *row,
     status->agent_account_id = (char *)row->agent_account_id;
     status->provider = (char *)row->provider;
     status->native_id = (char *)row->native_id;
-    if (s)
-        status->last_seq = ring_newest_seq(session_ring(s));
+    if (s) {
+        struct hub_log_span span;
+        hub_log_span(&ctx->log, s, &span);
+        status->last_seq = span.newest;
+    }
     if (s && !session_is_ended(s)) {
         status->state = (Compass__V1__AgentSessionState)arbiter_state(session_arbiter(s));
     } else {

@@ -78,13 +78,14 @@ static void pane_finish(struct pane_subscriber *sub, int lagged)
  * ring's mean entry size (the ring keeps no per-entry prefix sums). */
 static size_t pane_backlog_bytes(const struct pane_subscriber *sub)
 {
-    const struct ring *ring = session_ring(sub->session);
-    uint64_t behind = ring_newest_seq(ring) - sub->cursor;
-    uint32_t count = ring_count(ring);
+    struct hub_log_span span;
+    uint64_t behind;
 
-    if (behind == 0 || count == 0)
+    hub_log_span(&sub->ctx->log, sub->session, &span);
+    behind = span.newest - sub->cursor;
+    if (behind == 0 || span.count == 0)
         return 0;
-    return (size_t)(behind * (ring_retained_bytes(ring) / count));
+    return (size_t)(behind * (span.bytes / span.count));
 }
 
 /* 1 when SUB has delivered the last frame of the tail it follows: the
@@ -97,7 +98,12 @@ static int pane_tail_done(const struct pane_subscriber *sub)
 
     if (sub->tail_start != start)
         return sub->cursor + 1 >= start;
-    return session_tail_over(s) && sub->cursor >= ring_newest_seq(session_ring(s));
+    struct hub_log_span span;
+
+    if (!session_tail_over(s))
+        return 0;
+    hub_log_span(&sub->ctx->log, s, &span);
+    return sub->cursor >= span.newest;
 }
 
 /* 1 when SUB was dropped for lag (and finished).  A subscriber only the
@@ -105,11 +111,11 @@ static int pane_tail_done(const struct pane_subscriber *sub)
  * frame over --subscriber-buffer-bytes would end every live subscriber. */
 static int pane_check_lag(struct pane_subscriber *sub)
 {
-    const struct ring *ring = session_ring(sub->session);
-    uint64_t oldest = ring_oldest_seq(ring);
+    struct hub_log_span span;
 
-    if ((oldest > 0 && sub->cursor + 1 < oldest) ||
-        (ring_newest_seq(ring) - sub->cursor > 1 &&
+    hub_log_span(&sub->ctx->log, sub->session, &span);
+    if ((span.oldest > 0 && sub->cursor + 1 < span.oldest) ||
+        (span.newest - sub->cursor > 1 &&
          pane_backlog_bytes(sub) > sub->ctx->config.subscriber_buffer_bytes)) {
         pane_finish(sub, 1);
         return 1;
@@ -128,7 +134,7 @@ static void pane_pump(struct pane_subscriber *sub)
             pane_finish(sub, 0);
             return;
         }
-        status = ring_next(session_ring(sub->session), sub->cursor, &entry);
+        status = hub_log_read(&sub->ctx->log, sub->session, sub->cursor, &entry);
         if (status == RING_EVICTED) {
             pane_finish(sub, 1);
             return;
@@ -204,7 +210,6 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     struct store_session row;
     struct pane_subscriber *sub;
     struct session *s;
-    struct ring *ring;
     int rv;
 
     if (!ctx->config.has_runner_seam) {
@@ -235,7 +240,6 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
      * dropping tells this subscriber DISCONNECTED. */
     if (!session_binding(s) && row.runner_id[0])
         session_bind(s, row.runner_id);
-    ring = session_ring(s);
     sub = calloc(1, sizeof(*sub));
     if (!sub) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -248,7 +252,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->guard.recheck = pane_recheck;
     snprintf(sub->session_id, sizeof(sub->session_id), "%s", row.session_id);
     if (request->since_seq > 0) {
-        if (ring_cursor_check(ring, request->since_seq) != RING_OK) {
+        if (hub_log_check(&ctx->log, s, request->since_seq) != RING_OK) {
             free(sub);
             grpc_call_finish(call, GRPC_STATUS_OUT_OF_RANGE,
                              "since_seq is not in the session's retained log");
@@ -256,7 +260,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
         }
         sub->cursor = request->since_seq;
     } else {
-        sub->cursor = ring_tail_cursor(ring, request->tail);
+        sub->cursor = hub_log_tail(&ctx->log, s, request->tail);
     }
     sub->tail_start = session_tail_start(s);
     grpc_call_set_user(call, sub);
@@ -308,7 +312,7 @@ static void events_detach(struct events_subscriber *sub)
 {
     stream_guard_remove(sub->ctx->guards, &sub->guard);
     if (sub->attached) {
-        bus_unwatch(sub->ctx->bus, &sub->watcher);
+        hub_log_unsubscribe(&sub->ctx->log, &sub->watcher);
         sub->attached = 0;
         sub->ctx->counters.bus_subscribers_open--;
     }
@@ -320,7 +324,7 @@ static void events_resync(struct grpc_call *call, struct hub *ctx)
     Compass__V1__SubscribeEventsResponse response = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
     Compass__V1__ResyncRequired resync = COMPASS__V1__RESYNC_REQUIRED__INIT;
 
-    response.instance_epoch = bus_epoch(ctx->bus);
+    response.instance_epoch = hub_log_epoch(&ctx->log);
     response.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_RESYNC_REQUIRED;
     response.resync_required = &resync;
     grpc_call_send(call, &response.base);
@@ -352,7 +356,7 @@ static void events_pump(struct events_subscriber *sub)
     uint8_t prefix[HUB_PREFIX_MAX];
 
     while (sub->attached && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
-        enum bus_status status = bus_next(sub->ctx->bus, sub->cursor, &event);
+        enum bus_status status = hub_log_next(&sub->ctx->log, sub->cursor, &event);
         if (status == BUS_NONE)
             return;
         if (status == BUS_RESYNC) {
@@ -414,7 +418,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
-    if (bus_cursor_open(ctx->bus, request->since_seq, request->instance_epoch, &cursor) != BUS_OK) {
+    if (hub_log_open(&ctx->log, request->since_seq, request->instance_epoch, &cursor) != BUS_OK) {
         events_resync(call, ctx);
         return;
     }
@@ -431,7 +435,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->guard.recheck = events_recheck;
     sub->attached = 1;
     ctx->counters.bus_subscribers_open++;
-    bus_watch(ctx->bus, &sub->watcher);
+    hub_log_subscribe(&ctx->log, &sub->watcher);
     stream_guard_add(ctx->guards, &sub->guard);
     grpc_call_set_user(call, sub);
     grpc_call_start_response(call);

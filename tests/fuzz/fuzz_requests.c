@@ -106,6 +106,7 @@ static void world_open(struct world *w)
     w->rpc.descriptors = descriptors;
     w->rpc.sessions = &w->sessions;
     w->rpc.bus = &w->bus;
+    hub_log_memory(&w->rpc.log, &w->bus);
     w->rpc.config.has_runner_seam = 1;
     w->rpc.config.blob_dir = blob_dir; /* emptied after each input */
     w->rpc.config.max_blob_bytes = 64 << 10;
