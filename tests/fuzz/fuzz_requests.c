@@ -1,6 +1,6 @@
 /* libFuzzer target for the request path: gRPC header validation, message
  * reassembly and decoding, and every handler on both doors, against a real
- * rpc_context (store, sessions, bus, Runner registry) on a fresh copy of a
+ * hub (store, sessions, bus, Runner registry) on a fresh copy of a
  * provisioned store for each input.  HTTP/2 is fake_h2 (in memory).
  *
  * The input is a script of client actions, each starting with an action
