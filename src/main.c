@@ -17,10 +17,11 @@
 #include "grpc/grpc.h"
 #include "h2/h2.h"
 #include "rpc/rpc.h"
-#include "rpc/hub.h"
-#include "rpc/runner_control.h"
+#include "hub/hub.h"
+#include "hub/hub_wire.h"
+#include "hub/runner_control.h"
 #include "rpc/rpc_validate.h"
-#include "rpc/stream_guard.h"
+#include "hub/stream_guard.h"
 #include "store/blob.h"
 #include "store/store.h"
 #include "server/metrics_http.h"
@@ -57,7 +58,7 @@ struct server {
     struct event_base *base;
     struct h2_server *h2;
     struct grpc_server *grpc;
-    struct rpc_context rpc;
+    struct hub hub;
     struct session_registry sessions;
     struct bus bus;
     struct metrics_http *metrics;
@@ -541,8 +542,8 @@ static void write_metrics(void *arg, FILE *out)
             (unsigned long long)stats->streams_refused_budget,
             (unsigned long long)stats->accept_pauses);
     grpc_server_write_metrics(server->grpc, out);
-    rpc_write_metrics(&server->rpc, out);
-    hub_write_metrics(&server->rpc, out);
+    hub_write_counters(&server->hub, out);
+    hub_write_metrics(&server->hub, out);
 }
 
 static int metrics_healthy(void *arg)
@@ -581,7 +582,7 @@ static void on_signal(evutil_socket_t signal_number, short what, void *arg)
     }
     log_info("signal %d: draining (GOAWAY, streams end UNAVAILABLE)", (int)signal_number);
     server->shutting_down = 1;
-    health_set_draining(server->rpc.health);
+    health_set_draining(server->hub.health);
     grpc_server_shutdown(server->grpc);
     server->shutdown_poll = event_new(server->base, -1, EV_PERSIST, on_shutdown_poll, server);
     server->shutdown_deadline = evtimer_new(server->base, on_shutdown_deadline, server);
@@ -592,14 +593,14 @@ static void on_signal(evutil_socket_t signal_number, short what, void *arg)
 static int register_door(struct server *server, struct grpc_door *door, int runner_door)
 {
     rpc_install_authenticator(door);
-    if (health_register(&server->rpc, door) != 0 || reflection_register(&server->rpc, door) != 0 ||
-        resource_register(&server->rpc, door) != 0)
+    if (health_register(&server->hub, door) != 0 || reflection_register(&server->hub, door) != 0 ||
+        resource_register(&server->hub, door) != 0)
         return -1;
-    if (runner_door ? runner_service_register(&server->rpc, door) != 0
-                    : compass_register(&server->rpc, door) != 0)
+    if (runner_door ? runner_service_register(&server->hub, door) != 0
+                    : compass_register(&server->hub, door) != 0)
         return -1;
 #ifdef AGENTHUB_FAILPOINTS
-    if (echo_register(&server->rpc, door) != 0)
+    if (echo_register(&server->hub, door) != 0)
         return -1;
 #endif
     return 0;
@@ -611,13 +612,13 @@ static void server_free(struct server *server)
     /* Connections first: their streams' close callbacks reach the handlers. */
     h2_server_free(server->h2);
     grpc_server_free(server->grpc);
-    runner_registry_free(server->rpc.runners);
-    stream_guards_free(server->rpc.guards);
+    runner_registry_free(server->hub.runners);
+    stream_guards_free(server->hub.guards);
     session_registry_free(&server->sessions);
     bus_free(&server->bus);
-    store_close(server->rpc.store);
-    health_free(server->rpc.health);
-    reflection_free(&server->rpc);
+    store_close(server->hub.store);
+    health_free(server->hub.health);
+    reflection_free(&server->hub);
     if (server->sigterm)
         event_free(server->sigterm);
     if (server->sigint)
@@ -647,8 +648,14 @@ int main(int argc, char **argv)
     if (check_paths(&server.config) != 0)
         return 2;
     signal(SIGPIPE, SIG_IGN);
+    /* The hub writes some fields by number; a build whose proto/ moved one
+     * must not serve garbled frames. */
+    if (hub_wire_check(err, sizeof(err)) != 0) {
+        fprintf(stderr, "agenthubd: the generated code does not match the hub: %s\n", err);
+        return 2;
+    }
 
-    if (sqlite_store_open(server.config.db_path, &server.rpc.store, err, sizeof(err)) != STORE_OK) {
+    if (sqlite_store_open(server.config.db_path, &server.hub.store, err, sizeof(err)) != STORE_OK) {
         fprintf(stderr, "agenthubd: --db %s: cannot open the store: %s\n", server.config.db_path,
                 err);
         return 2;
@@ -658,39 +665,42 @@ int main(int argc, char **argv)
     session_registry_set_retention(&server.sessions, server.config.ended_log_bytes,
                                    (int64_t)server.config.ended_log_age_ms);
     bus_init(&server.bus, server.config.bus_bytes, 0);
-    server.rpc.sessions = &server.sessions;
-    server.rpc.bus = &server.bus;
-    server.rpc.config.has_runner_seam = server.config.runner_listen != NULL;
-    server.rpc.config.blob_dir = server.config.blob_dir;
-    server.rpc.config.max_blob_bytes = server.config.max_blob_bytes;
-    server.rpc.config.subscriber_buffer_bytes = server.config.subscriber_buffer_bytes;
-    server.rpc.config.command_timeout_ms = (uint32_t)server.config.command_timeout_ms;
-    server.rpc.config.runner_queue_bytes = server.config.runner_queue_bytes;
-    server.rpc.config.max_report_sessions = (uint32_t)server.config.max_report_sessions;
-    server.rpc.config.max_account_sessions = (uint32_t)server.config.max_account_sessions;
+    server.hub.sessions = &server.sessions;
+    server.hub.bus = &server.bus;
+    hub_log_memory(&server.hub.log, &server.bus);
+    server.hub.config.has_runner_seam = server.config.runner_listen != NULL;
+    server.hub.config.blob_dir = server.config.blob_dir;
+    server.hub.config.max_blob_bytes = server.config.max_blob_bytes;
+    server.hub.config.subscriber_buffer_bytes = server.config.subscriber_buffer_bytes;
+    server.hub.config.command_timeout_ms = (uint32_t)server.config.command_timeout_ms;
+    server.hub.config.runner_queue_bytes = server.config.runner_queue_bytes;
+    server.hub.config.max_report_sessions = (uint32_t)server.config.max_report_sessions;
+    server.hub.config.max_account_sessions = (uint32_t)server.config.max_account_sessions;
 
     server.base = event_base_new();
     if (!server.base)
         goto fail;
     if (log_attach(server.base) != 0)
         log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the server");
-    server.rpc.runners = runner_registry_new(server.base);
-    server.rpc.guards = stream_guards_new(server.base, server.rpc.store);
-    if (!server.rpc.runners || !server.rpc.guards)
+    server.hub.runners = runner_registry_new(server.base);
+    server.hub.guards = stream_guards_new(server.base, server.hub.store);
+    if (!server.hub.runners || !server.hub.guards)
         goto fail;
     server.h2 = h2_server_new(server.base, &server.config.h2);
     server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;
-    server.rpc.grpc = server.grpc;
-    server.rpc.health = health_new();
-    if (!server.grpc || !server.rpc.health)
+    server.hub.grpc = server.grpc;
+    server.hub.health = health_new();
+    if (!server.grpc || !server.hub.health)
         goto fail;
     grpc_server_set_request_check(server.grpc, rpc_validate_strings);
 
-    public_door = grpc_door_new(server.grpc, "public", &server.rpc);
+    public_door = grpc_door_new(server.grpc, "public", &server.hub);
     if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
     if (server.config.runner_listen) {
-        runner_door = grpc_door_new(server.grpc, "runner", &server.rpc);
+        runner_door = grpc_door_new(server.grpc, "runner", &server.hub);
+        if (runner_door)
+            grpc_door_set_kind(runner_door, AUTH_DOOR_RUNNER);
         if (!runner_door || register_door(&server, runner_door, 1) != 0)
             goto fail;
     }

@@ -51,6 +51,16 @@ enum arbiter_state arbiter_state(const struct arbiter *a)
     return (enum arbiter_state)a->state;
 }
 
+void arbiter_announce(struct arbiter *a, enum arbiter_state state)
+{
+    a->state = (uint8_t)state;
+}
+
+int arbiter_live_child(const struct arbiter *a)
+{
+    return a->live_child != 0;
+}
+
 static int arbiter_corrects(int s)
 {
     return s == ARBITER_IDLE || s == ARBITER_STOPPED || s == ARBITER_DISCONNECTED;
@@ -134,7 +144,7 @@ int arbiter_evidence_for_record(const struct jsonl_record *rec)
 
 int arbiter_evidence_for_tool_status(int tool_status)
 {
-    return tool_status == 2 ? ARBITER_WORKING : ARBITER_NONE;
+    return tool_status == ARBITER_WIRE_TOOL_IN_PROGRESS ? ARBITER_WORKING : ARBITER_NONE;
 }
 
 int arbiter_evidence_for_frame_state(int state)
@@ -145,9 +155,9 @@ int arbiter_evidence_for_frame_state(int state)
 int arbiter_rank_from_wire(int evidence_rank)
 {
     switch (evidence_rank) {
-    case 1:
+    case ARBITER_WIRE_RANK_PROCESS:
         return ARBITER_RANK_PROCESS;
-    case 2:
+    case ARBITER_WIRE_RANK_SCREEN:
         return ARBITER_RANK_SCREEN;
     default:
         return -1;

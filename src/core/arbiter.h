@@ -58,6 +58,12 @@ enum arbiter_rank {
     ARBITER_RANK_COUNT = 4
 };
 
+/* compass.v1 numbers core reads off the wire (enum arbiter_state is
+ * AgentSessionState itself); hub/hub_wire.c ties each to proto/. */
+#define ARBITER_WIRE_RANK_PROCESS     1 /* EvidenceRank */
+#define ARBITER_WIRE_RANK_SCREEN      2
+#define ARBITER_WIRE_TOOL_IN_PROGRESS 2 /* AgentToolCallStatus */
+
 /* Evidence values besides a state: */
 #define ARBITER_NONE    (-1) /* nothing to observe (a no-op) */
 #define ARBITER_RETRACT (-2) /* withdraw this rank's evidence */
@@ -86,6 +92,14 @@ int arbiter_observe(struct arbiter *a, enum arbiter_rank rank, int evidence, int
                     enum arbiter_state *out);
 
 enum arbiter_state arbiter_state(const struct arbiter *a);
+
+/* Makes STATE the reported state without evidence (a transport fact such as
+ * DISCONNECTED), so the next evidence that derives another state counts as
+ * a change.  The evidence itself is kept. */
+void arbiter_announce(struct arbiter *a, enum arbiter_state state);
+
+/* 1 when the agent has a live child process, else 0. */
+int arbiter_live_child(const struct arbiter *a);
 
 /* The Stream evidence a parsed record carries: a state, ARBITER_RETRACT
  * (session_end) or ARBITER_NONE. */

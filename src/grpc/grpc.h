@@ -99,6 +99,10 @@ struct grpc_door *grpc_door_new(struct grpc_server *server, const char *name, vo
 
 /* Installs the authenticator of DOOR's needs_caller methods (AUTH is not
  * copied).  Without one such methods are refused UNAUTHENTICATED. */
+/* Tags DOOR with KIND, a value of its owner's (which listener it is), so
+ * handlers tell doors apart by value rather than by name. */
+void grpc_door_set_kind(struct grpc_door *door, int kind);
+
 void grpc_door_set_authenticator(struct grpc_door *door, const struct grpc_authenticator *auth);
 
 /* Registers METHOD (not copied: it must outlive the server).  Returns 0, or
@@ -137,6 +141,8 @@ void grpc_call_set_user(struct grpc_call *call, void *user);
 void *grpc_call_user(const struct grpc_call *call);
 void *grpc_call_door_data(const struct grpc_call *call);
 const char *grpc_call_door_name(const struct grpc_call *call);
+/* The kind its door was tagged with (grpc_door_set_kind), else 0. */
+int grpc_call_door_kind(const struct grpc_call *call);
 const struct grpc_door *grpc_call_door(const struct grpc_call *call);
 const char *grpc_call_path(const struct grpc_call *call);
 

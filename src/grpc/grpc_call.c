@@ -377,6 +377,11 @@ const char *grpc_call_door_name(const struct grpc_call *call)
     return call->door->name;
 }
 
+int grpc_call_door_kind(const struct grpc_call *call)
+{
+    return call->door->kind;
+}
+
 const struct grpc_door *grpc_call_door(const struct grpc_call *call)
 {
     return call->door;

@@ -25,6 +25,7 @@ struct door_method {
 struct grpc_door {
     struct grpc_server *server;
     char name[16];
+    int kind; /* grpc_door_set_kind: the owner's value, 0 by default */
     void *door_data;
     struct door_method *methods;
     size_t method_count;

@@ -74,6 +74,11 @@ struct door_method *grpc_door_find(const struct grpc_door *door, const char *pat
     return NULL;
 }
 
+void grpc_door_set_kind(struct grpc_door *door, int kind)
+{
+    door->kind = kind;
+}
+
 void grpc_door_set_authenticator(struct grpc_door *door, const struct grpc_authenticator *auth)
 {
     door->auth = auth;

@@ -1,15 +1,15 @@
 /* CompassService's unary methods (the public door), and its registration.
  * The streams live in compass_stream.c. */
-#include "rpc/compass.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
-#include "rpc/hub.h"
+#include "grpc/grpc.h"
+#include "hub/hub.h"
 #include "rpc/rpc.h"
-#include "rpc/runner_control.h"
+#include "hub/runner_control.h"
 #include "store/gate.h"
 #include "store/store.h"
 
@@ -89,7 +89,7 @@ static void command_wait_done(void *arg, enum runner_outcome outcome, int code, 
 static void command_wait_on_close(struct grpc_call *call)
 {
     struct command_wait *wait = grpc_call_user(call);
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
 
     if (!wait)
         return;
@@ -103,7 +103,7 @@ static void command_wait_on_close(struct grpc_call *call)
 static void dispatch_and_wait(struct grpc_call *call, const struct store_session *row,
                               Compass__V1__SessionsResponse *command)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct command_wait *wait = calloc(1, sizeof(*wait));
     int rv;
 
@@ -129,7 +129,7 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
 
 static int require_seam(struct grpc_call *call)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
 
     if (!ctx->config.has_runner_seam) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
@@ -145,7 +145,7 @@ static int require_seam(struct grpc_call *call)
 static int control_precheck(struct grpc_call *call, const char *session_id,
                             struct store_session *row)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct store_subject subject;
     int rv;
 
@@ -207,7 +207,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
 {
     const Compass__V1__StartAgentSessionRequest *request =
         (const Compass__V1__StartAgentSessionRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     Compass__V1__StartAgentSessionResponse response =
         COMPASS__V1__START_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
@@ -244,7 +244,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     memset(&spec, 0, sizeof(spec));
     snprintf(spec.container_name, sizeof(spec.container_name), "%s", request->container_name);
     snprintf(spec.owner_account_id, sizeof(spec.owner_account_id), "%s", subject.id);
-    rv = ctx->store->ops->session_create(ctx->store->impl, &spec, session_id);
+    rv = store_session_create(ctx->store, &spec, session_id);
     if (rv != STORE_OK) {
         grpc_call_finish(call, rv == STORE_FAULT ? GRPC_STATUS_UNAVAILABLE : GRPC_STATUS_INTERNAL,
                          rv == STORE_FAULT ? GATE_FAULT_MESSAGE : "cannot create the session");
@@ -269,7 +269,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 {
     const Compass__V1__StopAgentSessionRequest *request =
         (const Compass__V1__StopAgentSessionRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     static const Compass__V1__StopAgentSessionResponse response =
         COMPASS__V1__STOP_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
@@ -280,7 +280,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 
     if (control_precheck(call, request->session_id, &row) != 0)
         return;
-    rv = ctx->store->ops->session_close(ctx->store->impl, row.session_id);
+    rv = store_session_close(ctx->store, row.session_id);
     if (rv == STORE_FAULT) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
@@ -303,7 +303,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 /* Fills STATUS for ROW: the live derived state when the session is in the
  * registry, STOPPED when closed, else UNSPECIFIED; last_seq from the live or
  * retained log (0 when none is held). */
-static void status_from_row(struct rpc_context *ctx, const struct store_session *row,
+static void status_from_row(struct hub *ctx, const struct store_session *row,
                             Compass__V1__AgentSessionStatus *status)
 {
     struct session *s = session_lookup(ctx->sessions, row->session_id, strlen(row->session_id));
@@ -312,8 +312,11 @@ static void status_from_row(struct rpc_context *ctx, const struct store_session 
     status->agent_account_id = (char *)row->agent_account_id;
     status->provider = (char *)row->provider;
     status->native_id = (char *)row->native_id;
-    if (s)
-        status->last_seq = ring_newest_seq(session_ring(s));
+    if (s) {
+        struct hub_log_span span;
+        hub_log_span(&ctx->log, s, &span);
+        status->last_seq = span.newest;
+    }
     if (s && !session_is_ended(s)) {
         status->state = (Compass__V1__AgentSessionState)arbiter_state(session_arbiter(s));
     } else {
@@ -324,7 +327,7 @@ static void status_from_row(struct rpc_context *ctx, const struct store_session 
 }
 
 struct status_list {
-    struct rpc_context *ctx;
+    struct hub *ctx;
     const struct store_subject *subject;
     struct store_session *rows;
     size_t count;
@@ -361,7 +364,7 @@ static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage
 {
     const Compass__V1__GetAgentStatusRequest *request =
         (const Compass__V1__GetAgentStatusRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     Compass__V1__GetAgentStatusResponse response = COMPASS__V1__GET_AGENT_STATUS_RESPONSE__INIT;
     struct status_list list = {ctx, NULL, NULL, 0, 0, 0};
     struct store_session_filter filter;
@@ -382,7 +385,7 @@ static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage
         collect_visible(&row, &list);
     } else {
         memset(&filter, 0, sizeof(filter));
-        rv = ctx->store->ops->session_list(ctx->store->impl, &filter, collect_visible, &list);
+        rv = store_session_list(ctx->store, &filter, collect_visible, &list);
         if (rv == STORE_FAULT)
             list.fault = 1;
     }
@@ -495,10 +498,9 @@ static const struct grpc_method compass_unary_methods[] = {
     },
 };
 
-int compass_register(struct rpc_context *ctx, struct grpc_door *door)
+int compass_register(struct hub *ctx, struct grpc_door *door)
 {
-    if (grpc_door_register(door, &compass_subscribe_agent_session_method) != 0 ||
-        grpc_door_register(door, &compass_subscribe_events_method) != 0)
+    if (compass_stream_register(ctx, door) != 0)
         return -1;
     for (size_t i = 0; i < sizeof(compass_unary_methods) / sizeof(compass_unary_methods[0]); i++)
         if (grpc_door_register(door, &compass_unary_methods[i]) != 0)

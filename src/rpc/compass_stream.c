@@ -27,9 +27,9 @@
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
-#include "rpc/compass.h"
 #include "rpc/rpc.h"
-#include "rpc/stream_guard.h"
+#include "hub/hub_wire.h"
+#include "hub/stream_guard.h"
 #include "store/gate.h"
 #include "store/store.h"
 
@@ -42,7 +42,7 @@
 struct pane_subscriber {
     struct session_watcher watcher;
     struct grpc_call *call;
-    struct rpc_context *ctx;
+    struct hub *ctx;
     struct session *session; /* NULL once detached */
     uint64_t cursor;         /* seq of the last frame queued to the call */
     uint64_t tail_start;     /* the session's tail when the pane began */
@@ -78,13 +78,14 @@ static void pane_finish(struct pane_subscriber *sub, int lagged)
  * ring's mean entry size (the ring keeps no per-entry prefix sums). */
 static size_t pane_backlog_bytes(const struct pane_subscriber *sub)
 {
-    const struct ring *ring = session_ring(sub->session);
-    uint64_t behind = ring_newest_seq(ring) - sub->cursor;
-    uint32_t count = ring_count(ring);
+    struct hub_log_span span;
+    uint64_t behind;
 
-    if (behind == 0 || count == 0)
+    hub_log_span(&sub->ctx->log, sub->session, &span);
+    behind = span.newest - sub->cursor;
+    if (behind == 0 || span.count == 0)
         return 0;
-    return (size_t)(behind * (ring_retained_bytes(ring) / count));
+    return (size_t)(behind * (span.bytes / span.count));
 }
 
 /* 1 when SUB has delivered the last frame of the tail it follows: the
@@ -97,7 +98,12 @@ static int pane_tail_done(const struct pane_subscriber *sub)
 
     if (sub->tail_start != start)
         return sub->cursor + 1 >= start;
-    return session_tail_over(s) && sub->cursor >= ring_newest_seq(session_ring(s));
+    struct hub_log_span span;
+
+    if (!session_tail_over(s))
+        return 0;
+    hub_log_span(&sub->ctx->log, s, &span);
+    return sub->cursor >= span.newest;
 }
 
 /* 1 when SUB was dropped for lag (and finished).  A subscriber only the
@@ -105,11 +111,11 @@ static int pane_tail_done(const struct pane_subscriber *sub)
  * frame over --subscriber-buffer-bytes would end every live subscriber. */
 static int pane_check_lag(struct pane_subscriber *sub)
 {
-    const struct ring *ring = session_ring(sub->session);
-    uint64_t oldest = ring_oldest_seq(ring);
+    struct hub_log_span span;
 
-    if ((oldest > 0 && sub->cursor + 1 < oldest) ||
-        (ring_newest_seq(ring) - sub->cursor > 1 &&
+    hub_log_span(&sub->ctx->log, sub->session, &span);
+    if ((span.oldest > 0 && sub->cursor + 1 < span.oldest) ||
+        (span.newest - sub->cursor > 1 &&
          pane_backlog_bytes(sub) > sub->ctx->config.subscriber_buffer_bytes)) {
         pane_finish(sub, 1);
         return 1;
@@ -120,7 +126,7 @@ static int pane_check_lag(struct pane_subscriber *sub)
 static void pane_pump(struct pane_subscriber *sub)
 {
     struct ring_entry entry;
-    uint8_t prefix[24];
+    uint8_t prefix[HUB_PREFIX_MAX];
 
     while (sub->session && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
         enum ring_status status;
@@ -128,15 +134,14 @@ static void pane_pump(struct pane_subscriber *sub)
             pane_finish(sub, 0);
             return;
         }
-        status = ring_next(session_ring(sub->session), sub->cursor, &entry);
+        status = hub_log_read(&sub->ctx->log, sub->session, sub->cursor, &entry);
         if (status == RING_EVICTED) {
             pane_finish(sub, 1);
             return;
         }
         if (status == RING_NONE)
             return;
-        size_t n = rpc_put_varint_field(prefix, 4, entry.seq);
-        n += rpc_put_varint_field(prefix + n, 5, (uint64_t)entry.at_unix_ms);
+        size_t n = hub_pane_prefix(prefix, entry.seq, entry.at_unix_ms);
         if (grpc_call_send_encoded(sub->call, prefix, n, entry.data, entry.len) != 0)
             return;
         sub->cursor = entry.seq;
@@ -200,12 +205,11 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
 {
     const Compass__V1__SubscribeAgentSessionRequest *request =
         (const Compass__V1__SubscribeAgentSessionRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct store_subject subject;
     struct store_session row;
     struct pane_subscriber *sub;
     struct session *s;
-    struct ring *ring;
     int rv;
 
     if (!ctx->config.has_runner_seam) {
@@ -236,7 +240,6 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
      * dropping tells this subscriber DISCONNECTED. */
     if (!session_binding(s) && row.runner_id[0])
         session_bind(s, row.runner_id);
-    ring = session_ring(s);
     sub = calloc(1, sizeof(*sub));
     if (!sub) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -249,7 +252,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->guard.recheck = pane_recheck;
     snprintf(sub->session_id, sizeof(sub->session_id), "%s", row.session_id);
     if (request->since_seq > 0) {
-        if (ring_cursor_check(ring, request->since_seq) != RING_OK) {
+        if (hub_log_check(&ctx->log, s, request->since_seq) != RING_OK) {
             free(sub);
             grpc_call_finish(call, GRPC_STATUS_OUT_OF_RANGE,
                              "since_seq is not in the session's retained log");
@@ -257,7 +260,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
         }
         sub->cursor = request->since_seq;
     } else {
-        sub->cursor = ring_tail_cursor(ring, request->tail);
+        sub->cursor = hub_log_tail(&ctx->log, s, request->tail);
     }
     sub->tail_start = session_tail_start(s);
     grpc_call_set_user(call, sub);
@@ -282,7 +285,7 @@ static void pane_on_close(struct grpc_call *call)
     free(sub);
 }
 
-const struct grpc_method compass_subscribe_agent_session_method = {
+static const struct grpc_method subscribe_agent_session_method = {
     .path = "/compass.v1.CompassService/SubscribeAgentSession",
     .kind = GRPC_METHOD_SERVER_STREAMING,
     .request_type = &compass__v1__subscribe_agent_session_request__descriptor,
@@ -298,7 +301,7 @@ const struct grpc_method compass_subscribe_agent_session_method = {
 struct events_subscriber {
     struct watcher watcher;
     struct grpc_call *call;
-    struct rpc_context *ctx;
+    struct hub *ctx;
     struct store_subject subject;
     struct stream_guard guard;
     uint64_t cursor;
@@ -309,74 +312,23 @@ static void events_detach(struct events_subscriber *sub)
 {
     stream_guard_remove(sub->ctx->guards, &sub->guard);
     if (sub->attached) {
-        bus_unwatch(sub->ctx->bus, &sub->watcher);
+        hub_log_unsubscribe(&sub->ctx->log, &sub->watcher);
         sub->attached = 0;
         sub->ctx->counters.bus_subscribers_open--;
     }
 }
 
 /* Sends resync_required (seq 0) and ends the stream cleanly. */
-static void events_resync(struct grpc_call *call, struct rpc_context *ctx)
+static void events_resync(struct grpc_call *call, struct hub *ctx)
 {
     Compass__V1__SubscribeEventsResponse response = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
     Compass__V1__ResyncRequired resync = COMPASS__V1__RESYNC_REQUIRED__INIT;
 
-    response.instance_epoch = bus_epoch(ctx->bus);
+    response.instance_epoch = hub_log_epoch(&ctx->log);
     response.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_RESYNC_REQUIRED;
     response.resync_required = &resync;
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
-}
-
-/* Finds string field 19 (session_id) in an encoded bus payload.  Returns 0
- * with *ID and *LEN set, or -1 when absent or malformed. */
-static int payload_session_id(const uint8_t *p, size_t len, const char **id, size_t *id_len)
-{
-    size_t i = 0;
-
-    while (i < len) {
-        uint64_t key = 0, value = 0;
-        int shift = 0;
-        do {
-            if (i >= len || shift > 63)
-                return -1;
-            key |= (uint64_t)(p[i] & 0x7f) << shift;
-            shift += 7;
-        } while (p[i++] & 0x80);
-        switch (key & 7) {
-        case 0:
-            while (i < len && (p[i] & 0x80))
-                i++;
-            i++;
-            break;
-        case 1:
-            i += 8;
-            break;
-        case 5:
-            i += 4;
-            break;
-        case 2:
-            shift = 0;
-            do {
-                if (i >= len || shift > 63)
-                    return -1;
-                value |= (uint64_t)(p[i] & 0x7f) << shift;
-                shift += 7;
-            } while (p[i++] & 0x80);
-            if (value > len - i)
-                return -1;
-            if ((key >> 3) == 19) {
-                *id = (const char *)p + i;
-                *id_len = (size_t)value;
-                return 0;
-            }
-            i += (size_t)value;
-            break;
-        default:
-            return -1;
-        }
-    }
-    return -1;
 }
 
 /* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault. */
@@ -389,7 +341,7 @@ static int events_visible(struct events_subscriber *sub, const struct bus_event 
 
     if (sub->subject.is_admin)
         return 1;
-    if (payload_session_id(event->payload, event->len, &id, &len) != 0 || len == 0 ||
+    if (hub_event_session_id(event->payload, event->len, &id, &len) != 0 || len == 0 ||
         len >= sizeof(sid))
         return 0;
     memcpy(sid, id, len);
@@ -401,10 +353,10 @@ static int events_visible(struct events_subscriber *sub, const struct bus_event 
 static void events_pump(struct events_subscriber *sub)
 {
     struct bus_event event;
-    uint8_t prefix[40];
+    uint8_t prefix[HUB_PREFIX_MAX];
 
     while (sub->attached && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
-        enum bus_status status = bus_next(sub->ctx->bus, sub->cursor, &event);
+        enum bus_status status = hub_log_next(&sub->ctx->log, sub->cursor, &event);
         if (status == BUS_NONE)
             return;
         if (status == BUS_RESYNC) {
@@ -421,9 +373,7 @@ static void events_pump(struct events_subscriber *sub)
         sub->cursor = event.seq;
         if (!visible)
             continue;
-        size_t n = rpc_put_varint_field(prefix, 1, event.seq);
-        n += rpc_put_varint_field(prefix + n, 2, (uint64_t)event.at_unix_ms);
-        n += rpc_put_varint_field(prefix + n, 3, event.epoch);
+        size_t n = hub_event_prefix(prefix, event.seq, event.at_unix_ms, event.epoch);
         if (grpc_call_send_encoded(sub->call, prefix, n, event.payload, event.len) != 0)
             return;
     }
@@ -461,14 +411,14 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
 {
     const Compass__V1__SubscribeEventsRequest *request =
         (const Compass__V1__SubscribeEventsRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct events_subscriber *sub;
     struct store_subject subject;
     uint64_t cursor;
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
-    if (bus_cursor_open(ctx->bus, request->since_seq, request->instance_epoch, &cursor) != BUS_OK) {
+    if (hub_log_open(&ctx->log, request->since_seq, request->instance_epoch, &cursor) != BUS_OK) {
         events_resync(call, ctx);
         return;
     }
@@ -485,7 +435,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->guard.recheck = events_recheck;
     sub->attached = 1;
     ctx->counters.bus_subscribers_open++;
-    bus_watch(ctx->bus, &sub->watcher);
+    hub_log_subscribe(&ctx->log, &sub->watcher);
     stream_guard_add(ctx->guards, &sub->guard);
     grpc_call_set_user(call, sub);
     grpc_call_start_response(call);
@@ -502,7 +452,7 @@ static void events_on_close(struct grpc_call *call)
     free(sub);
 }
 
-const struct grpc_method compass_subscribe_events_method = {
+static const struct grpc_method subscribe_events_method = {
     .path = "/compass.v1.CompassService/SubscribeEvents",
     .kind = GRPC_METHOD_SERVER_STREAMING,
     .request_type = &compass__v1__subscribe_events_request__descriptor,
@@ -511,3 +461,11 @@ const struct grpc_method compass_subscribe_events_method = {
     .on_close = events_on_close,
     .needs_caller = 1,
 };
+
+int compass_stream_register(struct hub *ctx, struct grpc_door *door)
+{
+    if (grpc_door_register(door, &subscribe_agent_session_method) != 0 ||
+        grpc_door_register(door, &subscribe_events_method) != 0)
+        return -1;
+    return 0;
+}

@@ -19,14 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/protowire.h"
 #include "rpc/descriptor_index.h"
 
 #define MAX_NESTING 32
 
-#define WIRE_VARINT  0
-#define WIRE_FIXED64 1
-#define WIRE_LEN     2
-#define WIRE_FIXED32 5
+#define WIRE_LEN PROTOWIRE_LEN
 
 struct span {
     const uint8_t *data;
@@ -34,8 +32,7 @@ struct span {
 };
 
 struct wire {
-    const uint8_t *at;
-    const uint8_t *end;
+    struct protowire_reader r;
 };
 
 struct entry {
@@ -67,73 +64,26 @@ struct descriptor_index {
 
 /* --- Wire reader ---------------------------------------------------------- */
 
-/* Reads one varint.  Returns 0, or -1 when it is truncated or over 64 bits. */
-static int wire_varint(struct wire *w, uint64_t *value)
-{
-    uint64_t v = 0;
-
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        uint8_t byte;
-        if (w->at >= w->end)
-            return -1;
-        byte = *w->at++;
-        if (shift == 63 && (byte & 0x7e))
-            return -1;
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) {
-            *value = v;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 /* Reads the next field: its number, wire type and, for a length-delimited
  * field, its bytes in VALUE.  Returns 1 for a field, 0 at the end, -1 when
- * the framing is malformed. */
+ * the framing is malformed (common/protowire.h). */
 static int wire_next(struct wire *w, uint32_t *field, int *type, struct span *value)
 {
-    uint64_t tag, n;
-    size_t left;
+    struct protowire_field f;
+    int rv = protowire_next(&w->r, &f);
 
-    if (w->at == w->end)
-        return 0;
-    if (wire_varint(w, &tag) != 0 || tag >> 3 == 0 || tag >> 3 > 0x1fffffff)
-        return -1;
-    *field = (uint32_t)(tag >> 3);
-    *type = (int)(tag & 7);
-    value->data = NULL;
-    value->len = 0;
-    left = (size_t)(w->end - w->at);
-    switch (*type) {
-    case WIRE_VARINT:
-        return wire_varint(w, &n) == 0 ? 1 : -1;
-    case WIRE_FIXED64:
-        if (left < 8)
-            return -1;
-        w->at += 8;
-        return 1;
-    case WIRE_FIXED32:
-        if (left < 4)
-            return -1;
-        w->at += 4;
-        return 1;
-    case WIRE_LEN:
-        if (wire_varint(w, &n) != 0 || n > (uint64_t)(w->end - w->at))
-            return -1;
-        value->data = w->at;
-        value->len = (size_t)n;
-        w->at += n;
-        return 1;
-    default: /* groups (3, 4) and the reserved 6, 7 */
-        return -1;
-    }
+    if (rv != 1)
+        return rv;
+    *field = f.number;
+    *type = (int)f.type;
+    value->data = f.data;
+    value->len = f.len;
+    return 1;
 }
 
 static void wire_init(struct wire *w, struct span s)
 {
-    w->at = s.data;
-    w->end = s.data ? s.data + s.len : s.data;
+    protowire_reader_init(&w->r, s.data, s.data ? s.len : 0);
 }
 
 /* Copies S as a NUL-terminated string.  Returns NULL when memory is short or

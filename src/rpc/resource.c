@@ -8,7 +8,7 @@
 #include "compass/v1/services.pb-c.h"
 #include "core/jsonl.h"
 #include "grpc/grpc.h"
-#include "rpc/hub.h"
+#include "hub/hub.h"
 #include "rpc/rpc.h"
 #include "store/gate.h"
 #include "store/store.h"
@@ -58,7 +58,7 @@ static void spawn_reply(struct grpc_call *call, uint64_t resource_id, const char
 static void spawn_terminal(struct grpc_call *call, const Compass__V1__SpawnResourceRequest *request,
                            const struct store_subject *subject)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct store_container container;
     uint64_t id;
     int rv;
@@ -68,7 +68,7 @@ static void spawn_terminal(struct grpc_call *call, const Compass__V1__SpawnResou
                          "field 10 (container_name) is required for TERMINAL");
         return;
     }
-    rv = ctx->store->ops->container_get(ctx->store->impl, request->container_name, &container);
+    rv = store_container_get(ctx->store, request->container_name, &container);
     if (rv == STORE_FAULT) {
         finish_store_fault(call);
         return;
@@ -80,7 +80,7 @@ static void spawn_terminal(struct grpc_call *call, const Compass__V1__SpawnResou
                          "only the runner hosting the container registers its terminals");
         return;
     }
-    rv = ctx->store->ops->terminal_create(ctx->store->impl, request->container_name, &id);
+    rv = store_terminal_create(ctx->store, request->container_name, &id);
     if (rv != STORE_OK) {
         finish_store_fault(call);
         return;
@@ -112,7 +112,7 @@ static void spawn_agent_session(struct grpc_call *call,
                                 const Compass__V1__SpawnResourceRequest *request,
                                 const struct store_subject *subject)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     const char *problem = forbidden_field(request);
     struct store_resource parent;
     struct store_session existing;
@@ -172,8 +172,8 @@ static void spawn_agent_session(struct grpc_call *call,
             /* A resumed agent (claude --resume) continues its session. */
             if (existing.closed && hub_session_quota(call, existing.agent_account_id) != 0)
                 return;
-            if (existing.closed && ctx->store->ops->session_reopen(
-                                       ctx->store->impl, existing.session_id) != STORE_OK) {
+            if (existing.closed &&
+                store_session_reopen(ctx->store, existing.session_id) != STORE_OK) {
                 finish_store_fault(call);
                 return;
             }
@@ -186,8 +186,8 @@ static void spawn_agent_session(struct grpc_call *call,
     }
     if (hub_session_quota(call, parent.agent_account_id) != 0)
         return;
-    rv = ctx->store->ops->agent_session_create(
-        ctx->store->impl, request->parent, request->provider, request->native_id,
+    rv = store_agent_session_create(
+        ctx->store, request->parent, request->provider, request->native_id,
         subject->kind == STORE_SUBJECT_ACCOUNT ? subject->id : "", &id, session_id);
     if (rv == STORE_CONFLICT) {
         rpc_finish_named(call, GRPC_STATUS_ALREADY_EXISTS, "ALREADY_EXISTS",
@@ -232,7 +232,7 @@ static void spawn_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 static int resolve_target(struct grpc_call *call, uint64_t resource_id, const char *session_id,
                           const char *provider, const char *native_id, uint64_t *id)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct store_session row;
     int rv;
 
@@ -266,7 +266,7 @@ static int resolve_target(struct grpc_call *call, uint64_t resource_id, const ch
 static int producer_target(struct grpc_call *call, const struct store_subject *subject, uint64_t id,
                            struct store_resource *resource)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     int rv = gate_may_produce(ctx->store, subject, id, resource);
 
     if (rv != GATE_ALLOWED) {
@@ -310,8 +310,8 @@ static int live_session_or_finish(struct grpc_call *call, const char *session_id
 
 /* Appends the parsed records of BATCH to S.  Returns 0 with the seq range, or
  * -1 when memory ran out part way (what was appended stays). */
-static int append_records(struct rpc_context *ctx, struct session *s,
-                          const struct jsonl_batch *batch, uint64_t *first, uint64_t *last)
+static int append_records(struct hub *ctx, struct session *s, const struct jsonl_batch *batch,
+                          uint64_t *first, uint64_t *last)
 {
     for (size_t i = 0; i < batch->count; i++) {
         Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
@@ -337,7 +337,7 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
 {
     const Compass__V1__AppendResourceOutputRequest *request =
         (const Compass__V1__AppendResourceOutputRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     Compass__V1__AppendResourceOutputResponse response =
         COMPASS__V1__APPEND_RESOURCE_OUTPUT_RESPONSE__INIT;
     struct store_subject subject;
@@ -390,7 +390,7 @@ static void close_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Compass__V1__CloseResourceRequest *request =
         (const Compass__V1__CloseResourceRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     static const Compass__V1__CloseResourceResponse response =
         COMPASS__V1__CLOSE_RESOURCE_RESPONSE__INIT;
     struct store_subject subject;
@@ -408,7 +408,7 @@ static void close_on_message(struct grpc_call *call, const ProtobufCMessage *mes
         finish_produce_refusal(call, rv);
         return;
     }
-    if (ctx->store->ops->resource_close(ctx->store->impl, id) == STORE_FAULT) {
+    if (store_resource_close(ctx->store, id) == STORE_FAULT) {
         finish_store_fault(call);
         return;
     }
@@ -425,7 +425,7 @@ static void report_state_on_message(struct grpc_call *call, const ProtobufCMessa
 {
     const Compass__V1__ReportAgentStateRequest *request =
         (const Compass__V1__ReportAgentStateRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     static const Compass__V1__ReportAgentStateResponse response =
         COMPASS__V1__REPORT_AGENT_STATE_RESPONSE__INIT;
     struct store_subject subject;
@@ -445,7 +445,7 @@ static void report_state_on_message(struct grpc_call *call, const ProtobufCMessa
     }
     if (live_session_or_finish(call, resource.session_id, &s) != 0)
         return;
-    if (session_arbiter(s)->live_child) {
+    if (arbiter_live_child(session_arbiter(s))) {
         /* ADR decision 6: with a live child the fallback becomes a record. */
         Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
         Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
@@ -495,7 +495,7 @@ static const struct grpc_method resource_methods[] = {
     },
 };
 
-int resource_register(struct rpc_context *ctx, struct grpc_door *door)
+int resource_register(struct hub *ctx, struct grpc_door *door)
 {
     for (size_t i = 0; i < sizeof(resource_methods) / sizeof(resource_methods[0]); i++)
         if (grpc_door_register(door, &resource_methods[i]) != 0)

@@ -7,9 +7,9 @@
 #include "store/auth.h"
 #include "store/gate.h"
 
-int rpc_on_runner_door(const struct grpc_call *call)
+enum auth_door rpc_door(const struct grpc_call *call)
 {
-    return strcmp(grpc_call_door_name(call), "runner") == 0;
+    return grpc_call_door_kind(call) == AUTH_DOOR_RUNNER ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
 }
 
 /* The door authenticator: the Runner seam first for methods that need it,
@@ -17,9 +17,9 @@ int rpc_on_runner_door(const struct grpc_call *call)
 static int door_authenticate(struct grpc_call *call, const struct grpc_method *method, void *caller,
                              const char **message)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     const char *header = grpc_call_metadata(call, "authorization");
-    enum auth_door door = rpc_on_runner_door(call) ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
+    enum auth_door door = rpc_door(call);
     int rv;
 
     if ((method->door_flags & RPC_NEEDS_SEAM) && !ctx->config.has_runner_seam) {
@@ -51,10 +51,10 @@ void rpc_install_authenticator(struct grpc_door *door)
 
 int rpc_authenticate(struct grpc_call *call, struct store_subject *subject)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     const struct store_subject *caller = grpc_call_caller(call);
     const char *header = grpc_call_metadata(call, "authorization");
-    enum auth_door door = rpc_on_runner_door(call) ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
+    enum auth_door door = rpc_door(call);
     int rv;
 
     if (caller) { /* resolved from the request headers */
@@ -93,88 +93,4 @@ void rpc_finish_named(struct grpc_call *call, int status, const char *name, cons
 
     snprintf(message, sizeof(message), "%s: %s", name, detail);
     grpc_call_finish(call, status, message);
-}
-
-size_t rpc_put_varint_field(uint8_t *out, uint32_t field, uint64_t value)
-{
-    size_t n = 0;
-    uint64_t key = (uint64_t)field << 3; /* wire type 0 */
-
-    do {
-        out[n++] = (uint8_t)(key | (key >= 0x80 ? 0x80 : 0));
-        key >>= 7;
-    } while (key);
-    do {
-        out[n++] = (uint8_t)(value | (value >= 0x80 ? 0x80 : 0));
-        value >>= 7;
-    } while (value);
-    return n;
-}
-
-void rpc_write_metrics(const struct rpc_context *ctx, FILE *out)
-{
-    const struct rpc_counters *c = &ctx->counters;
-
-    fprintf(out,
-            "# TYPE agenthub_frames_accepted_total counter\n"
-            "agenthub_frames_accepted_total %llu\n"
-            "# HELP agenthub_relay_gaps_total runner_seq jumps (frames lost in transit).\n"
-            "# TYPE agenthub_relay_gaps_total counter\n"
-            "agenthub_relay_gaps_total %llu\n"
-            "# HELP agenthub_relay_retries_total repeated or older runner_seq, dropped.\n"
-            "# TYPE agenthub_relay_retries_total counter\n"
-            "agenthub_relay_retries_total %llu\n"
-            "# HELP agenthub_relay_duplicates_total frames whose idempotency_key was seen "
-            "before, dropped.\n"
-            "# TYPE agenthub_relay_duplicates_total counter\n"
-            "agenthub_relay_duplicates_total %llu\n"
-            "# HELP agenthub_relay_stale_streams_total PublishEvents streams of a Runner's "
-            "previous run, ended ABORTED.\n"
-            "# TYPE agenthub_relay_stale_streams_total counter\n"
-            "agenthub_relay_stale_streams_total %llu\n"
-            "# HELP agenthub_relay_acks_total agent acks relayed by a Runner, by kind "
-            "(counted, relayed no further).\n"
-            "# TYPE agenthub_relay_acks_total counter\n"
-            "agenthub_relay_acks_total{kind=\"replay_complete\"} %llu\n"
-            "agenthub_relay_acks_total{kind=\"control\"} %llu\n"
-            "agenthub_relay_acks_total{kind=\"delivery\"} %llu\n"
-            "# HELP agenthub_relay_unknown_frames_total frames with an unset or unknown variant.\n"
-            "# TYPE agenthub_relay_unknown_frames_total counter\n"
-            "agenthub_relay_unknown_frames_total %llu\n"
-            "# HELP agenthub_relay_unbound_frames_total frames for a session not bound to the "
-            "sender.\n"
-            "# TYPE agenthub_relay_unbound_frames_total counter\n"
-            "agenthub_relay_unbound_frames_total %llu\n"
-            "# HELP agenthub_relay_ended_frames_total frames for a session that has ended.\n"
-            "# TYPE agenthub_relay_ended_frames_total counter\n"
-            "agenthub_relay_ended_frames_total %llu\n"
-            "# TYPE agenthub_relay_invalid_records_total counter\n"
-            "agenthub_relay_invalid_records_total %llu\n"
-            "# TYPE agenthub_relay_transcript_entries_total counter\n"
-            "agenthub_relay_transcript_entries_total %llu\n"
-            "# TYPE agenthub_subscriber_lag_drops_total counter\n"
-            "agenthub_subscriber_lag_drops_total %llu\n"
-            "# TYPE agenthub_records_appended_total counter\n"
-            "agenthub_records_appended_total %llu\n"
-            "# TYPE agenthub_status_changes_total counter\n"
-            "agenthub_status_changes_total %llu\n"
-            "# TYPE agenthub_session_subscribers gauge\n"
-            "agenthub_session_subscribers %llu\n"
-            "# TYPE agenthub_bus_subscribers gauge\n"
-            "agenthub_bus_subscribers %llu\n"
-            "# TYPE agenthub_sessions_live gauge\n"
-            "agenthub_sessions_live %zu\n",
-            (unsigned long long)c->frames_accepted, (unsigned long long)c->relay_gaps,
-            (unsigned long long)c->relay_retries, (unsigned long long)c->relay_duplicates,
-            (unsigned long long)c->relay_stale_streams,
-            (unsigned long long)c->relay_acks[RPC_ACK_REPLAY_COMPLETE],
-            (unsigned long long)c->relay_acks[RPC_ACK_CONTROL],
-            (unsigned long long)c->relay_acks[RPC_ACK_DELIVERY],
-            (unsigned long long)c->relay_unknown_frames,
-            (unsigned long long)c->relay_unbound_frames, (unsigned long long)c->relay_ended_frames,
-            (unsigned long long)c->relay_invalid_records, (unsigned long long)c->transcript_entries,
-            (unsigned long long)c->subscriber_lag_drops, (unsigned long long)c->records_appended,
-            (unsigned long long)c->status_changes, (unsigned long long)c->subscribers_open,
-            (unsigned long long)c->bus_subscribers_open,
-            ctx->sessions ? session_registry_count(ctx->sessions) : (size_t)0);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/protowire.h"
 #include "common/utf8.h"
 
 /* Deeper nesting than any request type has is left to the decoder. */
@@ -28,23 +29,6 @@ static int field_is_id(const char *name)
         if (strcmp(name, named[i]) == 0)
             return 1;
     return 0;
-}
-
-/* Reads a varint at *P.  Returns 0, or -1 when it runs past END or is over
- * ten bytes. */
-static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    for (unsigned shift = 0; shift < 70 && *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return 0;
-        }
-    }
-    return -1;
 }
 
 /* The reason string field bytes S[0..LEN) are refused for, or NULL. */
@@ -99,11 +83,11 @@ static int walk(const ProtobufCMessageDescriptor *type, const uint8_t *p, const 
         long index = -1;
         const char *problem;
 
-        if (read_varint(&p, end, &key) != 0)
+        if (protowire_read_varint(&p, end, &key) != 0)
             return VALIDATE_OK;
         switch (key & 7) {
         case 0:
-            if (read_varint(&p, end, &len) != 0)
+            if (protowire_read_varint(&p, end, &len) != 0)
                 return VALIDATE_OK;
             continue;
         case 1:
@@ -121,7 +105,7 @@ static int walk(const ProtobufCMessageDescriptor *type, const uint8_t *p, const 
         default:
             return VALIDATE_OK; /* groups and reserved wire types do not decode */
         }
-        if (read_varint(&p, end, &len) != 0 || len > (uint64_t)(end - p))
+        if (protowire_read_varint(&p, end, &len) != 0 || len > (uint64_t)(end - p))
             return VALIDATE_OK;
         field = key >> 3 <= UINT32_MAX
                     ? protobuf_c_message_descriptor_get_field(type, (unsigned)(key >> 3))

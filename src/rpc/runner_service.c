@@ -17,11 +17,11 @@
 #include "compass/v1/services.pb-c.h"
 #include "core/jsonl.h"
 #include "grpc/grpc.h"
-#include "rpc/hub.h"
+#include "hub/hub.h"
 #include "rpc/rpc.h"
-#include "rpc/runner_control.h"
-#include "rpc/runner_seq.h"
-#include "rpc/stream_guard.h"
+#include "hub/runner_control.h"
+#include "hub/runner_seq.h"
+#include "hub/stream_guard.h"
 #include "store/blob.h"
 #include "store/gate.h"
 #include "store/store.h"
@@ -38,7 +38,7 @@
 static int relay_precheck(struct grpc_call *call, const char *session_id, int needs_blobs,
                           struct store_subject *subject)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     int rv;
 
     if (rpc_authenticate(call, subject) != 0)
@@ -62,7 +62,7 @@ static int relay_precheck(struct grpc_call *call, const char *session_id, int ne
 static void enroll_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__EnrollRequest *request = (const Compass__V1__EnrollRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     Compass__V1__EnrollResponse response = COMPASS__V1__ENROLL_RESPONSE__INIT;
     struct store_subject subject;
     uint64_t last;
@@ -99,7 +99,7 @@ struct publish_stream {
     char bound_session[STORE_ID_MAX];
     int64_t bound_at_ms;
     struct grpc_call *call;
-    struct rpc_context *ctx;
+    struct hub *ctx;
     struct store_subject subject;
     struct stream_guard guard;
 };
@@ -125,7 +125,7 @@ static void publish_recheck(struct stream_guard *guard)
 
 static void publish_on_start(struct grpc_call *call)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct store_subject subject;
     struct publish_stream *stream;
 
@@ -153,8 +153,7 @@ static void publish_on_start(struct grpc_call *call)
 
 /* Checks the binding, trusting a recent positive answer for the same
  * session.  Returns GATE_BOUND, GATE_NOT_BOUND or GATE_FAULT. */
-static int publish_binding(struct rpc_context *ctx, struct publish_stream *stream,
-                           const char *session_id)
+static int publish_binding(struct hub *ctx, struct publish_stream *stream, const char *session_id)
 {
     int64_t now = clock_monotonic_ms();
     int rv;
@@ -170,9 +169,8 @@ static int publish_binding(struct rpc_context *ctx, struct publish_stream *strea
     return rv;
 }
 
-static void publish_accept(struct rpc_context *ctx, struct publish_stream *stream,
-                           struct session *s, const Compass__V1__SessionFrame *frame,
-                           uint64_t runner_seq)
+static void publish_accept(struct hub *ctx, struct publish_stream *stream, struct session *s,
+                           const Compass__V1__SessionFrame *frame, uint64_t runner_seq)
 {
     const Compass__V1__SessionEvent *event = frame->typed_event;
     Compass__V1__SessionEvent checked_event;
@@ -224,17 +222,17 @@ static int frame_is_unknown(const Compass__V1__AgentFrame *frame)
 }
 
 /* Counts FRAME when it is an agent's ack.  Returns 1 if it was one. */
-static int count_ack(struct rpc_context *ctx, const Compass__V1__AgentFrame *frame)
+static int count_ack(struct hub *ctx, const Compass__V1__AgentFrame *frame)
 {
     switch (frame->frame_case) {
     case COMPASS__V1__AGENT_FRAME__FRAME_REPLAY_COMPLETE_ACK:
-        ctx->counters.relay_acks[RPC_ACK_REPLAY_COMPLETE]++;
+        ctx->counters.relay_acks[HUB_ACK_REPLAY_COMPLETE]++;
         return 1;
     case COMPASS__V1__AGENT_FRAME__FRAME_CONTROL_ACK:
-        ctx->counters.relay_acks[RPC_ACK_CONTROL]++;
+        ctx->counters.relay_acks[HUB_ACK_CONTROL]++;
         return 1;
     case COMPASS__V1__AGENT_FRAME__FRAME_DELIVERY_ACK:
-        ctx->counters.relay_acks[RPC_ACK_DELIVERY]++;
+        ctx->counters.relay_acks[HUB_ACK_DELIVERY]++;
         return 1;
     default:
         return 0;
@@ -245,7 +243,7 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
 {
     const Compass__V1__PublishEventsRequest *request =
         (const Compass__V1__PublishEventsRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct publish_stream *stream = grpc_call_user(call);
     const Compass__V1__AgentFrame *frame = request->frame;
     struct keyset_fp key, *fp = NULL;
@@ -356,7 +354,7 @@ static void publish_on_half_close(struct grpc_call *call)
 
 static void publish_on_close(struct grpc_call *call)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     struct publish_stream *stream = grpc_call_user(call);
 
     if (!stream)
@@ -372,7 +370,7 @@ static void upload_on_message(struct grpc_call *call, const ProtobufCMessage *me
 {
     const Compass__V1__UploadSessionBlobRequest *request =
         (const Compass__V1__UploadSessionBlobRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     Compass__V1__UploadSessionBlobResponse response =
         COMPASS__V1__UPLOAD_SESSION_BLOB_RESPONSE__INIT;
     struct store_subject subject;
@@ -401,7 +399,7 @@ static void fetch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Compass__V1__FetchSessionBlobRequest *request =
         (const Compass__V1__FetchSessionBlobRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     Compass__V1__FetchSessionBlobResponse response = COMPASS__V1__FETCH_SESSION_BLOB_RESPONSE__INIT;
     struct store_subject subject;
     char *content_type = NULL;
@@ -436,7 +434,7 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
 {
     const Compass__V1__ReportEvidenceRequest *request =
         (const Compass__V1__ReportEvidenceRequest *)message;
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     static const Compass__V1__ReportEvidenceResponse response =
         COMPASS__V1__REPORT_EVIDENCE_RESPONSE__INIT;
     struct store_subject subject;
@@ -476,6 +474,68 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
+
+/* --- RunnerService/Sessions ------------------------------------------------ */
+
+static void sessions_on_start(struct grpc_call *call)
+{
+    struct hub *ctx = grpc_call_door_data(call);
+    struct store_subject subject;
+
+    if (rpc_authenticate(call, &subject) != 0)
+        return;
+    if (!runner_link_open(ctx, call, &subject)) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    /* Headers now: the stream is a pull-style producer from here on. */
+    grpc_call_start_response(call);
+    log_info("runner %s connected its Sessions stream", subject.id);
+}
+
+static void sessions_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+{
+    struct runner_link *link = grpc_call_user(call);
+
+    if (link)
+        runner_link_message(grpc_call_door_data(call), link,
+                            (const Compass__V1__SessionsRequest *)message);
+}
+
+static void sessions_on_writable(struct grpc_call *call)
+{
+    struct runner_link *link = grpc_call_user(call);
+
+    if (link)
+        runner_link_write_next(link);
+}
+
+static void sessions_on_half_close(struct grpc_call *call)
+{
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void sessions_on_close(struct grpc_call *call)
+{
+    struct runner_link *link = grpc_call_user(call);
+
+    if (!link)
+        return;
+    log_info("runner %s disconnected its Sessions stream", runner_link_id(link));
+    runner_link_close(grpc_call_door_data(call), link, "the runner disconnected");
+}
+
+static const struct grpc_method runner_sessions_method = {
+    .path = "/compass.v1.RunnerService/Sessions",
+    .kind = GRPC_METHOD_BIDI_STREAMING,
+    .request_type = &compass__v1__sessions_request__descriptor,
+    .on_start = sessions_on_start,
+    .on_message = sessions_on_message,
+    .on_half_close = sessions_on_half_close,
+    .on_writable = sessions_on_writable,
+    .on_close = sessions_on_close,
+    .needs_caller = 1,
+};
 
 static const struct grpc_method runner_methods[] = {
     {
@@ -518,7 +578,7 @@ static const struct grpc_method runner_methods[] = {
     },
 };
 
-int runner_service_register(struct rpc_context *ctx, struct grpc_door *door)
+int runner_service_register(struct hub *ctx, struct grpc_door *door)
 {
     if (grpc_door_register(door, &runner_sessions_method) != 0)
         return -1;

@@ -3,7 +3,7 @@
  * Each session runs --agent under /bin/sh -c in its own process group, with
  * AGENTHUB_SESSION_ID in its environment, stdin and stdout on pipes and
  * stderr inherited.  Its stdout frames are relayed (agent_frames.h); inbound
- * deliver items go through the batch window (core/batch.h) and the fired
+ * deliver items go through the batch window (runner/batch.h) and the fired
  * burst is written on its stdin.  Process evidence: PROCESS READY with a live
  * child when it starts, PROCESS STOPPED without one when it exits; the exit
  * is also published as the session's terminal state frame (STOPPED, or
@@ -24,7 +24,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "core/batch.h"
+#include "runner/batch.h"
 #include "runner/agent_frames.h"
 #include "runner/runner.h"
 

@@ -310,6 +310,90 @@ static inline int store_resource_get(struct store *s, uint64_t id, struct store_
     return s->ops->resource_get(s->impl, id, out);
 }
 
+/* Wrappers for the runtime operations the hub and the handlers use, so
+ * neither reaches into store_ops; each returns what its operation does. */
+static inline int store_session_create(struct store *s, const struct store_session_spec *spec,
+                                       char out_id[STORE_ID_MAX])
+{
+    return s->ops->session_create(s->impl, spec, out_id);
+}
+
+static inline int store_session_close(struct store *s, const char *session_id)
+{
+    return s->ops->session_close(s->impl, session_id);
+}
+
+static inline int store_session_reopen(struct store *s, const char *session_id)
+{
+    return s->ops->session_reopen(s->impl, session_id);
+}
+
+static inline int store_session_list(struct store *s, const struct store_session_filter *filter,
+                                     store_session_cb cb, void *arg)
+{
+    return s->ops->session_list(s->impl, filter, cb, arg);
+}
+
+static inline int store_runner_sessions(struct store *s, const char *runner_id, store_session_cb cb,
+                                        void *arg)
+{
+    return s->ops->runner_sessions(s->impl, runner_id, cb, arg);
+}
+
+static inline int store_session_count_open(struct store *s, const char *agent_account_id,
+                                           uint64_t *out)
+{
+    return s->ops->session_count_open(s->impl, agent_account_id, out);
+}
+
+static inline int store_terminal_create(struct store *s, const char *container_name,
+                                        uint64_t *out_id)
+{
+    return s->ops->terminal_create(s->impl, container_name, out_id);
+}
+
+static inline int store_agent_session_create(struct store *s, uint64_t parent_id,
+                                             const char *provider, const char *native_id,
+                                             const char *owner_account_id, uint64_t *out_id,
+                                             char out_session_id[STORE_ID_MAX])
+{
+    return s->ops->agent_session_create(s->impl, parent_id, provider, native_id, owner_account_id,
+                                        out_id, out_session_id);
+}
+
+static inline int store_resource_close(struct store *s, uint64_t resource_id)
+{
+    return s->ops->resource_close(s->impl, resource_id);
+}
+
+static inline int store_runner_seq_get(struct store *s, const char *runner_id, uint64_t *out)
+{
+    return s->ops->runner_seq_get(s->impl, runner_id, out);
+}
+
+static inline int store_runner_seq_set(struct store *s, const char *runner_id, uint64_t seq)
+{
+    return s->ops->runner_seq_set(s->impl, runner_id, seq);
+}
+
+static inline int store_container_get(struct store *s, const char *name,
+                                      struct store_container *out)
+{
+    return s->ops->container_get(s->impl, name, out);
+}
+
+/* 1 when the backend counts changes (store_change_generation works). */
+static inline int store_watches_changes(const struct store *s)
+{
+    return s->ops->change_generation != NULL;
+}
+
+/* Only when store_watches_changes(S). */
+static inline int store_change_generation(struct store *s, uint64_t *generation)
+{
+    return s->ops->change_generation(s->impl, generation);
+}
+
 /* Returns 1 when ID is a valid identifier (1..STORE_ID_MAX-1 bytes of
  * printable ASCII, no spaces), else 0. */
 int store_id_valid(const char *id);

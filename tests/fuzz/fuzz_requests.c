@@ -1,6 +1,6 @@
 /* libFuzzer target for the request path: gRPC header validation, message
  * reassembly and decoding, and every handler on both doors, against a real
- * rpc_context (store, sessions, bus, Runner registry) on a fresh copy of a
+ * hub (store, sessions, bus, Runner registry) on a fresh copy of a
  * provisioned store for each input.  HTTP/2 is fake_h2 (in memory).
  *
  * The input is a script of client actions, each starting with an action
@@ -29,7 +29,7 @@
 #include "grpc/reflection/v1alpha/reflection.pb-c.h"
 #include "rpc/descriptor_index.h"
 #include "rpc/rpc.h"
-#include "rpc/runner_control.h"
+#include "hub/runner_control.h"
 #include "store_template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -64,7 +64,7 @@ struct world {
     struct event_base *base;
     struct h2_server *h2;
     struct grpc_server *grpc;
-    struct rpc_context rpc;
+    struct hub rpc;
     struct session_registry sessions;
     struct bus bus;
     struct h2_listener *doors[2];
@@ -106,6 +106,7 @@ static void world_open(struct world *w)
     w->rpc.descriptors = descriptors;
     w->rpc.sessions = &w->sessions;
     w->rpc.bus = &w->bus;
+    hub_log_memory(&w->rpc.log, &w->bus);
     w->rpc.config.has_runner_seam = 1;
     w->rpc.config.blob_dir = blob_dir; /* emptied after each input */
     w->rpc.config.max_blob_bytes = 64 << 10;
@@ -121,6 +122,8 @@ static void world_open(struct world *w)
         abort();
     for (int i = 0; i < 2; i++) {
         doors[i] = grpc_door_new(w->grpc, i ? "runner" : "public", &w->rpc);
+        if (doors[i])
+            grpc_door_set_kind(doors[i], i ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC);
         if (!doors[i] || health_register(&w->rpc, doors[i]) != 0 ||
             reflection_register(&w->rpc, doors[i]) != 0 ||
             resource_register(&w->rpc, doors[i]) != 0 ||

@@ -1,5 +1,5 @@
 /* Unit tests for the agent-side batch window. */
-#include "core/batch.h"
+#include "runner/batch.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -21,7 +21,7 @@ struct fixture {
     struct event_base *base;
     struct h2_server *h2;
     struct grpc_server *grpc;
-    struct rpc_context rpc;
+    struct hub rpc;
     struct grpc_client *client;
 };
 

@@ -1,4 +1,4 @@
-#include "core/batch.h"
+#include "runner/batch.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #include "core/keyset.h"
-#include "rpc/rpc.h"
+#include "hub/hub.h"
 
 struct runner_runs;
 struct runner_run;
@@ -34,12 +34,12 @@ void runner_runs_free(struct runner_runs *runs);
  * continues) and kept in memory after; the pointer stays valid until the
  * registry is freed.  Returns 0 with *RUN set, or -1 when the store cannot
  * answer (or memory is short). */
-int runner_run_get(struct rpc_context *ctx, const char *runner_id, struct runner_run **run);
+int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **run);
 
 /* Enroll of RUNNER_ID: with RESUME its run continues, else a new run
  * starts at mark 0.  Returns 0 with *LAST the mark the Runner continues
  * after, or -1 when the store cannot answer (nothing changed). */
-int runner_run_enroll(struct rpc_context *ctx, const char *runner_id, int resume, uint64_t *last);
+int runner_run_enroll(struct hub *ctx, const char *runner_id, int resume, uint64_t *last);
 
 /* Which run RUN is in: it changes at every plain Enroll. */
 uint64_t runner_run_number(const struct runner_run *run);
@@ -57,13 +57,13 @@ enum runner_frame runner_run_check(const struct runner_run *run, uint64_t seq,
 /* The frame at SEQ (above the mark) is dealt with for good, relayed or
  * dropped: the mark moves to SEQ and FP (may be NULL) is remembered.
  * Returns how many runner_seq values it skipped (0 without a gap). */
-uint64_t runner_run_advance(struct rpc_context *ctx, struct runner_run *run, uint64_t seq,
+uint64_t runner_run_advance(struct hub *ctx, struct runner_run *run, uint64_t seq,
                             const struct keyset_fp *fp);
 
 /* Writes RUN's mark to the store now when it moved (runner_run_advance
  * also does every 1024 frames).  Best effort: a failure is logged and
  * retried at the next write. */
-void runner_run_persist(struct rpc_context *ctx, struct runner_run *run);
+void runner_run_persist(struct hub *ctx, struct runner_run *run);
 
 /* Prometheus text: enrollments by kind. */
 void runner_runs_write_metrics(const struct runner_runs *runs, FILE *out);

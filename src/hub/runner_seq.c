@@ -1,11 +1,11 @@
 /* runner_seq: see runner_seq.h. */
-#include "rpc/runner_seq.h"
+#include "hub/runner_seq.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "rpc/runner_control.h"
+#include "hub/runner_control.h"
 #include "store/store.h"
 
 /* Write the mark to the store at least this often (frames). */
@@ -46,7 +46,7 @@ void runner_runs_free(struct runner_runs *runs)
     free(runs);
 }
 
-int runner_run_get(struct rpc_context *ctx, const char *runner_id, struct runner_run **out)
+int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **out)
 {
     struct runner_runs *runs = runner_registry_runs(ctx->runners);
     struct runner_run *run;
@@ -57,7 +57,7 @@ int runner_run_get(struct rpc_context *ctx, const char *runner_id, struct runner
             *out = run;
             return 0;
         }
-    if (ctx->store->ops->runner_seq_get(ctx->store->impl, runner_id, &stored) == STORE_FAULT)
+    if (store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
         return -1;
     run = calloc(1, sizeof(*run));
     if (!run)
@@ -70,7 +70,7 @@ int runner_run_get(struct rpc_context *ctx, const char *runner_id, struct runner
     return 0;
 }
 
-int runner_run_enroll(struct rpc_context *ctx, const char *runner_id, int resume, uint64_t *last)
+int runner_run_enroll(struct hub *ctx, const char *runner_id, int resume, uint64_t *last)
 {
     struct runner_runs *runs = runner_registry_runs(ctx->runners);
     struct runner_run *run;
@@ -84,8 +84,7 @@ int runner_run_enroll(struct rpc_context *ctx, const char *runner_id, int resume
     }
     /* Stored first: a server restart must not resume this Runner from the
      * mark of a run it has left. */
-    if (run->persisted != 0 &&
-        ctx->store->ops->runner_seq_set(ctx->store->impl, runner_id, 0) != STORE_OK)
+    if (run->persisted != 0 && store_runner_seq_set(ctx->store, runner_id, 0) != STORE_OK)
         return -1;
     runs->enrolled_new++;
     run->number++;
@@ -109,7 +108,7 @@ enum runner_frame runner_run_check(const struct runner_run *run, uint64_t seq,
     return RUNNER_FRAME_NEW;
 }
 
-uint64_t runner_run_advance(struct rpc_context *ctx, struct runner_run *run, uint64_t seq,
+uint64_t runner_run_advance(struct hub *ctx, struct runner_run *run, uint64_t seq,
                             const struct keyset_fp *fp)
 {
     uint64_t skipped = seq > run->last + 1 ? seq - run->last - 1 : 0;
@@ -125,12 +124,12 @@ uint64_t runner_run_advance(struct rpc_context *ctx, struct runner_run *run, uin
     return skipped;
 }
 
-void runner_run_persist(struct rpc_context *ctx, struct runner_run *run)
+void runner_run_persist(struct hub *ctx, struct runner_run *run)
 {
     run->unpersisted = 0;
     if (run->last == run->persisted)
         return;
-    if (ctx->store->ops->runner_seq_set(ctx->store->impl, run->id, run->last) == STORE_OK)
+    if (store_runner_seq_set(ctx->store, run->id, run->last) == STORE_OK)
         run->persisted = run->last;
     else
         log_warn("runner %s: cannot persist runner_seq %llu yet", run->id,

@@ -29,7 +29,7 @@
 #include <stdio.h>
 
 #include "compass/v1/services.pb-c.h"
-#include "rpc/rpc.h"
+#include "hub/hub.h"
 
 struct event_base;
 struct runner_command;
@@ -69,23 +69,52 @@ int runner_connected(const struct runner_registry *runners, const char *runner_i
  * or stop; nobody waits) it stays queued until written or the stream ends.
  * Returns RUNNER_SEND_QUEUED with *HANDLE set (HANDLE may be NULL), or why
  * nothing was queued (DONE will not run). */
-int runner_command_send(struct rpc_context *ctx, const char *runner_id,
+int runner_command_send(struct hub *ctx, const char *runner_id,
                         Compass__V1__SessionsResponse *command, runner_command_done done, void *arg,
                         struct runner_command **handle);
 
 /* The waiter went away: DONE will not run.  A command not yet written is
  * withdrawn; a written one is remembered until its answer, which is then
  * counted as late. */
-void runner_command_abandon(struct rpc_context *ctx, struct runner_command *command);
+void runner_command_abandon(struct hub *ctx, struct runner_command *command);
 
-/* Every Runner's place in its runner_seq (rpc/runner_seq.h). */
+/* Every Runner's place in its runner_seq (hub/runner_seq.h). */
 struct runner_runs *runner_registry_runs(const struct runner_registry *runners);
 
 /* Prometheus text: queued commands and bytes, refusals, withdrawals,
  * unanswered commands, late answers, refused reports, enrollments. */
 void runner_registry_write_metrics(const struct runner_registry *runners, FILE *out);
 
-/* RunnerService/Sessions. */
-extern const struct grpc_method runner_sessions_method;
+/* --- A Runner's control stream (RunnerService/Sessions) ------------------ */
+
+struct runner_link;
+struct grpc_call;
+struct store_subject;
+
+/* Registers CALL as the control stream of Runner SUBJECT (authenticated),
+ * replacing (ABORTED) any earlier one of the same Runner, and guards it
+ * against revocation.  CALL's user pointer is the link from here on.
+ * Returns the link, or NULL when memory is short (nothing changed). */
+struct runner_link *runner_link_open(struct hub *ctx, struct grpc_call *call,
+                                     const struct store_subject *subject);
+
+/* The Runner id of LINK. */
+const char *runner_link_id(const struct runner_link *link);
+
+/* A SessionsRequest from LINK's Runner: an answer to a command, or a report
+ * of the sessions it hosts; a first message that says neither is answered
+ * with a status command.  A report over --max-report-sessions ends the
+ * stream (RESOURCE_EXHAUSTED) and frees LINK. */
+void runner_link_message(struct hub *ctx, struct runner_link *link,
+                         const Compass__V1__SessionsRequest *request);
+
+/* Writes LINK's oldest queued command if the Runner may take one more.
+ * Called when the stream's send queue is empty and HTTP/2 wants bytes. */
+void runner_link_write_next(struct runner_link *link);
+
+/* LINK's stream is over: its commands end (WHY), and every session its
+ * Runner hosts is announced unreachable (except those whose agent already
+ * stopped).  Frees LINK. */
+void runner_link_close(struct hub *ctx, struct runner_link *link, const char *why);
 
 #endif

@@ -1,5 +1,5 @@
 /* runner_control: Sessions control streams and the commands they carry. */
-#include "rpc/runner_control.h"
+#include "hub/runner_control.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
@@ -11,9 +11,9 @@
 #include "common/log.h"
 #include "core/arbiter.h"
 #include "grpc/grpc.h"
-#include "rpc/hub.h"
-#include "rpc/runner_seq.h"
-#include "rpc/stream_guard.h"
+#include "hub/hub.h"
+#include "hub/runner_seq.h"
+#include "hub/stream_guard.h"
 #include "store/gate.h"
 #include "store/store.h"
 
@@ -50,7 +50,7 @@ struct command_list {
 struct runner_link {
     char id[STORE_ID_MAX];
     struct grpc_call *call;
-    struct rpc_context *ctx;
+    struct hub *ctx;
     struct store_subject subject;
     struct stream_guard guard;
     struct command_list queue;    /* not yet written, oldest first */
@@ -310,7 +310,7 @@ static uint8_t *command_encode(Compass__V1__SessionsResponse *message, uint64_t 
     return bytes;
 }
 
-int runner_command_send(struct rpc_context *ctx, const char *runner_id,
+int runner_command_send(struct hub *ctx, const char *runner_id,
                         Compass__V1__SessionsResponse *message, runner_command_done done, void *arg,
                         struct runner_command **handle)
 {
@@ -372,7 +372,7 @@ int runner_command_send(struct rpc_context *ctx, const char *runner_id,
     return RUNNER_SEND_QUEUED;
 }
 
-void runner_command_abandon(struct rpc_context *ctx, struct runner_command *c)
+void runner_command_abandon(struct hub *ctx, struct runner_command *c)
 {
     if (!c)
         return;
@@ -391,7 +391,7 @@ void runner_command_abandon(struct rpc_context *ctx, struct runner_command *c)
 
 /* Writes LINK's oldest queued command if the Runner may take one more.
  * Called when the stream's send queue is empty and HTTP/2 wants bytes. */
-static void link_write_next(struct runner_link *link)
+void runner_link_write_next(struct runner_link *link)
 {
     struct runner_command *c = link->queue.head;
 
@@ -421,7 +421,7 @@ static void link_write_next(struct runner_link *link)
     list_push(&link->inflight, c);
 }
 
-/* --- RunnerService/Sessions --------------------------------------------- */
+/* --- Control streams ------------------------------------------------------ */
 
 static void link_unlink(struct runner_registry *runners, struct runner_link *link)
 {
@@ -437,7 +437,7 @@ static void link_unlink(struct runner_registry *runners, struct runner_link *lin
 /* LINK's stream is over: its commands end, and every session its Runner
  * hosts is announced unreachable (except those whose agent already
  * stopped: "stopped" stays their last word).  Frees LINK. */
-static void link_close(struct rpc_context *ctx, struct runner_link *link, const char *why)
+void runner_link_close(struct hub *ctx, struct runner_link *link, const char *why)
 {
     grpc_call_set_user(link->call, NULL);
     stream_guard_remove(ctx->guards, &link->guard);
@@ -458,32 +458,27 @@ static void link_close(struct rpc_context *ctx, struct runner_link *link, const 
 static void sessions_recheck(struct stream_guard *guard)
 {
     struct runner_link *link = container_of(guard, struct runner_link, guard);
-    struct rpc_context *ctx = link->ctx;
+    struct hub *ctx = link->ctx;
 
     if (stream_guard_reauthenticate(ctx->guards, link->call, &link->subject) == 0)
         return;
     log_info("runner %s: its Sessions stream is no longer authorized; ended", link->id);
-    link_close(ctx, link, "the runner's control stream was ended");
+    runner_link_close(ctx, link, "the runner's control stream was ended");
 }
 
-static void sessions_on_start(struct grpc_call *call)
+struct runner_link *runner_link_open(struct hub *ctx, struct grpc_call *call,
+                                     const struct store_subject *subject)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
-    struct store_subject subject;
-    struct runner_link *link, *old;
+    struct runner_link *link = calloc(1, sizeof(*link));
+    struct runner_link *old;
 
-    if (rpc_authenticate(call, &subject) != 0)
-        return;
-    link = calloc(1, sizeof(*link));
-    if (!link) {
-        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-        return;
-    }
-    old = link_find(ctx->runners, subject.id);
-    snprintf(link->id, sizeof(link->id), "%s", subject.id);
+    if (!link)
+        return NULL;
+    old = link_find(ctx->runners, subject->id);
+    snprintf(link->id, sizeof(link->id), "%s", subject->id);
     link->call = call;
     link->ctx = ctx;
-    link->subject = subject;
+    link->subject = *subject;
     link->guard.recheck = sessions_recheck;
     link->next = ctx->runners->links;
     if (link->next)
@@ -491,7 +486,7 @@ static void sessions_on_start(struct grpc_call *call)
     ctx->runners->links = link;
     if (old) {
         /* One control stream per Runner: the newest wins. */
-        log_info("runner %s opened a second Sessions stream; closing the first", subject.id);
+        log_info("runner %s opened a second Sessions stream; closing the first", subject->id);
         grpc_call_set_user(old->call, NULL);
         stream_guard_remove(ctx->guards, &old->guard);
         link_fail_commands(old, "the runner's control stream was replaced");
@@ -502,9 +497,12 @@ static void sessions_on_start(struct grpc_call *call)
     }
     grpc_call_set_user(call, link);
     stream_guard_add(ctx->guards, &link->guard);
-    /* Headers now: the stream is a pull-style producer from here on. */
-    grpc_call_start_response(call);
-    log_info("runner %s connected its Sessions stream", link->id);
+    return link;
+}
+
+const char *runner_link_id(const struct runner_link *link)
+{
+    return link->id;
 }
 
 static int id_compare(const void *a, const void *b)
@@ -534,8 +532,7 @@ static int report_row(const struct store_session *row, void *arg)
  * bound to it is live again, and its subscribers hear its current state.
  * One store read answers the whole report.  Returns 0, or -1 after ending
  * the stream (a report over --max-report-sessions; LINK is freed). */
-static int sessions_report(struct rpc_context *ctx, struct runner_link *link, char *const *ids,
-                           size_t n)
+static int sessions_report(struct hub *ctx, struct runner_link *link, char *const *ids, size_t n)
 {
     struct report_check check = {NULL, n, NULL};
     char message[160];
@@ -549,7 +546,7 @@ static int sessions_report(struct rpc_context *ctx, struct runner_link *link, ch
                  "the live-sessions report lists %zu sessions; at most %u are accepted", n,
                  ctx->config.max_report_sessions);
         grpc_call_finish(link->call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
-        link_close(ctx, link, "the runner's control stream was ended");
+        runner_link_close(ctx, link, "the runner's control stream was ended");
         return -1;
     }
     if (check.n == 0)
@@ -562,7 +559,7 @@ static int sessions_report(struct rpc_context *ctx, struct runner_link *link, ch
     }
     memcpy(check.ids, ids, check.n * sizeof(*check.ids));
     qsort(check.ids, check.n, sizeof(*check.ids), id_compare);
-    rv = ctx->store->ops->runner_sessions(ctx->store->impl, link->id, report_row, &check);
+    rv = store_runner_sessions(ctx->store, link->id, report_row, &check);
     if (rv != STORE_OK) {
         log_warn("runner %s: cannot check its live-sessions report now (%s)", link->id,
                  store_rc_name(rv));
@@ -590,7 +587,7 @@ out:
 /* A status result is the same report, one AgentSessionStatus per session
  * (its state is the Runner's view; the server derives its own).  Returns
  * as sessions_report. */
-static int sessions_report_statuses(struct rpc_context *ctx, struct runner_link *link,
+static int sessions_report_statuses(struct hub *ctx, struct runner_link *link,
                                     const Compass__V1__GetAgentStatusResponse *status)
 {
     char **ids;
@@ -623,7 +620,7 @@ static const char *runner_error_name(int code)
  * command, any other result (or none) says it was carried out; a status
  * result is also a report of the Runner's sessions.  Returns 0, or -1 when
  * that report ended the stream (LINK is freed). */
-static int link_answer(struct rpc_context *ctx, struct runner_link *link,
+static int link_answer(struct hub *ctx, struct runner_link *link,
                        const Compass__V1__SessionsRequest *answer)
 {
     struct runner_registry *runners = link_registry(link);
@@ -663,7 +660,7 @@ static int link_answer(struct rpc_context *ctx, struct runner_link *link,
 
 /* Asks LINK's Runner for every session it hosts: its status result is its
  * report. */
-static void link_ask_status(struct rpc_context *ctx, struct runner_link *link)
+static void link_ask_status(struct hub *ctx, struct runner_link *link)
 {
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
     Compass__V1__GetAgentStatusRequest status = COMPASS__V1__GET_AGENT_STATUS_REQUEST__INIT;
@@ -673,16 +670,11 @@ static void link_ask_status(struct rpc_context *ctx, struct runner_link *link)
     runner_command_send(ctx, link->id, &command, NULL, NULL, NULL);
 }
 
-static void sessions_on_message(struct grpc_call *call, const ProtobufCMessage *message)
+void runner_link_message(struct hub *ctx, struct runner_link *link,
+                         const Compass__V1__SessionsRequest *request)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
-    const Compass__V1__SessionsRequest *request = (const Compass__V1__SessionsRequest *)message;
-    struct runner_link *link = grpc_call_user(call);
-    int first;
+    int first = !link->heard;
 
-    if (!link)
-        return;
-    first = !link->heard;
     link->heard = 1;
     if (request->request_id[0] != '\0') {
         link_answer(ctx, link, request);
@@ -695,30 +687,6 @@ static void sessions_on_message(struct grpc_call *call, const ProtobufCMessage *
         /* An opening message that says nothing of its sessions: ask. */
         link_ask_status(ctx, link);
     }
-}
-
-static void sessions_on_writable(struct grpc_call *call)
-{
-    struct runner_link *link = grpc_call_user(call);
-
-    if (link)
-        link_write_next(link);
-}
-
-static void sessions_on_half_close(struct grpc_call *call)
-{
-    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
-}
-
-static void sessions_on_close(struct grpc_call *call)
-{
-    struct rpc_context *ctx = grpc_call_door_data(call);
-    struct runner_link *link = grpc_call_user(call);
-
-    if (!link)
-        return;
-    log_info("runner %s disconnected its Sessions stream", link->id);
-    link_close(ctx, link, "the runner disconnected");
 }
 
 void runner_registry_write_metrics(const struct runner_registry *r, FILE *out)
@@ -751,15 +719,3 @@ void runner_registry_write_metrics(const struct runner_registry *r, FILE *out)
             (unsigned long long)r->reports_too_big);
     runner_runs_write_metrics(r->runs, out);
 }
-
-const struct grpc_method runner_sessions_method = {
-    .path = "/compass.v1.RunnerService/Sessions",
-    .kind = GRPC_METHOD_BIDI_STREAMING,
-    .request_type = &compass__v1__sessions_request__descriptor,
-    .on_start = sessions_on_start,
-    .on_message = sessions_on_message,
-    .on_half_close = sessions_on_half_close,
-    .on_writable = sessions_on_writable,
-    .on_close = sessions_on_close,
-    .needs_caller = 1,
-};

@@ -1,4 +1,4 @@
-#include "rpc/hub.h"
+#include "hub/hub.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,12 +7,12 @@
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
-#include "rpc/runner_control.h"
-#include "rpc/stream_guard.h"
+#include "hub/runner_control.h"
+#include "hub/stream_guard.h"
 #include "store/gate.h"
 #include "store/store.h"
 
-struct session *hub_session(struct rpc_context *ctx, const char *session_id)
+struct session *hub_session(struct hub *ctx, const char *session_id)
 {
     struct session *s = NULL;
 
@@ -22,14 +22,14 @@ struct session *hub_session(struct rpc_context *ctx, const char *session_id)
 
 int hub_session_quota(struct grpc_call *call, const char *agent_account_id)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
+    struct hub *ctx = grpc_call_door_data(call);
     char message[200];
     uint64_t open = 0;
     int rv;
 
     if (ctx->config.max_account_sessions == 0)
         return 0;
-    rv = ctx->store->ops->session_count_open(ctx->store->impl, agent_account_id, &open);
+    rv = store_session_count_open(ctx->store, agent_account_id, &open);
     if (rv != STORE_OK) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return -1;
@@ -70,7 +70,75 @@ static void write_retention_metrics(struct session_registry *reg, FILE *out)
                 (unsigned long long)reg->evictions[i]);
 }
 
-void hub_write_metrics(const struct rpc_context *ctx, FILE *out)
+void hub_write_counters(const struct hub *ctx, FILE *out)
+{
+    const struct hub_counters *c = &ctx->counters;
+
+    fprintf(out,
+            "# TYPE agenthub_frames_accepted_total counter\n"
+            "agenthub_frames_accepted_total %llu\n"
+            "# HELP agenthub_relay_gaps_total runner_seq jumps (frames lost in transit).\n"
+            "# TYPE agenthub_relay_gaps_total counter\n"
+            "agenthub_relay_gaps_total %llu\n"
+            "# HELP agenthub_relay_retries_total repeated or older runner_seq, dropped.\n"
+            "# TYPE agenthub_relay_retries_total counter\n"
+            "agenthub_relay_retries_total %llu\n"
+            "# HELP agenthub_relay_duplicates_total frames whose idempotency_key was seen "
+            "before, dropped.\n"
+            "# TYPE agenthub_relay_duplicates_total counter\n"
+            "agenthub_relay_duplicates_total %llu\n"
+            "# HELP agenthub_relay_stale_streams_total PublishEvents streams of a Runner's "
+            "previous run, ended ABORTED.\n"
+            "# TYPE agenthub_relay_stale_streams_total counter\n"
+            "agenthub_relay_stale_streams_total %llu\n"
+            "# HELP agenthub_relay_acks_total agent acks relayed by a Runner, by kind "
+            "(counted, relayed no further).\n"
+            "# TYPE agenthub_relay_acks_total counter\n"
+            "agenthub_relay_acks_total{kind=\"replay_complete\"} %llu\n"
+            "agenthub_relay_acks_total{kind=\"control\"} %llu\n"
+            "agenthub_relay_acks_total{kind=\"delivery\"} %llu\n"
+            "# HELP agenthub_relay_unknown_frames_total frames with an unset or unknown variant.\n"
+            "# TYPE agenthub_relay_unknown_frames_total counter\n"
+            "agenthub_relay_unknown_frames_total %llu\n"
+            "# HELP agenthub_relay_unbound_frames_total frames for a session not bound to the "
+            "sender.\n"
+            "# TYPE agenthub_relay_unbound_frames_total counter\n"
+            "agenthub_relay_unbound_frames_total %llu\n"
+            "# HELP agenthub_relay_ended_frames_total frames for a session that has ended.\n"
+            "# TYPE agenthub_relay_ended_frames_total counter\n"
+            "agenthub_relay_ended_frames_total %llu\n"
+            "# TYPE agenthub_relay_invalid_records_total counter\n"
+            "agenthub_relay_invalid_records_total %llu\n"
+            "# TYPE agenthub_relay_transcript_entries_total counter\n"
+            "agenthub_relay_transcript_entries_total %llu\n"
+            "# TYPE agenthub_subscriber_lag_drops_total counter\n"
+            "agenthub_subscriber_lag_drops_total %llu\n"
+            "# TYPE agenthub_records_appended_total counter\n"
+            "agenthub_records_appended_total %llu\n"
+            "# TYPE agenthub_status_changes_total counter\n"
+            "agenthub_status_changes_total %llu\n"
+            "# TYPE agenthub_session_subscribers gauge\n"
+            "agenthub_session_subscribers %llu\n"
+            "# TYPE agenthub_bus_subscribers gauge\n"
+            "agenthub_bus_subscribers %llu\n"
+            "# TYPE agenthub_sessions_live gauge\n"
+            "agenthub_sessions_live %zu\n",
+            (unsigned long long)c->frames_accepted, (unsigned long long)c->relay_gaps,
+            (unsigned long long)c->relay_retries, (unsigned long long)c->relay_duplicates,
+            (unsigned long long)c->relay_stale_streams,
+            (unsigned long long)c->relay_acks[HUB_ACK_REPLAY_COMPLETE],
+            (unsigned long long)c->relay_acks[HUB_ACK_CONTROL],
+            (unsigned long long)c->relay_acks[HUB_ACK_DELIVERY],
+            (unsigned long long)c->relay_unknown_frames,
+            (unsigned long long)c->relay_unbound_frames, (unsigned long long)c->relay_ended_frames,
+            (unsigned long long)c->relay_invalid_records, (unsigned long long)c->transcript_entries,
+            (unsigned long long)c->subscriber_lag_drops, (unsigned long long)c->records_appended,
+            (unsigned long long)c->status_changes, (unsigned long long)c->subscribers_open,
+            (unsigned long long)c->bus_subscribers_open,
+            ctx->sessions ? session_registry_count(ctx->sessions) : (size_t)0);
+}
+
+void hub_write_metrics(const struct hub *ctx, FILE *out)
 {
     const struct session_registry *reg = ctx->sessions;
 
@@ -102,8 +170,7 @@ void hub_write_metrics(const struct rpc_context *ctx, FILE *out)
     stream_guards_write_metrics(ctx->guards, out);
 }
 
-enum hub_live hub_live_session(struct rpc_context *ctx, const char *session_id,
-                               struct session **out)
+enum hub_live hub_live_session(struct hub *ctx, const char *session_id, struct session **out)
 {
     struct store_session row;
     int rv;
@@ -140,7 +207,7 @@ static void pack_release(uint8_t *bytes, uint8_t *stack)
         free(bytes);
 }
 
-static uint64_t hub_ring_append(struct rpc_context *ctx, struct session *s,
+static uint64_t hub_ring_append(struct hub *ctx, struct session *s,
                                 const Compass__V1__AgentSessionFrame *frame)
 {
     uint8_t stack[1024];
@@ -150,13 +217,12 @@ static uint64_t hub_ring_append(struct rpc_context *ctx, struct session *s,
 
     if (!bytes)
         return 0;
-    seq = session_append(s, bytes, len, clock_unix_ms());
+    seq = hub_log_append(&ctx->log, s, bytes, len, clock_unix_ms());
     pack_release(bytes, stack);
     return seq;
 }
 
-static void hub_bus_publish(struct rpc_context *ctx,
-                            const Compass__V1__SubscribeEventsResponse *event)
+static void hub_bus_publish(struct hub *ctx, const Compass__V1__SubscribeEventsResponse *event)
 {
     uint8_t stack[1024];
     size_t len;
@@ -164,7 +230,7 @@ static void hub_bus_publish(struct rpc_context *ctx,
 
     if (!bytes)
         return;
-    bus_publish(ctx->bus, bytes, len, clock_unix_ms());
+    hub_log_publish(&ctx->log, bytes, len, clock_unix_ms());
     pack_release(bytes, stack);
 }
 
@@ -177,11 +243,12 @@ static int state_is_terminal(int state)
 /* Appends the state frame of S and publishes AgentSessionStatus.  A
  * terminal state ends S's current tail after its frame (its panes drain and
  * end); any other state after one starts a new tail with its frame. */
-static void publish_status(struct rpc_context *ctx, struct session *s, int state)
+static void publish_status(struct hub *ctx, struct session *s, int state)
 {
     Compass__V1__SubscribeEventsResponse event = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
     Compass__V1__AgentSessionStatus status = COMPASS__V1__AGENT_SESSION_STATUS__INIT;
     Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
+    struct hub_log_span span;
     struct store_session row;
 
     if (!state_is_terminal(state))
@@ -194,7 +261,8 @@ static void publish_status(struct rpc_context *ctx, struct session *s, int state
 
     status.session_id = (char *)session_id(s);
     status.state = (Compass__V1__AgentSessionState)state;
-    status.last_seq = ring_newest_seq(session_ring(s));
+    hub_log_span(&ctx->log, s, &span);
+    status.last_seq = span.newest;
     /* The agent account is attribution, not authorization: a store fault
      * leaves it empty rather than holding the event back. */
     if (ctx->store && store_session_get(ctx->store, session_id(s), &row) == STORE_OK) {
@@ -209,7 +277,7 @@ static void publish_status(struct rpc_context *ctx, struct session *s, int state
     ctx->counters.status_changes++;
 }
 
-void hub_observe(struct rpc_context *ctx, struct session *s, enum arbiter_rank rank, int evidence,
+void hub_observe(struct hub *ctx, struct session *s, enum arbiter_rank rank, int evidence,
                  int live_child)
 {
     enum arbiter_state state;
@@ -218,16 +286,16 @@ void hub_observe(struct rpc_context *ctx, struct session *s, enum arbiter_rank r
         publish_status(ctx, s, (int)state);
 }
 
-void hub_announce_state(struct rpc_context *ctx, struct session *s, int state)
+void hub_announce_state(struct hub *ctx, struct session *s, int state)
 {
     /* What subscribers were last told is the session's state from now on
      * (GetAgentStatus reads it), and the next evidence that derives another
      * state is reported as a change. */
-    session_arbiter(s)->state = (uint8_t)state;
+    arbiter_announce(session_arbiter(s), (enum arbiter_state)state);
     publish_status(ctx, s, state);
 }
 
-void hub_announce_derived(struct rpc_context *ctx, struct session *s)
+void hub_announce_derived(struct hub *ctx, struct session *s)
 {
     enum arbiter_state state;
 
@@ -237,8 +305,7 @@ void hub_announce_derived(struct rpc_context *ctx, struct session *s)
 }
 
 /* The bus projection of a typed event (none for notices). */
-static void project_event(struct rpc_context *ctx, const char *sid,
-                          const Compass__V1__SessionEvent *event)
+static void project_event(struct hub *ctx, const char *sid, const Compass__V1__SessionEvent *event)
 {
     Compass__V1__SubscribeEventsResponse out = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
     Compass__V1__AgentMessageChunk chunk = COMPASS__V1__AGENT_MESSAGE_CHUNK__INIT;
@@ -304,7 +371,7 @@ static int event_evidence(const Compass__V1__SessionEvent *event)
     }
 }
 
-uint64_t hub_append_event(struct rpc_context *ctx, struct session *s,
+uint64_t hub_append_event(struct hub *ctx, struct session *s,
                           const Compass__V1__SessionEvent *event, int record_evidence)
 {
     Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
@@ -325,7 +392,7 @@ uint64_t hub_append_event(struct rpc_context *ctx, struct session *s,
     return seq;
 }
 
-void hub_end_session(struct rpc_context *ctx, struct session *s)
+void hub_end_session(struct hub *ctx, struct session *s)
 {
     hub_observe(ctx, s, ARBITER_RANK_STREAM, ARBITER_RETRACT, ARBITER_LIVE_UNCHANGED);
     session_end(s);

@@ -1,5 +1,5 @@
 /* stream_guard: see stream_guard.h. */
-#include "rpc/stream_guard.h"
+#include "hub/stream_guard.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -47,8 +47,8 @@ struct stream_guards *stream_guards_new(struct event_base *base, struct store *s
         return NULL;
     }
     /* The baseline: a change from now on starts a pass. */
-    if (store && store->ops->change_generation &&
-        store->ops->change_generation(store->impl, &guards->generation) == STORE_OK)
+    if (store && store_watches_changes(store) &&
+        store_change_generation(store, &guards->generation) == STORE_OK)
         guards->have_generation = 1;
     return guards;
 }
@@ -130,9 +130,9 @@ static void guards_on_poll(evutil_socket_t fd, short what, void *arg)
     uint64_t generation = 0;
     int rv;
 
-    if (!guards->store || !guards->store->ops->change_generation)
+    if (!guards->store || !store_watches_changes(guards->store))
         return;
-    rv = guards->store->ops->change_generation(guards->store->impl, &generation);
+    rv = store_change_generation(guards->store, &generation);
     if (rv != STORE_OK) {
         /* Fail closed: the rechecks read the store themselves and end
          * their streams UNAVAILABLE while it cannot answer. */
@@ -187,7 +187,7 @@ int stream_guard_reauthenticate(struct stream_guards *guards, struct grpc_call *
 {
     const char *header = grpc_call_metadata(call, "authorization");
     enum auth_door door =
-        strcmp(grpc_call_door_name(call), "runner") == 0 ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
+        grpc_call_door_kind(call) == AUTH_DOOR_RUNNER ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
     struct store_subject fresh;
     int rv;
 

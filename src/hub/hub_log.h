@@ -1,0 +1,132 @@
+/* hub_log: where the hub keeps session logs and the bus.
+ *
+ * Handlers and the hub reach a session's frames and the bus's events only
+ * through these operations, so a backend other than memory (a replicated
+ * log) can stand in without touching them.  The first implementation,
+ * hub_log_memory, keeps each session's frames in its core ring and the
+ * events in one core bus, exactly as before; the per-session budget and
+ * retention (core/session.h) trim those rings.
+ *
+ * Delivery reads borrow the stored bytes (struct ring_entry, struct
+ * bus_event) until the next change of that log, so the fast path copies
+ * nothing. */
+#ifndef AGENTHUB_HUB_LOG_H
+#define AGENTHUB_HUB_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/bus.h"
+#include "core/ring.h"
+#include "core/session.h"
+
+/* What a session's log holds now. */
+struct hub_log_span {
+    uint64_t oldest; /* seq of the oldest retained frame, 0 when none */
+    uint64_t newest; /* seq of the newest frame ever appended, 0 when none */
+    uint32_t count;  /* frames retained */
+    size_t bytes;    /* their bytes */
+};
+
+struct hub_log_ops {
+    /* --- session logs --- */
+    /* Appends FRAME to S's log and wakes its watchers.  Returns its seq, or
+     * 0 when nothing was appended (memory, or S has ended). */
+    uint64_t (*append)(void *impl, struct session *s, const void *frame, size_t len,
+                       int64_t at_unix_ms);
+    /* The frame after AFTER_SEQ (see ring_next). */
+    enum ring_status (*read)(void *impl, struct session *s, uint64_t after_seq,
+                             struct ring_entry *out);
+    /* May a reader resume after AFTER_SEQ (see ring_cursor_check)? */
+    enum ring_status (*check)(void *impl, struct session *s, uint64_t after_seq);
+    /* The cursor that replays the last N retained frames. */
+    uint64_t (*tail)(void *impl, struct session *s, uint64_t n);
+    void (*span)(void *impl, struct session *s, struct hub_log_span *out);
+
+    /* --- the bus --- */
+    /* Publishes PAYLOAD.  Returns its bus seq. */
+    uint64_t (*publish)(void *impl, const void *payload, size_t len, int64_t at_unix_ms);
+    /* A cursor for a subscriber resuming after SINCE_SEQ of EPOCH (see
+     * bus_cursor_open). */
+    enum bus_status (*open)(void *impl, uint64_t since_seq, uint64_t epoch, uint64_t *cursor);
+    /* The event after CURSOR (see bus_next). */
+    enum bus_status (*next)(void *impl, uint64_t cursor, struct bus_event *out);
+    /* W is woken after each publish until unsubscribed. */
+    void (*subscribe)(void *impl, struct watcher *w);
+    void (*unsubscribe)(void *impl, struct watcher *w);
+    /* This server run's instance_epoch. */
+    uint64_t (*epoch)(void *impl);
+};
+
+struct hub_log {
+    const struct hub_log_ops *ops;
+    void *impl;
+};
+
+/* Makes LOG the in-memory implementation: each session's core ring, and
+ * BUS. */
+void hub_log_memory(struct hub_log *log, struct bus *bus);
+
+static inline uint64_t hub_log_append(const struct hub_log *log, struct session *s,
+                                      const void *frame, size_t len, int64_t at_unix_ms)
+{
+    return log->ops->append(log->impl, s, frame, len, at_unix_ms);
+}
+
+static inline enum ring_status hub_log_read(const struct hub_log *log, struct session *s,
+                                            uint64_t after_seq, struct ring_entry *out)
+{
+    return log->ops->read(log->impl, s, after_seq, out);
+}
+
+static inline enum ring_status hub_log_check(const struct hub_log *log, struct session *s,
+                                             uint64_t after_seq)
+{
+    return log->ops->check(log->impl, s, after_seq);
+}
+
+static inline uint64_t hub_log_tail(const struct hub_log *log, struct session *s, uint64_t n)
+{
+    return log->ops->tail(log->impl, s, n);
+}
+
+static inline void hub_log_span(const struct hub_log *log, struct session *s,
+                                struct hub_log_span *out)
+{
+    log->ops->span(log->impl, s, out);
+}
+
+static inline uint64_t hub_log_publish(const struct hub_log *log, const void *payload, size_t len,
+                                       int64_t at_unix_ms)
+{
+    return log->ops->publish(log->impl, payload, len, at_unix_ms);
+}
+
+static inline enum bus_status hub_log_open(const struct hub_log *log, uint64_t since_seq,
+                                           uint64_t epoch, uint64_t *cursor)
+{
+    return log->ops->open(log->impl, since_seq, epoch, cursor);
+}
+
+static inline enum bus_status hub_log_next(const struct hub_log *log, uint64_t cursor,
+                                           struct bus_event *out)
+{
+    return log->ops->next(log->impl, cursor, out);
+}
+
+static inline void hub_log_subscribe(const struct hub_log *log, struct watcher *w)
+{
+    log->ops->subscribe(log->impl, w);
+}
+
+static inline void hub_log_unsubscribe(const struct hub_log *log, struct watcher *w)
+{
+    log->ops->unsubscribe(log->impl, w);
+}
+
+static inline uint64_t hub_log_epoch(const struct hub_log *log)
+{
+    return log->ops->epoch(log->impl);
+}
+
+#endif

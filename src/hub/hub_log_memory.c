@@ -1,0 +1,85 @@
+/* hub_log_memory: session logs in each session's core ring, events in one
+ * core bus.  Every operation is the core call it names. */
+#include "hub/hub_log.h"
+
+static uint64_t memory_append(void *impl, struct session *s, const void *frame, size_t len,
+                              int64_t at_unix_ms)
+{
+    return session_append(s, frame, len, at_unix_ms);
+}
+
+static enum ring_status memory_read(void *impl, struct session *s, uint64_t after_seq,
+                                    struct ring_entry *out)
+{
+    return ring_next(session_ring(s), after_seq, out);
+}
+
+static enum ring_status memory_check(void *impl, struct session *s, uint64_t after_seq)
+{
+    return ring_cursor_check(session_ring(s), after_seq);
+}
+
+static uint64_t memory_tail(void *impl, struct session *s, uint64_t n)
+{
+    return ring_tail_cursor(session_ring(s), n);
+}
+
+static void memory_span(void *impl, struct session *s, struct hub_log_span *out)
+{
+    const struct ring *ring = session_ring(s);
+
+    out->oldest = ring_oldest_seq(ring);
+    out->newest = ring_newest_seq(ring);
+    out->count = ring_count(ring);
+    out->bytes = ring_retained_bytes(ring);
+}
+
+static uint64_t memory_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)
+{
+    return bus_publish(impl, payload, len, at_unix_ms);
+}
+
+static enum bus_status memory_open(void *impl, uint64_t since_seq, uint64_t epoch, uint64_t *cursor)
+{
+    return bus_cursor_open(impl, since_seq, epoch, cursor);
+}
+
+static enum bus_status memory_next(void *impl, uint64_t cursor, struct bus_event *out)
+{
+    return bus_next(impl, cursor, out);
+}
+
+static void memory_subscribe(void *impl, struct watcher *w)
+{
+    bus_watch(impl, w);
+}
+
+static void memory_unsubscribe(void *impl, struct watcher *w)
+{
+    bus_unwatch(impl, w);
+}
+
+static uint64_t memory_epoch(void *impl)
+{
+    return bus_epoch(impl);
+}
+
+static const struct hub_log_ops memory_ops = {
+    .append = memory_append,
+    .read = memory_read,
+    .check = memory_check,
+    .tail = memory_tail,
+    .span = memory_span,
+    .publish = memory_publish,
+    .open = memory_open,
+    .next = memory_next,
+    .subscribe = memory_subscribe,
+    .unsubscribe = memory_unsubscribe,
+    .epoch = memory_epoch,
+};
+
+void hub_log_memory(struct hub_log *log, struct bus *bus)
+{
+    log->ops = &memory_ops;
+    log->impl = bus;
+}

@@ -1,0 +1,47 @@
+/* hub_wire: how the hub's ring and bus entries are laid out on the wire.
+ *
+ * A ring entry is an AgentSessionFrame encoded without seq and at_unix_ms;
+ * a bus entry is a SubscribeEventsResponse encoded without seq, at_unix_ms
+ * and instance_epoch.  On delivery a subscriber writes those fields in
+ * front of the stored bytes (protobuf fields may come in any order), so no
+ * entry is re-encoded per subscriber.  These functions are the only place
+ * that knows the field numbers; hub_wire_check ties them to proto/. */
+#ifndef AGENTHUB_HUB_WIRE_H
+#define AGENTHUB_HUB_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/protowire.h"
+
+/* compass.v1.AgentSessionFrame fields written on delivery. */
+#define HUB_FRAME_SEQ        4
+#define HUB_FRAME_AT_UNIX_MS 5
+/* compass.v1.SubscribeEventsResponse fields written on delivery, and the
+ * session an event belongs to. */
+#define HUB_EVENT_SEQ            1
+#define HUB_EVENT_AT_UNIX_MS     2
+#define HUB_EVENT_INSTANCE_EPOCH 3
+#define HUB_EVENT_SESSION_ID     19
+
+/* Room for any prefix below. */
+#define HUB_PREFIX_MAX (3 * PROTOWIRE_VARINT_FIELD_MAX)
+
+/* Writes a ring entry's delivery prefix (seq, at_unix_ms) into OUT.
+ * Returns its length. */
+size_t hub_pane_prefix(uint8_t out[HUB_PREFIX_MAX], uint64_t seq, int64_t at_unix_ms);
+
+/* Writes a bus entry's delivery prefix (seq, at_unix_ms, instance_epoch)
+ * into OUT.  Returns its length. */
+size_t hub_event_prefix(uint8_t out[HUB_PREFIX_MAX], uint64_t seq, int64_t at_unix_ms,
+                        uint64_t epoch);
+
+/* The session id of the bus entry PAYLOAD[0..LEN).  Returns 0 with *ID and
+ * *ID_LEN (not NUL-terminated), or -1 when it has none or is malformed. */
+int hub_event_session_id(const void *payload, size_t len, const char **id, size_t *id_len);
+
+/* Checks the field numbers above against the generated descriptors.
+ * Returns 0, or -1 naming the first mismatch in WHY. */
+int hub_wire_check(char *why, size_t why_size);
+
+#endif
