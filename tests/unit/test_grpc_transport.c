@@ -11,6 +11,7 @@
 #include "grpc/grpc_transport.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "h2/h2.h"
+#include "hub/hub.h"
 #include "rpc/rpc.h"
 
 /* What the call layer asked of the transport. */
@@ -119,7 +120,7 @@ START_TEST(test_a_unary_call_runs_over_a_transport_that_is_not_h2)
     struct event_base *base = event_base_new();
     struct h2_server *h2 = h2_server_new(base, &h2_limits);
     struct grpc_server *grpc = grpc_server_new(base, h2, &grpc_limits);
-    struct rpc_context rpc;
+    struct hub rpc;
     struct fake_stream fake;
     struct grpc_door *door;
     uint8_t frame[64], body[256];
