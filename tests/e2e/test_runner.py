@@ -8,26 +8,22 @@ with protoc, and drives the public door with python3-grpcio.  Every server
 and Runner is stopped with SIGTERM and must exit 0.
 """
 
-import importlib
 import json
 import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import grpc
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("AGENTHUB_BUILD", ROOT / "build-asan"))
+import harness
+from harness import BUILD, ROOT
+
 AGENT = ROOT / "tests/agents/scripted-agent"
 PY = "/usr/bin/python3"
 COMPASS = "/compass.v1.CompassService/"
@@ -35,97 +31,28 @@ COMPASS = "/compass.v1.CompassService/"
 
 @pytest.fixture(scope="module")
 def pb():
-    """(frames_pb2, services_pb2) generated from proto/."""
-    out = Path(tempfile.mkdtemp(prefix="agenthub-runner-pb-"))
-    try:
-        subprocess.run(["protoc", "-I", str(ROOT / "proto"), "--python_out", str(out),
-                        "compass/v1/frames.proto", "compass/v1/services.proto"], check=True)
-        sys.path.insert(0, str(out))
-        try:
-            frames = importlib.import_module("compass.v1.frames_pb2")
-            services = importlib.import_module("compass.v1.services_pb2")
-        finally:
-            sys.path.remove(str(out))
-        yield frames, services
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+    """(frames_pb2, services_pb2) of harness.protos()."""
+    p = harness.protos()
+    return p.frames, p.services
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """One agenthubd; restartable on the same db and ports."""
+class Server(harness.Server):
+    """harness.Server on the demo world with every door and a blob directory
+    (blobs=False: none); stop() then start() keeps the store and ports.
+    call() makes a unary CompassService call on the public door."""
 
     def __init__(self, tmp, blobs=True):
-        if not (BUILD / "agenthubd").exists():
-            pytest.skip(f"{BUILD}/agenthubd is not built")
-        self.tmp = tmp
-        self.db = tmp / "x.db"
-        subprocess.run([str(BUILD / "agenthub"), "admin", "--db", str(self.db), "import",
-                        str(ROOT / "deploy/demo-world.json")], check=True,
-                       stdout=subprocess.DEVNULL)
-        self.blob_dir = tmp / "blobs" if blobs else None
-        if self.blob_dir:
-            self.blob_dir.mkdir()
-        self.ports = {"public": free_port(), "runner": free_port(), "metrics": free_port()}
-        self.proc = None
-        self.lines = []
-        self.start()
-
-    def addr(self, name):
-        return "127.0.0.1:%d" % self.ports[name]
+        super().__init__(world=True, blob_dir=blobs, workdir=tmp, stop_timeout=15.0)
 
     def start(self):
-        args = [str(BUILD / "agenthubd"), "--db", str(self.db), "--listen", self.addr("public"),
-                "--runner-listen", self.addr("runner"), "--metrics-listen", self.addr("metrics")]
-        if self.blob_dir:
-            args += ["--blob-dir", str(self.blob_dir)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True)
-        ready = threading.Event()
-        proc = self.proc
-
-        def drain():
-            seen = set()
-            for line in proc.stderr:
-                self.lines.append(line)
-                if line.startswith("agenthubd: listening "):
-                    seen.add(line.split()[2])
-                    if len(seen) == 3:
-                        ready.set()
-            ready.set()
-
-        threading.Thread(target=drain, daemon=True).start()
-        assert ready.wait(30) and proc.poll() is None, "agenthubd did not listen:\n" + self.log()
-        self.channel = grpc.insecure_channel(self.addr("public"))
-
-    def stop(self):
-        self.channel.close()
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=15)
-        assert rc == 0, "agenthubd exited %d:\n%s" % (rc, self.log())
-
-    def log(self):
-        return "".join(self.lines[-60:])
-
-    def metrics(self):
-        with urllib.request.urlopen("http://%s/metrics" % self.addr("metrics"), timeout=5) as r:
-            text = r.read().decode()
-        values = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                values[name] = float(value)
-        return values
+        super().start()
+        self.public_channel = self.channel()
+        return self
 
     def call(self, pb, method, request, response, token="t-alice", timeout=10):
-        fn = self.channel.unary_unary(COMPASS + method,
-                                      request_serializer=request.SerializeToString,
-                                      response_deserializer=response.FromString)
+        fn = self.public_channel.unary_unary(COMPASS + method,
+                                             request_serializer=request.SerializeToString,
+                                             response_deserializer=response.FromString)
         return fn(request, metadata=[("authorization", "Bearer " + token)], timeout=timeout)
 
 
@@ -134,7 +61,7 @@ class Runner:
         self.log_path = tmp / ("runner-%d.log" % time.monotonic_ns())
         self.log_file = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [str(BUILD / "agenthub-runner"), "--addr", server.addr("runner"), "--token",
+            [str(BUILD / "agenthub-runner"), "--addr", server.addr["runner"], "--token",
              "t-runner-1", "--session", "sess-1", "--agent", agent, "--verbose", *extra],
             stdout=subprocess.DEVNULL, stderr=self.log_file)
 
@@ -155,7 +82,7 @@ class Tail:
     def __init__(self, server, pb, session="sess-1", token="t-alice", since_seq=0, tail=0):
         frames, services = pb
         self.frames = queue.Queue()
-        fn = server.channel.unary_stream(
+        fn = server.public_channel.unary_stream(
             COMPASS + "SubscribeAgentSession",
             request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
             response_deserializer=frames.AgentSessionFrame.FromString)
@@ -579,7 +506,7 @@ def test_log_joins_the_deltas_of_one_message_into_a_paragraph(world, pb):
     script = tmp / "delta_agent.py"
     script.write_text(DELTA_AGENT)
     runner = Runner(server, tmp, "%s %s" % (PY, script))
-    env = dict(os.environ, AGENTHUB_ADDR=server.addr("public"), AGENTHUB_TOKEN="t-alice")
+    env = dict(os.environ, AGENTHUB_ADDR=server.addr["public"], AGENTHUB_TOKEN="t-alice")
     try:
         deadline = time.monotonic() + 20
         while True:
