@@ -1,8 +1,8 @@
 """Shared fixtures for the agenthub CLI end-to-end suites (test_cli_*.py).
 
-Starts agenthubd from $AGENTHUB_BUILD (default build-asan) on a fresh store
-provisioned from deploy/demo-world.json with `agenthub admin import`, and runs
-the `agenthub` binary against it.  Tokens of the demo world: t-admin (admin),
+Starts agenthubd through tests/e2e/harness.py on a fresh store provisioned
+from deploy/demo-world.json, and runs the `agenthub` binary from
+$AGENTHUB_BUILD (default build-asan) against it.  Tokens of the demo world: t-admin (admin),
 t-alice (owns sess-1), t-agent-1 (agent account of ctr-1: a producer),
 t-runner-1 (hosts ctr-1).
 """

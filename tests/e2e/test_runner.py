@@ -1,11 +1,11 @@
 """agenthub-runner end to end: the batch window, SkipBatchWindow, reconnect
 after a server restart, process evidence, blob uploads and `make demo`.
 
-Self-contained: starts agenthubd and agenthub-runner from $AGENTHUB_BUILD
-(default build-asan), provisions deploy/demo-world.json (runner-1 hosts ctr-1,
-whose session sess-1 alice owns), generates the compass.v1 Python messages
-with protoc, and drives the public door with python3-grpcio.  Every server
-and Runner is stopped with SIGTERM and must exit 0.
+Starts agenthubd through tests/e2e/harness.py on deploy/demo-world.json
+(runner-1 hosts ctr-1, whose session sess-1 alice owns) and agenthub-runner
+from $AGENTHUB_BUILD (default build-asan), and drives the public door with
+python3-grpcio.  Every server and Runner is stopped with SIGTERM and must
+exit 0.
 """
 
 import json
