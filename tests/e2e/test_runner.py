@@ -98,7 +98,7 @@ class Tail:
         except grpc.RpcError:
             pass
 
-    def wait_for(self, predicate, timeout=20, what="a frame"):
+    def read_until(self, predicate, timeout=20, what="a frame"):
         """Frames up to and including the first matching PREDICATE."""
         seen = []
         deadline = time.monotonic() + timeout
@@ -170,11 +170,11 @@ def test_batch_window_counts_1_2_then_0(world, pb):
     tail = Tail(server, pb)
     runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "1500")
     try:
-        tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+        tail.read_until(is_state(frames, "READY"), what="the idle agent")
         before = int(time.time() * 1000)
         send(server, pb, "first")
         send(server, pb, "second")
-        seen = tail.wait_for(is_reply(2), what="the agent's reply to the burst")
+        seen = tail.read_until(is_reply(2), what="the agent's reply to the burst")
         counts = batch_counts(seen)
         assert [c for c, _ in counts] == [1, 2, 0], counts
         (_, fires1), (_, fires2), (_, fires0) = counts
@@ -194,16 +194,16 @@ def test_skip_batch_window_fires_at_once(world, pb):
     runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "60000")
     skip = services.SkipBatchWindowRequest(session_id="sess-1")
     try:
-        tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+        tail.read_until(is_state(frames, "READY"), what="the idle agent")
         # No window open: a no-op, still acknowledged.
         server.call(pb, "SkipBatchWindow", skip, services.SkipBatchWindowResponse)
         send(server, pb, "hold me")
-        seen = tail.wait_for(lambda f: kind(f) == "batch_pending", what="the window arming")
+        seen = tail.read_until(lambda f: kind(f) == "batch_pending", what="the window arming")
         assert batch_counts(seen)[-1][0] == 1
         assert batch_counts(seen)[-1][1] > time.time() * 1000 + 50000
         started = time.monotonic()
         server.call(pb, "SkipBatchWindow", skip, services.SkipBatchWindowResponse)
-        seen = tail.wait_for(is_reply(1), timeout=10, what="the burst after SkipBatchWindow")
+        seen = tail.read_until(is_reply(1), timeout=10, what="the burst after SkipBatchWindow")
         assert time.monotonic() - started < 10
         assert [c for c, _ in batch_counts(seen)] == [0]
         # Only the owner (or an admin) may skip; bob is a member, not the owner.
@@ -222,9 +222,9 @@ def test_reconnects_after_restart_and_runner_seq_continues(world, pb):
     tail = Tail(server, pb)
     runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "200")
     try:
-        tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+        tail.read_until(is_state(frames, "READY"), what="the idle agent")
         send(server, pb, "before the restart")
-        tail.wait_for(is_reply(1), what="the first reply")
+        tail.read_until(is_reply(1), what="the first reply")
         tail.close()
         accepted = server.metrics()["agenthub_frames_accepted_total"]
         assert accepted >= 4
@@ -240,7 +240,7 @@ def test_reconnects_after_restart_and_runner_seq_continues(world, pb):
         last = int(enrolled[-1].rsplit("last runner_seq ", 1)[1].rstrip(")\n"))
         assert last >= accepted, enrolled
         send(server, pb, "after the restart")
-        tail.wait_for(is_reply(1), what="the reply after the restart")
+        tail.read_until(is_reply(1), what="the reply after the restart")
         m = server.metrics()
         assert m["agenthub_relay_retries_total"] == 0, m
         assert m["agenthub_relay_gaps_total"] == 0, m
@@ -347,9 +347,9 @@ def test_a_restarted_runner_continues_from_enrolls_last_runner_seq(world, pb):
                 assert time.monotonic() < deadline, status()
                 time.sleep(0.05)
             tail = Tail(server, pb, since_seq=before, tail=0 if before else 1 << 31)
-            tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+            tail.read_until(is_state(frames, "READY"), what="the idle agent")
             send(server, pb, "round %d" % round_)
-            tail.wait_for(is_reply(1), what="the reply")
+            tail.read_until(is_reply(1), what="the reply")
         finally:
             if tail:
                 tail.close()
@@ -373,7 +373,7 @@ def test_pb_agents_write_varint_delimited_agent_frames(world, pb):
     tail = Tail(server, pb)
     runner = Runner(server, tmp, PB_AGENT, "--agent-format", "pb")
     try:
-        seen = tail.wait_for(lambda f: kind(f) == "assistant_text", what="the pb frame")
+        seen = tail.read_until(lambda f: kind(f) == "assistant_text", what="the pb frame")
         assert seen[-1].event.assistant_text.text == "hi"
     finally:
         tail.close()
