@@ -22,7 +22,7 @@ import grpc
 import pytest
 
 import harness
-from harness import BUILD, ROOT
+from harness import BUILD, ROOT, wait_for
 
 AGENT = ROOT / "tests/agents/scripted-agent"
 PY = "/usr/bin/python3"
@@ -232,10 +232,8 @@ def test_reconnects_after_restart_and_runner_seq_continues(world, pb):
         server.lines.clear()
         server.start()
         tail = Tail(server, pb)
-        deadline = time.monotonic() + 30
-        while "connected its Sessions stream" not in server.log():
-            assert time.monotonic() < deadline, "the runner did not reconnect:\n" + runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: "connected its Sessions stream" in server.log(), 30, 0.1,
+                 what=lambda: "the runner did not reconnect:\n" + runner.log())
         enrolled = [l for l in server.lines if "runner runner-1 enrolled" in l]
         last = int(enrolled[-1].rsplit("last runner_seq ", 1)[1].rstrip(")\n"))
         assert last >= accepted, enrolled
@@ -265,14 +263,10 @@ def test_process_evidence_in_get_agent_status(world, pb):
     # An agent that writes nothing: only process evidence speaks for it.
     runner = Runner(server, tmp, "sleep 3")
     try:
-        deadline = time.monotonic() + 10
-        while status() != "AGENT_SESSION_STATE_READY":
-            assert time.monotonic() < deadline, status()
-            time.sleep(0.1)
-        deadline = time.monotonic() + 15
-        while status() != "AGENT_SESSION_STATE_STOPPED":
-            assert time.monotonic() < deadline, status()
-            time.sleep(0.2)
+        wait_for(lambda: status() == "AGENT_SESSION_STATE_READY", 10, 0.1,
+                 what=lambda: status())
+        wait_for(lambda: status() == "AGENT_SESSION_STATE_STOPPED", 15, 0.2,
+                 what=lambda: status())
         assert "agent exited with status 0" in runner.log()
     finally:
         runner.stop()
@@ -282,14 +276,9 @@ def test_transcript_images_are_uploaded_as_blobs(world, pb):
     server, tmp = world
     runner = Runner(server, tmp, "%s %s --speed 20" % (PY, AGENT))
     try:
-        deadline = time.monotonic() + 20
-        while not any(p.is_file() for p in server.blob_dir.rglob("*")):
-            assert time.monotonic() < deadline, "no blob was uploaded:\n" + runner.log()
-            time.sleep(0.2)
-        deadline = time.monotonic() + 10
-        while server.metrics().get("agenthub_relay_transcript_entries_total", 0) < 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_for(lambda: any(p.is_file() for p in server.blob_dir.rglob("*")), 20, 0.2,
+                 what=lambda: "no blob was uploaded:\n" + runner.log())
+        server.wait_metric("agenthub_relay_transcript_entries_total", lambda v: v >= 1, 10)
     finally:
         runner.stop()
 
@@ -298,10 +287,8 @@ def test_uploader_disables_itself_without_blob_storage(tmp_path, pb):
     server = Server(tmp_path, blobs=False)
     runner = Runner(server, tmp_path, "%s %s --speed 20" % (PY, AGENT))
     try:
-        deadline = time.monotonic() + 20
-        while server.metrics().get("agenthub_relay_transcript_entries_total", 0) < 1:
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.2)
+        wait_for(lambda: server.metric("agenthub_relay_transcript_entries_total") >= 1, 20, 0.2,
+                 what=lambda: runner.log())
         assert "UploadSessionBlob for sess-1: UNIMPLEMENTED" in runner.log()
     finally:
         runner.stop()
@@ -342,10 +329,8 @@ def test_a_restarted_runner_continues_from_enrolls_last_runner_seq(world, pb):
         try:
             # The pane of the last run ended with its agent; this run is a
             # new tail, read from where the log stood before it.
-            deadline = time.monotonic() + 20
-            while status().state != frames.AGENT_SESSION_STATE_READY:
-                assert time.monotonic() < deadline, status()
-                time.sleep(0.05)
+            wait_for(lambda: status().state == frames.AGENT_SESSION_STATE_READY, 20, 0.05,
+                     what=lambda: status())
             tail = Tail(server, pb, since_seq=before, tail=0 if before else 1 << 31)
             tail.read_until(is_state(frames, "READY"), what="the idle agent")
             send(server, pb, "round %d" % round_)
@@ -400,15 +385,12 @@ def test_resume_keeps_the_reference_on_failed_precondition(world, pb):
     answer = tmp / "answer.json"
     runner = Runner(server, tmp, "%s %s %s" % (PY, script, answer), "--session", "sess-2")
     try:
-        deadline = time.monotonic() + 20
-        while "FetchSessionBlob for sess-2: FAILED_PRECONDITION" not in runner.log():
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        refused = "FetchSessionBlob for sess-2: FAILED_PRECONDITION"
+        wait_for(lambda: refused in runner.log(), 20, 0.1, what=lambda: runner.log())
         for sid in ("sess-1", "sess-2"):  # sess-1's fetch: NOT_FOUND, kept too
             path = Path(str(answer) + "." + sid)
-            while not path.exists() or not path.read_text().endswith("\n"):
-                assert time.monotonic() < deadline, runner.log()
-                time.sleep(0.1)
+            wait_for(lambda: path.exists() and path.read_text().endswith("\n"), 20, 0.1,
+                     what=lambda: runner.log())
             got = json.loads(path.read_text())["resume_entry"]
             assert got["id"] == "r1"
             source = got["entry"]["content"][0]["source"]
@@ -436,18 +418,14 @@ def test_restart_under_load_neither_retries_nor_gaps(world, pb):
     script.write_text(CHATTY_AGENT)
     runner = Runner(server, tmp, "%s %s" % (PY, script))
     try:
-        deadline = time.monotonic() + 20
-        while server.metrics()["agenthub_frames_accepted_total"] < 300:
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: server.metrics()["agenthub_frames_accepted_total"] >= 300, 20, 0.1,
+                 what=lambda: runner.log())
         server.stop()
         time.sleep(0.5)  # frames pile up in the Runner meanwhile
         server.lines.clear()
         server.start()
-        deadline = time.monotonic() + 30
-        while server.metrics()["agenthub_frames_accepted_total"] < 300:
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: server.metrics()["agenthub_frames_accepted_total"] >= 300, 30, 0.1,
+                 what=lambda: runner.log())
         m = server.metrics()
         assert m["agenthub_relay_retries_total"] == 0, m
         assert m["agenthub_relay_gaps_total"] == 0, m
@@ -460,19 +438,15 @@ def test_start_and_stop_agent_session_run_and_stop_the_agent(world, pb):
     frames, services = pb
     runner = Runner(server, tmp, idle_agent())
     try:
-        deadline = time.monotonic() + 20
-        while "connected its Sessions stream" not in server.log():
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: "connected its Sessions stream" in server.log(), 20, 0.1,
+                 what=lambda: runner.log())
         started = server.call(pb, "StartAgentSession",
                               services.StartAgentSessionRequest(container_name="ctr-1"),
                               services.StartAgentSessionResponse)
         sid = started.session_id
         assert sid and sid != "sess-1"
-        deadline = time.monotonic() + 20
-        while "session %s: agent started" % sid not in runner.log():
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: "session %s: agent started" % sid in runner.log(), 20, 0.1,
+                 what=lambda: runner.log())
         server.call(pb, "StopAgentSession", services.StopAgentSessionRequest(session_id=sid),
                     services.StopAgentSessionResponse)
         deadline = time.monotonic() + 20
