@@ -53,9 +53,16 @@ RUNNER_LIB := $(BUILD)/librunner.a
 RUNNER_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/runner/main.c,$(RUNNER_SRC)))
 PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner
 
+# The CLI's modules without its main, for the unit suites (test_cli_*).
+CLI_LIB := $(BUILD)/libcli.a
+CLI_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/cli/main.c,$(CLI_SRC)))
+
+# One runner for every unit suite: tests/unit/main.c runs the suites listed
+# in tests/unit/test_list.h (each test_NAME.c exports NAME_suite()).
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
-UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
-UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC) tests/unit/main.c,$(wildcard tests/unit/*.c))
+UNIT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,tests/unit/main.c $(UNIT_SRC) $(UNIT_HELPER_SRC))
+UNIT_BIN := $(BUILD)/tests/unit_tests
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
@@ -108,12 +115,14 @@ $(RUNNER_LIB): $(RUNNER_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/tests/%: tests/unit/%.c $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(RUNNER_LIB) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPER_SRC)) $(RUNNER_LIB) $(LIB) $(CHECK_LIBS) $(LIBS)
+$(CLI_LIB): $(CLI_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
-# The CLI suites #include the pure src/cli modules they test.
-$(filter $(BUILD)/tests/test_cli_%,$(UNIT_BIN)): $(wildcard src/cli/*.c src/cli/*.h)
+$(BUILD)/obj/tests/unit/%.o: CFLAGS += -Itests/unit
+$(UNIT_BIN): $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(LIB) $(CHECK_LIBS) $(LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)

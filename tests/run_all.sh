@@ -1,7 +1,9 @@
 #!/bin/sh
 # `make test`: generated code check, unit suites, the same under
 # ASan+UBSan, the e2e suites, then every fuzz target for a few seconds over
-# its corpus; ends with "N passed, N failed".
+# its corpus; ends with "N passed, N failed".  Each step appends a
+# "passed failed" line to $counts: the unit runner's are Check's own totals
+# (tests/run_unit.sh), the e2e ones pytest's, the fuzz ones one per target.
 set -u
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)

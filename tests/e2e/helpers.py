@@ -1,18 +1,8 @@
 """Client-side helpers shared by the e2e suites: grpcio callables for the
 services the server exposes, and the paths the raw HTTP/2 tests use."""
-import os
-
 import grpc
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def build_dir():
-    """$AGENTHUB_BUILD (relative to the repository root), default build-asan."""
-    build = os.environ.get("AGENTHUB_BUILD", "build-asan")
-    if not os.path.isabs(build):
-        build = os.path.join(REPO, build)
-    return build
+from harness import REPO, build_dir  # noqa: F401  (for the suites)
 
 
 def read_bytes(path):

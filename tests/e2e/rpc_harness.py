@@ -1,9 +1,10 @@
 """Shared harness for the RPC-surface suites (tests/e2e/test_rpc_*.py).
 
-- gen(): the compass.v1 python modules, generated once with protoc.
-- Hub: one agenthubd from $AGENTHUB_BUILD with a world imported through
-  `agenthub admin import`; stop() SIGTERMs it and requires exit 0 within 5 s
-  (an ASan/LSan report makes the exit nonzero).
+- F, S: the compass.v1 python modules (frames, services) of harness.protos().
+- Hub: harness.Server with a world imported through `agenthub admin import`
+  (the demo world by default), a call() helper and Runner doubles; stop()
+  SIGTERMs it, requires exit 0 within 5 s with no sanitizer report, and
+  that the log shows no token, SQL text or pointer.
 - Runner: a Runner test double on grpcio: Enroll (resuming its run), the
   Sessions control stream (commands answered with the result of their kind,
   or a RunnerError), PublishEvents with its own runner_seq, and a real batch
@@ -11,50 +12,25 @@
 - Pane / Bus: background readers of SubscribeAgentSession / SubscribeEvents.
 - raw_unary(): one unary call over python3-h2, for exact header blocks.
 """
-import copy
-import importlib
 import json
-import os
 import queue
-import re
-import signal
 import socket
 import struct
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-import urllib.request
-from pathlib import Path
 
 import grpc
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("AGENTHUB_BUILD", ROOT / "build-asan"))
-STOP_TIMEOUT = 5.0
+import harness
+from harness import BUILD, ROOT, demo_world, parse_metrics, wait_for, world_with  # noqa: F401
 
-# ---------------------------------------------------------------------------
-# Generated messages
-
-_GEN_LOCK = threading.Lock()
-_GEN = {}
+STOP_TIMEOUT = harness.STOP_TIMEOUT
 
 
 def gen():
-    """(frames_pb2, services_pb2), generated once per process."""
-    with _GEN_LOCK:
-        if "mods" in _GEN:
-            return _GEN["mods"]
-        if "compass.v1.services_pb2" not in sys.modules:
-            out = tempfile.mkdtemp(prefix="agenthub-rpc-pb-")
-            subprocess.run(["protoc", "-I" + str(ROOT / "proto"), "--python_out=" + out,
-                            "compass/v1/frames.proto", "compass/v1/services.proto"], check=True)
-            sys.path.insert(0, out)
-        frames = importlib.import_module("compass.v1.frames_pb2")
-        services = importlib.import_module("compass.v1.services_pb2")
-        _GEN["mods"] = (frames, services)
-        return _GEN["mods"]
+    """(frames_pb2, services_pb2) of harness.protos()."""
+    p = harness.protos()
+    return p.frames, p.services
 
 
 F, S = gen()
@@ -158,125 +134,22 @@ def stream_error(iterator):
     raise AssertionError("stream ended OK with %d messages" % len(items))
 
 
-def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for " + what)
-        time.sleep(interval)
-
-
-# ---------------------------------------------------------------------------
-# Worlds
-
-def demo_world():
-    with open(ROOT / "deploy/demo-world.json") as f:
-        return json.load(f)
-
-
-def world_with(**extra):
-    """The demo world plus extra rows, e.g. sessions=[{...}]."""
-    world = copy.deepcopy(demo_world())
-    for key, rows in extra.items():
-        world.setdefault(key, []).extend(rows)
-    return world
-
-
 # ---------------------------------------------------------------------------
 # The server
 
-def parse_metrics(text):
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        key, _, value = line.rpartition(" ")
-        try:
-            out[key] = float(value)
-        except ValueError:
-            pass
-    return out
+class Hub(harness.Server):
+    """harness.Server on a provisioned store.  runner=False drops the Runner
+    door; metrics=False the metrics door; blob_dir=True adds a --blob-dir;
+    db= reuses another server's (already provisioned) store; other keywords
+    go to harness.Server (flags, env, hold_stderr, ...)."""
 
-
-class Hub:
-    """One agenthubd.  Flags: runner=False drops --runner-listen (no Runner
-    seam); blob_dir=True adds a --blob-dir; extra flags verbatim."""
-
-    def __init__(self, world=None, runner=True, metrics=True, blob_dir=False, flags=(),
-                 env=None, db=None):
-        binary = BUILD / "agenthubd"
-        if not binary.exists():
-            raise RuntimeError("%s is not built" % binary)
-        self.tmp = Path(tempfile.mkdtemp(prefix="agenthub-rpc-"))
-        if db is not None:  # reuse another server's store (already provisioned)
-            self.db = Path(db)
-        else:
-            self.db = self.tmp / "hub.db"
-            world_file = self.tmp / "world.json"
-            world_file.write_text(json.dumps(world if world is not None else demo_world()))
-            subprocess.run([str(BUILD / "agenthub"), "admin", "--db", str(self.db), "import",
-                            str(world_file)], check=True, capture_output=True)
-        args = [str(binary), "--db", str(self.db), "--listen", "127.0.0.1:0"]
-        if runner:
-            args += ["--runner-listen", "127.0.0.1:0"]
-        if metrics:
-            args += ["--metrics-listen", "127.0.0.1:0"]
-        self.blob_dir = None
-        if blob_dir:
-            self.blob_dir = Path(blob_dir) if isinstance(blob_dir, (str, Path)) else \
-                self.tmp / "blobs"
-            self.blob_dir.mkdir(exist_ok=True)
-            args += ["--blob-dir", str(self.blob_dir)]
-        args += list(flags)
-        full_env = dict(os.environ)
-        full_env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-        full_env.pop("AGENTHUB_FAILPOINTS", None)
-        if env:
-            full_env.update(env)
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, env=full_env)
-        self.lines = []
-        self.addr = {}
-        self._ready = threading.Event()
-        self._want = {"public"} | ({"runner"} if runner else set()) | (
-            {"metrics"} if metrics else set())
-        self._reader = threading.Thread(target=self._drain, daemon=True)
-        self._reader.start()
-        self.channels = []
+    def __init__(self, world=None, runner=True, metrics=True, db=None, **kwargs):
         self.runners = []
-        if not self._ready.wait(30) or not self._want <= set(self.addr):
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError("agenthubd did not listen:\n" + self.stderr())
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.lines.append(line)
-            if line.startswith("agenthubd: listening "):
-                parts = line.split()
-                self.addr[parts[2]] = parts[3]
-                if self._want <= set(self.addr):
-                    self._ready.set()
-        self._ready.set()
-
-    def stderr(self):
-        return "".join(self.lines)
-
-    @property
-    def public(self):
-        return self.addr["public"]
-
-    @property
-    def runner_addr(self):
-        return self.addr["runner"]
-
-    def channel(self, door="public"):
-        ch = grpc.insecure_channel(self.addr[door])
-        self.channels.append(ch)
-        return ch
+        doors = ("public",) + (("runner",) if runner else ()) + (("metrics",) if metrics else ())
+        if db is None and world is None:
+            world = True
+        kwargs.setdefault("check_log", True)
+        super().__init__(world=world, doors=doors, db=db, **kwargs)
 
     def call(self, name, request, token=None, door=None, timeout=10, **kwargs):
         """A unary call; door defaults to runner for RunnerService."""
@@ -291,46 +164,17 @@ class Hub:
         return method(self._ch[door], name)(request, metadata=auth(token), timeout=timeout,
                                              **kwargs)
 
-    def metrics(self):
-        with urllib.request.urlopen("http://%s/metrics" % self.addr["metrics"], timeout=5) as r:
-            return parse_metrics(r.read().decode())
-
-    def metric(self, key):
-        return self.metrics().get(key, 0.0)
-
-    def wait_metric(self, key, predicate, timeout=10.0):
-        return wait_for(lambda: predicate(self.metric(key)), timeout,
-                        what="%s (now %s)" % (key, self.metric(key)))
-
     def runner(self, runner_id="runner-1", token=None, **kwargs):
         r = Runner(self, runner_id, token or "t-" + runner_id, **kwargs)
         self.runners.append(r)
         return r
 
     def stop(self):
-        """SIGTERM; exit status 0 within 5 s is required."""
-        for r in self.runners:
-            r.close()
-        for ch in self.channels:
-            ch.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            self._reader.join(5)
-            raise AssertionError("agenthubd did not exit within %.0f s of SIGTERM:\n%s" %
-                                 (STOP_TIMEOUT, self.stderr()[-6000:]))
-        self._reader.join(5)
-        assert rc == 0, "agenthubd exit %d:\n%s" % (rc, self.stderr()[-12000:])
-        # No token, SQL text or stack address in any log line.
-        log = self.stderr()
-        leak = re.search(r"(?<![\w-])t-(admin|alice|bob|carol|agent-\d|runner-\d|wrong)\b|"
-                         r"\b(SELECT|INSERT INTO|DELETE FROM)\b|0x[0-9a-f]{8,}", log)
-        assert not leak, "the log leaks %r:\n%s" % (leak.group(0), log[-4000:])
-        return rc
+        """Closes the Runner doubles, then harness.Server.stop()."""
+        if not self.stopped:
+            for r in self.runners:
+                r.close()
+        return super().stop()
 
 
 def hub_fixture(**kwargs):

@@ -402,9 +402,8 @@ def test_spool_survives_a_server_restart(tmp_path):
     """Server stopped, three hooks fire (spooled), server restarted on the same
     db and ports, the fourth fires: all four records arrive in order."""
     (tmp_path / "srv").mkdir()
-    srv = Server(tmp_path / "srv").start(f"127.0.0.1:{free_port()}",
-                                         f"127.0.0.1:{free_port()}")
-    public, runner = srv.public, srv.runner
+    srv = Server(tmp_path / "srv")
+    public, runner = srv.public, srv.runner_addr
     try:
         terminal = srv.terminal()
         spool = tmp_path / "spool.jsonl"
@@ -416,8 +415,8 @@ def test_spool_survives_a_server_restart(tmp_path):
             h.fire(events[name])
         ops = [json.loads(line) for line in spool.read_text().splitlines()]
         assert [o["op"] for o in ops] == ["open", "append", "append", "append"]
-        srv.start(public, runner)
-        assert (srv.public, srv.runner) == (public, runner)
+        srv.start()  # the same store and ports
+        assert (srv.public, srv.runner_addr) == (public, runner)
         h.fire(events["PostToolUse"])
         assert spooled(spool) == [] and spool_files(spool) == []
         assert records(srv, sid) == [("session_start", {"source": "startup"}),
@@ -547,16 +546,15 @@ def down_then_up(tmp_path, extra=()):
     """A server with a terminal and an open claude session, then stopped:
     (server, hooks, sid, restart)."""
     (tmp_path / "srv").mkdir()
-    srv = Server(tmp_path / "srv", extra=list(extra)).start(f"127.0.0.1:{free_port()}",
-                                                             f"127.0.0.1:{free_port()}")
-    public, runner = srv.public, srv.runner
+    srv = Server(tmp_path / "srv", extra=list(extra))
+    public, runner = srv.public, srv.runner_addr
     h = Hooks(srv, srv.terminal(), tmp_path / "spool.jsonl")
     sid = started(h)
     srv.stop()
 
     def restart():
-        srv.start(public, runner)
-        assert (srv.public, srv.runner) == (public, runner)
+        srv.start()  # the same store and ports
+        assert (srv.public, srv.runner_addr) == (public, runner)
     return srv, h, sid, restart
 
 

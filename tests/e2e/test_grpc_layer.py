@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 import rawh2
-from helpers import (BIDI, CHECK, REPO, SERVER_STREAM, UNARY, UNLIMITED, Echo, Health, build_dir,
+from helpers import (BIDI, CHECK, REPO, SERVER_STREAM, UNARY, UNLIMITED, Echo, Health,
                      calls_key, vm_rss_kib,
                      rpc_error)
 from rawh2 import grpc_frame
@@ -218,11 +218,7 @@ def test_grpc_js_with_compression_on_makes_every_kind_of_call(start_server, algo
     falls back to identity) against a provisioned server."""
     assert os.path.isdir(os.path.join(NODE_TESTS, "node_modules", "@grpc", "grpc-js")), \
         "tests/node has no node_modules: run make deps"
-    s = start_server()
-    subprocess.run([os.path.join(build_dir(), "agenthub"), "admin", "--db",
-                    os.path.join(s.workdir, "db"), "import",
-                    os.path.join(REPO, "deploy", "demo-world.json")], check=True,
-                   stdout=subprocess.DEVNULL)
+    s = start_server(world=True)
     out = subprocess.run(["node", os.path.join(NODE_TESTS, "grpc_compression.mjs"), s.public,
                           os.path.join(REPO, "proto"), algorithm, "t-alice"],
                          capture_output=True, text=True, timeout=120)

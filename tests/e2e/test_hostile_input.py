@@ -34,7 +34,7 @@ MAX_SEQ = 2 ** 63 - 1
 
 def good_client(hub, pb):
     client = GoodClient(hub.public, pb)
-    hub.channels.append(client.channel)
+    hub.track(client.channel)
     return client
 
 
@@ -109,24 +109,10 @@ def test_client_strings_reach_the_log_as_one_escaped_line_each(start_hub, pb):
     assert_every_line_is_the_servers(h)
 
 
-class StalledHub(Hub):
+def stalled_hub(**kwargs):
     """A Hub whose stderr pipe is read up to the listening lines, then left
-    alone until resume is set."""
-
-    def __init__(self, **kwargs):
-        self.resume = threading.Event()
-        super().__init__(**kwargs)
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.lines.append(line)
-            if line.startswith("agenthubd: listening "):
-                parts = line.split()
-                self.addr[parts[2]] = parts[3]
-                if self._want <= set(self.addr):
-                    self._ready.set()
-                    self.resume.wait()
-        self._ready.set()
+    alone until h.hold_stderr is set."""
+    return Hub(hold_stderr=threading.Event(), **kwargs)
 
 
 F_SETPIPE_SZ = 1031
@@ -163,7 +149,7 @@ def flood_while_served(hub, runner, good, frames):
 def test_a_stderr_nobody_reads_never_stalls_the_server(pb):
     # ASan keeps freed blocks in a quarantine that grows with every request;
     # without it VmRSS shows what the server really holds.
-    h = StalledHub(env={"ASAN_OPTIONS": "detect_leaks=1:quarantine_size_mb=0"})
+    h = stalled_hub(env={"ASAN_OPTIONS": "detect_leaks=1:quarantine_size_mb=0"})
     try:
         stall(h)
         good = good_client(h, pb)
@@ -186,7 +172,7 @@ def test_a_stderr_nobody_reads_never_stalls_the_server(pb):
 
         # A reader comes back: what was buffered arrives, then one line
         # saying how many were dropped, then the log carries on.
-        h.resume.set()
+        h.hold_stderr.set()
         summary = wait_for(lambda: [line for line in h.lines if "dropped" in line],
                            what="the dropped-lines summary")
         assert summary == ["agenthubd: warn: %d log line(s) dropped: stderr was not taking "
@@ -197,12 +183,12 @@ def test_a_stderr_nobody_reads_never_stalls_the_server(pb):
         assert len(unknown) == total - dropped
         good.assert_served()
     finally:
-        h.resume.set()
+        h.hold_stderr.set()
         h.stop()
 
 
 def test_sigterm_with_a_stalled_stderr_still_exits_promptly(pb):
-    h = StalledHub()
+    h = stalled_hub()
     try:
         stall(h)
         good = good_client(h, pb)
@@ -213,13 +199,12 @@ def test_sigterm_with_a_stalled_stderr_still_exits_promptly(pb):
         assert h.metrics()["agenthub_log_lines_dropped_total"] > 0
         for x in h.runners:
             x.close()
-        for ch in h.channels:
-            ch.close()
-        h.runners, h.channels = [], []
+        h.close_clients()
+        h.runners = []
         h.proc.send_signal(signal.SIGTERM)
         assert h.proc.wait(5) == 0  # nobody reads stderr even now
     finally:
-        h.resume.set()
+        h.hold_stderr.set()
         h.stop()
 
 

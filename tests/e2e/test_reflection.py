@@ -1,27 +1,16 @@
 """gRPC server reflection (grpc.reflection.v1 and v1alpha) end to end.
 
-Self-contained: starts agenthubd from $AGENTHUB_BUILD (default build-asan),
-generates Python messages for reflection.proto with protoc into a temp dir
-(under another file name, since a Python package named `grpc` would shadow
-grpcio), and talks ServerReflectionInfo the way grpcurl does.
+Starts agenthubd through tests/e2e/harness.py, takes the reflection.proto
+messages from harness.protos() (generated under another file name, since a
+Python package named `grpc` would shadow grpcio), and talks
+ServerReflectionInfo the way grpcurl does.
 """
-
-import importlib
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
-from pathlib import Path
 
 import grpc
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("AGENTHUB_BUILD", ROOT / "build-asan"))
+import harness
 V1 = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
 V1ALPHA = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 NOT_FOUND = 5
@@ -29,63 +18,19 @@ NOT_FOUND = 5
 
 @pytest.fixture(scope="module")
 def pb():
-    """The generated grpc.reflection.v1 message module."""
-    tmp = Path(tempfile.mkdtemp(prefix="agenthub-refl-pb-"))
-    try:
-        (tmp / "src").mkdir()
-        (tmp / "out").mkdir()
-        shutil.copy(ROOT / "proto/grpc/reflection/v1/reflection.proto",
-                    tmp / "src/agenthub_reflection_v1.proto")
-        subprocess.run(["protoc", "-I", str(tmp / "src"), "--python_out", str(tmp / "out"),
-                        "agenthub_reflection_v1.proto"], check=True)
-        sys.path.insert(0, str(tmp / "out"))
-        try:
-            module = importlib.import_module("agenthub_reflection_v1_pb2")
-        finally:
-            sys.path.remove(str(tmp / "out"))
-        yield module
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    """The generated grpc.reflection.v1 message module (harness.protos())."""
+    return harness.protos().reflection
 
 
 @pytest.fixture(scope="module")
 def server():
-    """A running agenthubd; yields its public HOST:PORT."""
-    binary = BUILD / "agenthubd"
-    if not binary.exists():
-        pytest.skip(f"{binary} is not built")
-    tmp = Path(tempfile.mkdtemp(prefix="agenthub-refl-"))
-    proc = subprocess.Popen([str(binary), "--db", str(tmp / "x.db"), "--listen", "127.0.0.1:0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lines = []
-    found = threading.Event()
-    address = []
-
-    def drain():
-        for line in proc.stderr:
-            lines.append(line)
-            if line.startswith("agenthubd: listening public "):
-                address.append(line.split()[-1])
-                found.set()
-        found.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    """A running agenthubd with the public door only; yields its HOST:PORT.
+    A sanitizer report (a leak of the index, say) fails its stop."""
+    s = harness.Server(doors=("public",), stop_timeout=20.0)
     try:
-        assert found.wait(30) and address, "agenthubd did not listen:\n" + "".join(lines)
-        yield address[0]
+        yield s.public
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait()
-        reader.join(5)
-        shutil.rmtree(tmp, ignore_errors=True)
-    # A sanitizer report (a leak of the index, say) makes the exit nonzero.
-    assert rc == 0, "agenthubd exit %d:\n%s" % (rc, "".join(lines[-40:]))
+        s.stop()
 
 
 @pytest.fixture()
@@ -262,7 +207,7 @@ def test_each_door_lists_only_the_services_it_serves(start_server, pb):
     common = ["compass.v1.ResourceService", "grpc.health.v1.Health",
               "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]
     public = door_services(s.public, pb)
-    runner = door_services(s.runner, pb)
+    runner = door_services(s.runner_addr, pb)
     for name in common:
         assert name in public and name in runner, (name, public, runner)
     assert "compass.v1.CompassService" in public

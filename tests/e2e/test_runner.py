@@ -1,33 +1,29 @@
 """agenthub-runner end to end: the batch window, SkipBatchWindow, reconnect
 after a server restart, process evidence, blob uploads and `make demo`.
 
-Self-contained: starts agenthubd and agenthub-runner from $AGENTHUB_BUILD
-(default build-asan), provisions deploy/demo-world.json (runner-1 hosts ctr-1,
-whose session sess-1 alice owns), generates the compass.v1 Python messages
-with protoc, and drives the public door with python3-grpcio.  Every server
-and Runner is stopped with SIGTERM and must exit 0.
+Starts agenthubd through tests/e2e/harness.py on deploy/demo-world.json
+(runner-1 hosts ctr-1, whose session sess-1 alice owns) and agenthub-runner
+from $AGENTHUB_BUILD (default build-asan), and drives the public door with
+python3-grpcio.  Every server and Runner is stopped with SIGTERM and must
+exit 0.
 """
 
-import importlib
 import json
 import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import grpc
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("AGENTHUB_BUILD", ROOT / "build-asan"))
+import harness
+from harness import BUILD, ROOT, wait_for
+
 AGENT = ROOT / "tests/agents/scripted-agent"
 PY = "/usr/bin/python3"
 COMPASS = "/compass.v1.CompassService/"
@@ -35,97 +31,28 @@ COMPASS = "/compass.v1.CompassService/"
 
 @pytest.fixture(scope="module")
 def pb():
-    """(frames_pb2, services_pb2) generated from proto/."""
-    out = Path(tempfile.mkdtemp(prefix="agenthub-runner-pb-"))
-    try:
-        subprocess.run(["protoc", "-I", str(ROOT / "proto"), "--python_out", str(out),
-                        "compass/v1/frames.proto", "compass/v1/services.proto"], check=True)
-        sys.path.insert(0, str(out))
-        try:
-            frames = importlib.import_module("compass.v1.frames_pb2")
-            services = importlib.import_module("compass.v1.services_pb2")
-        finally:
-            sys.path.remove(str(out))
-        yield frames, services
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+    """(frames_pb2, services_pb2) of harness.protos()."""
+    p = harness.protos()
+    return p.frames, p.services
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """One agenthubd; restartable on the same db and ports."""
+class Server(harness.Server):
+    """harness.Server on the demo world with every door and a blob directory
+    (blobs=False: none); stop() then start() keeps the store and ports.
+    call() makes a unary CompassService call on the public door."""
 
     def __init__(self, tmp, blobs=True):
-        if not (BUILD / "agenthubd").exists():
-            pytest.skip(f"{BUILD}/agenthubd is not built")
-        self.tmp = tmp
-        self.db = tmp / "x.db"
-        subprocess.run([str(BUILD / "agenthub"), "admin", "--db", str(self.db), "import",
-                        str(ROOT / "deploy/demo-world.json")], check=True,
-                       stdout=subprocess.DEVNULL)
-        self.blob_dir = tmp / "blobs" if blobs else None
-        if self.blob_dir:
-            self.blob_dir.mkdir()
-        self.ports = {"public": free_port(), "runner": free_port(), "metrics": free_port()}
-        self.proc = None
-        self.lines = []
-        self.start()
-
-    def addr(self, name):
-        return "127.0.0.1:%d" % self.ports[name]
+        super().__init__(world=True, blob_dir=blobs, workdir=tmp, stop_timeout=15.0)
 
     def start(self):
-        args = [str(BUILD / "agenthubd"), "--db", str(self.db), "--listen", self.addr("public"),
-                "--runner-listen", self.addr("runner"), "--metrics-listen", self.addr("metrics")]
-        if self.blob_dir:
-            args += ["--blob-dir", str(self.blob_dir)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True)
-        ready = threading.Event()
-        proc = self.proc
-
-        def drain():
-            seen = set()
-            for line in proc.stderr:
-                self.lines.append(line)
-                if line.startswith("agenthubd: listening "):
-                    seen.add(line.split()[2])
-                    if len(seen) == 3:
-                        ready.set()
-            ready.set()
-
-        threading.Thread(target=drain, daemon=True).start()
-        assert ready.wait(30) and proc.poll() is None, "agenthubd did not listen:\n" + self.log()
-        self.channel = grpc.insecure_channel(self.addr("public"))
-
-    def stop(self):
-        self.channel.close()
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=15)
-        assert rc == 0, "agenthubd exited %d:\n%s" % (rc, self.log())
-
-    def log(self):
-        return "".join(self.lines[-60:])
-
-    def metrics(self):
-        with urllib.request.urlopen("http://%s/metrics" % self.addr("metrics"), timeout=5) as r:
-            text = r.read().decode()
-        values = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                values[name] = float(value)
-        return values
+        super().start()
+        self.public_channel = self.channel()
+        return self
 
     def call(self, pb, method, request, response, token="t-alice", timeout=10):
-        fn = self.channel.unary_unary(COMPASS + method,
-                                      request_serializer=request.SerializeToString,
-                                      response_deserializer=response.FromString)
+        fn = self.public_channel.unary_unary(COMPASS + method,
+                                             request_serializer=request.SerializeToString,
+                                             response_deserializer=response.FromString)
         return fn(request, metadata=[("authorization", "Bearer " + token)], timeout=timeout)
 
 
@@ -134,7 +61,7 @@ class Runner:
         self.log_path = tmp / ("runner-%d.log" % time.monotonic_ns())
         self.log_file = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [str(BUILD / "agenthub-runner"), "--addr", server.addr("runner"), "--token",
+            [str(BUILD / "agenthub-runner"), "--addr", server.addr["runner"], "--token",
              "t-runner-1", "--session", "sess-1", "--agent", agent, "--verbose", *extra],
             stdout=subprocess.DEVNULL, stderr=self.log_file)
 
@@ -155,7 +82,7 @@ class Tail:
     def __init__(self, server, pb, session="sess-1", token="t-alice", since_seq=0, tail=0):
         frames, services = pb
         self.frames = queue.Queue()
-        fn = server.channel.unary_stream(
+        fn = server.public_channel.unary_stream(
             COMPASS + "SubscribeAgentSession",
             request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
             response_deserializer=frames.AgentSessionFrame.FromString)
@@ -171,7 +98,7 @@ class Tail:
         except grpc.RpcError:
             pass
 
-    def wait_for(self, predicate, timeout=20, what="a frame"):
+    def read_until(self, predicate, timeout=20, what="a frame"):
         """Frames up to and including the first matching PREDICATE."""
         seen = []
         deadline = time.monotonic() + timeout
@@ -243,11 +170,11 @@ def test_batch_window_counts_1_2_then_0(world, pb):
     tail = Tail(server, pb)
     runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "1500")
     try:
-        tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+        tail.read_until(is_state(frames, "READY"), what="the idle agent")
         before = int(time.time() * 1000)
         send(server, pb, "first")
         send(server, pb, "second")
-        seen = tail.wait_for(is_reply(2), what="the agent's reply to the burst")
+        seen = tail.read_until(is_reply(2), what="the agent's reply to the burst")
         counts = batch_counts(seen)
         assert [c for c, _ in counts] == [1, 2, 0], counts
         (_, fires1), (_, fires2), (_, fires0) = counts
@@ -267,16 +194,16 @@ def test_skip_batch_window_fires_at_once(world, pb):
     runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "60000")
     skip = services.SkipBatchWindowRequest(session_id="sess-1")
     try:
-        tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+        tail.read_until(is_state(frames, "READY"), what="the idle agent")
         # No window open: a no-op, still acknowledged.
         server.call(pb, "SkipBatchWindow", skip, services.SkipBatchWindowResponse)
         send(server, pb, "hold me")
-        seen = tail.wait_for(lambda f: kind(f) == "batch_pending", what="the window arming")
+        seen = tail.read_until(lambda f: kind(f) == "batch_pending", what="the window arming")
         assert batch_counts(seen)[-1][0] == 1
         assert batch_counts(seen)[-1][1] > time.time() * 1000 + 50000
         started = time.monotonic()
         server.call(pb, "SkipBatchWindow", skip, services.SkipBatchWindowResponse)
-        seen = tail.wait_for(is_reply(1), timeout=10, what="the burst after SkipBatchWindow")
+        seen = tail.read_until(is_reply(1), timeout=10, what="the burst after SkipBatchWindow")
         assert time.monotonic() - started < 10
         assert [c for c, _ in batch_counts(seen)] == [0]
         # Only the owner (or an admin) may skip; bob is a member, not the owner.
@@ -295,9 +222,9 @@ def test_reconnects_after_restart_and_runner_seq_continues(world, pb):
     tail = Tail(server, pb)
     runner = Runner(server, tmp, idle_agent(), "--batch-window-ms", "200")
     try:
-        tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+        tail.read_until(is_state(frames, "READY"), what="the idle agent")
         send(server, pb, "before the restart")
-        tail.wait_for(is_reply(1), what="the first reply")
+        tail.read_until(is_reply(1), what="the first reply")
         tail.close()
         accepted = server.metrics()["agenthub_frames_accepted_total"]
         assert accepted >= 4
@@ -305,15 +232,13 @@ def test_reconnects_after_restart_and_runner_seq_continues(world, pb):
         server.lines.clear()
         server.start()
         tail = Tail(server, pb)
-        deadline = time.monotonic() + 30
-        while "connected its Sessions stream" not in server.log():
-            assert time.monotonic() < deadline, "the runner did not reconnect:\n" + runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: "connected its Sessions stream" in server.log(), 30, 0.1,
+                 what=lambda: "the runner did not reconnect:\n" + runner.log())
         enrolled = [l for l in server.lines if "runner runner-1 enrolled" in l]
         last = int(enrolled[-1].rsplit("last runner_seq ", 1)[1].rstrip(")\n"))
         assert last >= accepted, enrolled
         send(server, pb, "after the restart")
-        tail.wait_for(is_reply(1), what="the reply after the restart")
+        tail.read_until(is_reply(1), what="the reply after the restart")
         m = server.metrics()
         assert m["agenthub_relay_retries_total"] == 0, m
         assert m["agenthub_relay_gaps_total"] == 0, m
@@ -338,14 +263,10 @@ def test_process_evidence_in_get_agent_status(world, pb):
     # An agent that writes nothing: only process evidence speaks for it.
     runner = Runner(server, tmp, "sleep 3")
     try:
-        deadline = time.monotonic() + 10
-        while status() != "AGENT_SESSION_STATE_READY":
-            assert time.monotonic() < deadline, status()
-            time.sleep(0.1)
-        deadline = time.monotonic() + 15
-        while status() != "AGENT_SESSION_STATE_STOPPED":
-            assert time.monotonic() < deadline, status()
-            time.sleep(0.2)
+        wait_for(lambda: status() == "AGENT_SESSION_STATE_READY", 10, 0.1,
+                 what=lambda: status())
+        wait_for(lambda: status() == "AGENT_SESSION_STATE_STOPPED", 15, 0.2,
+                 what=lambda: status())
         assert "agent exited with status 0" in runner.log()
     finally:
         runner.stop()
@@ -355,14 +276,9 @@ def test_transcript_images_are_uploaded_as_blobs(world, pb):
     server, tmp = world
     runner = Runner(server, tmp, "%s %s --speed 20" % (PY, AGENT))
     try:
-        deadline = time.monotonic() + 20
-        while not any(p.is_file() for p in server.blob_dir.rglob("*")):
-            assert time.monotonic() < deadline, "no blob was uploaded:\n" + runner.log()
-            time.sleep(0.2)
-        deadline = time.monotonic() + 10
-        while server.metrics().get("agenthub_relay_transcript_entries_total", 0) < 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_for(lambda: any(p.is_file() for p in server.blob_dir.rglob("*")), 20, 0.2,
+                 what=lambda: "no blob was uploaded:\n" + runner.log())
+        server.wait_metric("agenthub_relay_transcript_entries_total", lambda v: v >= 1, 10)
     finally:
         runner.stop()
 
@@ -371,10 +287,8 @@ def test_uploader_disables_itself_without_blob_storage(tmp_path, pb):
     server = Server(tmp_path, blobs=False)
     runner = Runner(server, tmp_path, "%s %s --speed 20" % (PY, AGENT))
     try:
-        deadline = time.monotonic() + 20
-        while server.metrics().get("agenthub_relay_transcript_entries_total", 0) < 1:
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.2)
+        wait_for(lambda: server.metric("agenthub_relay_transcript_entries_total") >= 1, 20, 0.2,
+                 what=lambda: runner.log())
         assert "UploadSessionBlob for sess-1: UNIMPLEMENTED" in runner.log()
     finally:
         runner.stop()
@@ -415,14 +329,12 @@ def test_a_restarted_runner_continues_from_enrolls_last_runner_seq(world, pb):
         try:
             # The pane of the last run ended with its agent; this run is a
             # new tail, read from where the log stood before it.
-            deadline = time.monotonic() + 20
-            while status().state != frames.AGENT_SESSION_STATE_READY:
-                assert time.monotonic() < deadline, status()
-                time.sleep(0.05)
+            wait_for(lambda: status().state == frames.AGENT_SESSION_STATE_READY, 20, 0.05,
+                     what=lambda: status())
             tail = Tail(server, pb, since_seq=before, tail=0 if before else 1 << 31)
-            tail.wait_for(is_state(frames, "READY"), what="the idle agent")
+            tail.read_until(is_state(frames, "READY"), what="the idle agent")
             send(server, pb, "round %d" % round_)
-            tail.wait_for(is_reply(1), what="the reply")
+            tail.read_until(is_reply(1), what="the reply")
         finally:
             if tail:
                 tail.close()
@@ -446,7 +358,7 @@ def test_pb_agents_write_varint_delimited_agent_frames(world, pb):
     tail = Tail(server, pb)
     runner = Runner(server, tmp, PB_AGENT, "--agent-format", "pb")
     try:
-        seen = tail.wait_for(lambda f: kind(f) == "assistant_text", what="the pb frame")
+        seen = tail.read_until(lambda f: kind(f) == "assistant_text", what="the pb frame")
         assert seen[-1].event.assistant_text.text == "hi"
     finally:
         tail.close()
@@ -473,15 +385,12 @@ def test_resume_keeps_the_reference_on_failed_precondition(world, pb):
     answer = tmp / "answer.json"
     runner = Runner(server, tmp, "%s %s %s" % (PY, script, answer), "--session", "sess-2")
     try:
-        deadline = time.monotonic() + 20
-        while "FetchSessionBlob for sess-2: FAILED_PRECONDITION" not in runner.log():
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        refused = "FetchSessionBlob for sess-2: FAILED_PRECONDITION"
+        wait_for(lambda: refused in runner.log(), 20, 0.1, what=lambda: runner.log())
         for sid in ("sess-1", "sess-2"):  # sess-1's fetch: NOT_FOUND, kept too
             path = Path(str(answer) + "." + sid)
-            while not path.exists() or not path.read_text().endswith("\n"):
-                assert time.monotonic() < deadline, runner.log()
-                time.sleep(0.1)
+            wait_for(lambda: path.exists() and path.read_text().endswith("\n"), 20, 0.1,
+                     what=lambda: runner.log())
             got = json.loads(path.read_text())["resume_entry"]
             assert got["id"] == "r1"
             source = got["entry"]["content"][0]["source"]
@@ -509,18 +418,14 @@ def test_restart_under_load_neither_retries_nor_gaps(world, pb):
     script.write_text(CHATTY_AGENT)
     runner = Runner(server, tmp, "%s %s" % (PY, script))
     try:
-        deadline = time.monotonic() + 20
-        while server.metrics()["agenthub_frames_accepted_total"] < 300:
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: server.metrics()["agenthub_frames_accepted_total"] >= 300, 20, 0.1,
+                 what=lambda: runner.log())
         server.stop()
         time.sleep(0.5)  # frames pile up in the Runner meanwhile
         server.lines.clear()
         server.start()
-        deadline = time.monotonic() + 30
-        while server.metrics()["agenthub_frames_accepted_total"] < 300:
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: server.metrics()["agenthub_frames_accepted_total"] >= 300, 30, 0.1,
+                 what=lambda: runner.log())
         m = server.metrics()
         assert m["agenthub_relay_retries_total"] == 0, m
         assert m["agenthub_relay_gaps_total"] == 0, m
@@ -533,19 +438,15 @@ def test_start_and_stop_agent_session_run_and_stop_the_agent(world, pb):
     frames, services = pb
     runner = Runner(server, tmp, idle_agent())
     try:
-        deadline = time.monotonic() + 20
-        while "connected its Sessions stream" not in server.log():
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: "connected its Sessions stream" in server.log(), 20, 0.1,
+                 what=lambda: runner.log())
         started = server.call(pb, "StartAgentSession",
                               services.StartAgentSessionRequest(container_name="ctr-1"),
                               services.StartAgentSessionResponse)
         sid = started.session_id
         assert sid and sid != "sess-1"
-        deadline = time.monotonic() + 20
-        while "session %s: agent started" % sid not in runner.log():
-            assert time.monotonic() < deadline, runner.log()
-            time.sleep(0.1)
+        wait_for(lambda: "session %s: agent started" % sid in runner.log(), 20, 0.1,
+                 what=lambda: runner.log())
         server.call(pb, "StopAgentSession", services.StopAgentSessionRequest(session_id=sid),
                     services.StopAgentSessionResponse)
         deadline = time.monotonic() + 20
@@ -579,7 +480,7 @@ def test_log_joins_the_deltas_of_one_message_into_a_paragraph(world, pb):
     script = tmp / "delta_agent.py"
     script.write_text(DELTA_AGENT)
     runner = Runner(server, tmp, "%s %s" % (PY, script))
-    env = dict(os.environ, AGENTHUB_ADDR=server.addr("public"), AGENTHUB_TOKEN="t-alice")
+    env = dict(os.environ, AGENTHUB_ADDR=server.addr["public"], AGENTHUB_TOKEN="t-alice")
     try:
         deadline = time.monotonic() + 20
         while True:

@@ -49,7 +49,7 @@ def test_health_check_over_tls(start_server, tls_dir, pb):
     # The runner door serves TLS too.
     creds = grpc.ssl_channel_credentials(root_certificates=read_bytes(tls_dir.server_crt))
     runner = server.track(grpc.secure_channel(
-        server.runner, creds, options=[("grpc.ssl_target_name_override", "localhost")]))
+        server.runner_addr, creds, options=[("grpc.ssl_target_name_override", "localhost")]))
     assert Health(runner, pb).status() == Health.SERVING
     # A plaintext client gets nowhere on a TLS port.
     err = rpc_error(Health(server.channel(), pb).check, timeout=3)

@@ -490,7 +490,7 @@ START_TEST(cli_changes_reach_a_running_store_on_its_next_call)
 }
 END_TEST
 
-static Suite *admin_suite(void)
+Suite *admin_suite(void)
 {
     Suite *s = suite_create("admin");
     TCase *tc = tcase_create("import");
@@ -519,15 +519,4 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, cli_changes_reach_a_running_store_on_its_next_call);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(admin_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

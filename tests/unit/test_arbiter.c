@@ -288,12 +288,10 @@ START_TEST(state_words_and_names_round_trip)
 }
 END_TEST
 
-int main(void)
+Suite *arbiter_suite(void)
 {
     Suite *s = suite_create("arbiter");
     TCase *tc = tcase_create("rules");
-    SRunner *sr;
-    int failed;
     int nrules = (int)(sizeof(record_rules) / sizeof(record_rules[0]));
     int nscreen = (int)(sizeof(screen_rows) / sizeof(screen_rows[0]));
 
@@ -312,9 +310,5 @@ int main(void)
     tcase_add_test(tc, state_words_and_names_round_trip);
     tcase_add_test(tc, wire_evidence_ranks_map_to_process_and_screen);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

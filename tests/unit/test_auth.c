@@ -198,7 +198,7 @@ START_TEST(token_failpoint_faults_authentication)
 END_TEST
 #endif
 
-static Suite *auth_suite(void)
+Suite *auth_suite(void)
 {
     Suite *s = suite_create("auth");
     TCase *tc = tcase_create("header");
@@ -223,15 +223,4 @@ static Suite *auth_suite(void)
 #endif
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(auth_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

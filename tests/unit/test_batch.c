@@ -208,12 +208,10 @@ START_TEST(fire_callback_may_mark_agent_running)
 }
 END_TEST
 
-int main(void)
+Suite *batch_suite(void)
 {
     Suite *s = suite_create("batch");
     TCase *tc = tcase_create("window");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, burst_arms_rearms_then_fires_with_counts_1_2_0);
     tcase_add_test(tc, next_deadline_tracks_rearm);
@@ -224,9 +222,5 @@ int main(void)
     tcase_add_test(tc, agent_end_closes_window_without_count_zero);
     tcase_add_test(tc, fire_callback_may_mark_agent_running);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

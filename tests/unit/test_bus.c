@@ -227,12 +227,10 @@ START_TEST(publish_from_a_wake_folds_into_one_more_pass)
 }
 END_TEST
 
-int main(void)
+Suite *bus_suite(void)
 {
     Suite *s = suite_create("bus");
     TCase *tc = tcase_create("bus");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, seq_is_strictly_increasing_from_one_and_stamped);
     tcase_add_test(tc, random_epoch_is_nonzero_and_differs);
@@ -245,9 +243,5 @@ int main(void)
     tcase_add_test(tc, watcher_may_unlink_another_during_wake);
     tcase_add_test(tc, publish_from_a_wake_folds_into_one_more_pass);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -3,7 +3,7 @@
  * strings and in the prompt's length; the bounds; malformed input refused;
  * and the kept members against what jansson reads, over many generated
  * inputs fed in random chunks. */
-#include "../../src/cli/hook_input.c"
+#include "cli/hook_input.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -635,12 +635,10 @@ START_TEST(the_kept_members_equal_what_jansson_reads)
 }
 END_TEST
 
-int main(void)
+Suite *cli_hook_input_suite(void)
 {
     Suite *s = suite_create("cli_hook_input");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, every_event_split_at_every_byte);
@@ -655,9 +653,5 @@ int main(void)
     tcase_add_test(tc, raw_is_kept_only_while_small);
     tcase_add_test(tc, the_kept_members_equal_what_jansson_reads);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -1,7 +1,7 @@
 /* Unit tests for the Claude hook mapping (src/cli/hook_map.c), including the
  * records it builds passing the server's AgentEventsJsonlV1 codec. */
-#include "../../src/cli/hook_input.c"
-#include "../../src/cli/hook_map.c"
+#include "cli/hook_input.h"
+#include "cli/hook_map.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -282,12 +282,10 @@ START_TEST(prompt_length_counts_code_points)
 }
 END_TEST
 
-int main(void)
+Suite *cli_hook_map_suite(void)
 {
     Suite *s = suite_create("cli_hook_map");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, session_start_opens_then_emits_source);
     tcase_add_test(tc, prompt_carries_length_only);
@@ -301,9 +299,5 @@ int main(void)
     tcase_add_test(tc, records_pass_the_server_codec);
     tcase_add_test(tc, prompt_length_counts_code_points);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

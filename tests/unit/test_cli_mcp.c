@@ -1,6 +1,6 @@
 /* Unit tests for the MCP message handling (src/cli/mcp_proto.c) against
  * fake tools. */
-#include "../../src/cli/mcp_proto.c"
+#include "cli/mcp_proto.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -313,12 +313,10 @@ START_TEST(a_line_of_exactly_the_limit_is_kept)
 }
 END_TEST
 
-int main(void)
+Suite *cli_mcp_suite(void)
 {
     Suite *s = suite_create("cli_mcp");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, initialize_negotiates_the_version);
@@ -333,9 +331,5 @@ int main(void)
     tcase_add_test(tc, an_overlong_line_is_answered_and_the_next_one_is_read);
     tcase_add_test(tc, a_line_of_exactly_the_limit_is_kept);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

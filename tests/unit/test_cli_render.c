@@ -1,6 +1,6 @@
 /* Unit tests for the log and events rendering (src/cli/render.c). */
-#include "../../src/cli/client.c"
-#include "../../src/cli/render.c"
+#include "cli/client.h"
+#include "cli/render.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -230,12 +230,10 @@ START_TEST(no_state_hides_state_frames_and_agent_text_cannot_escape)
 }
 END_TEST
 
-int main(void)
+Suite *cli_render_suite(void)
 {
     Suite *s = suite_create("cli_render");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, record_renders_as_itself);
     tcase_add_test(tc, typed_frames_render_with_their_field_name);
@@ -245,9 +243,5 @@ int main(void)
     tcase_add_test(tc, consecutive_deltas_of_one_message_read_as_one_paragraph);
     tcase_add_test(tc, no_state_hides_state_frames_and_agent_text_cannot_escape);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -423,7 +423,7 @@ START_TEST(session_and_read_failpoints_fault_every_gate)
 END_TEST
 #endif
 
-static Suite *gate_suite(void)
+Suite *gate_suite(void)
 {
     Suite *s = suite_create("gate");
     TCase *tc = tcase_create("view");
@@ -475,15 +475,4 @@ static Suite *gate_suite(void)
 #endif
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(gate_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -248,12 +248,10 @@ START_TEST(test_client_deadline_fires_against_a_peer_that_never_answers)
 }
 END_TEST
 
-int main(void)
+Suite *grpc_loopback_suite(void)
 {
     Suite *suite = suite_create("grpc_loopback");
     TCase *tc = tcase_create("loopback");
-    SRunner *runner;
-    int failed;
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_unary_echo_returns_the_payload);
@@ -265,9 +263,5 @@ int main(void)
     tcase_add_test(tc, test_client_cancel_frees_the_server_call);
     tcase_add_test(tc, test_client_deadline_fires_against_a_peer_that_never_answers);
     suite_add_tcase(suite, tc);
-    runner = srunner_create(suite);
-    srunner_run_all(runner, CK_NORMAL);
-    failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? 0 : 1;
+    return suite;
 }

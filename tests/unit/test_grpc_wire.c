@@ -217,12 +217,10 @@ START_TEST(test_status_names_round_trip)
 }
 END_TEST
 
-int main(void)
+Suite *grpc_wire_suite(void)
 {
     Suite *suite = suite_create("grpc_wire");
     TCase *tc = tcase_create("wire");
-    SRunner *runner;
-    int failed;
 
     tcase_add_test(tc, test_message_encoding_matches_the_spec_example);
     tcase_add_test(tc, test_message_encoding_escapes_percent_and_reports_needed_size);
@@ -237,9 +235,5 @@ int main(void)
     tcase_add_test(tc, test_reader_survives_random_bytes);
     tcase_add_test(tc, test_status_names_round_trip);
     suite_add_tcase(suite, tc);
-    runner = srunner_create(suite);
-    srunner_run_all(runner, CK_NORMAL);
-    failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? 0 : 1;
+    return suite;
 }

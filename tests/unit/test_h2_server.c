@@ -384,12 +384,10 @@ START_TEST(test_client_refuses_a_malformed_address)
 }
 END_TEST
 
-int main(void)
+Suite *h2_server_suite(void)
 {
     Suite *suite = suite_create("h2_server");
     TCase *tc = tcase_create("response_end");
-    SRunner *runner;
-    int failed;
 
     tcase_add_test(tc, test_body_may_end_with_data_end_stream_and_no_trailers);
     tcase_add_test(tc, test_body_may_end_with_trailers);
@@ -397,9 +395,5 @@ int main(void)
     tcase_add_test(tc, test_client_tells_trailers_from_response_headers);
     tcase_add_test(tc, test_client_refuses_a_malformed_address);
     suite_add_tcase(suite, tc);
-    runner = srunner_create(suite);
-    srunner_run_all(runner, CK_NORMAL);
-    failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? 0 : 1;
+    return suite;
 }

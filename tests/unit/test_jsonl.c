@@ -570,12 +570,10 @@ START_TEST(record_is_bounded_like_a_line)
 }
 END_TEST
 
-int main(void)
+Suite *jsonl_suite(void)
 {
     Suite *s = suite_create("jsonl");
     TCase *tc = tcase_create("codec");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, every_v1_type_parses_and_round_trips_its_name);
@@ -610,9 +608,5 @@ int main(void)
     tcase_add_test(tc, record_data_that_is_not_exactly_one_object_is_invalid);
     tcase_add_test(tc, record_is_bounded_like_a_line);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -75,21 +75,15 @@ START_TEST(fingerprints_of_many_keys_do_not_collide)
 }
 END_TEST
 
-int main(void)
+Suite *keyset_suite(void)
 {
     Suite *s = suite_create("keyset");
     TCase *tc = tcase_create("keyset");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, a_key_is_remembered_once_added);
     tcase_add_test(tc, where_scope_ends_and_key_begins_counts);
     tcase_add_test(tc, the_last_generation_is_always_remembered_and_memory_is_bounded);
     tcase_add_test(tc, fingerprints_of_many_keys_do_not_collide);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }

@@ -410,12 +410,10 @@ START_TEST(nesting_is_bounded)
 }
 END_TEST
 
-int main(void)
+Suite *reflection_suite(void)
 {
     Suite *s = suite_create("reflection");
     TCase *tc = tcase_create("descriptor_index");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, finds_services_methods_and_messages);
@@ -431,9 +429,5 @@ int main(void)
     tcase_add_test(tc, bad_files_are_rejected);
     tcase_add_test(tc, nesting_is_bounded);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

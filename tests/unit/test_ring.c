@@ -332,12 +332,10 @@ START_TEST(trim_evicts_oldest_and_gives_memory_back)
 }
 END_TEST
 
-int main(void)
+Suite *ring_suite(void)
 {
     Suite *s = suite_create("ring");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, empty_ring_allocates_nothing_and_reports_none);
     tcase_add_test(tc, append_assigns_seq_from_one_and_reads_in_place);
@@ -353,9 +351,5 @@ int main(void)
     tcase_add_loop_test(tc, property_lagging_reader_never_skips, 0, 5);
     tcase_add_test(tc, trim_evicts_oldest_and_gives_memory_back);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -133,21 +133,15 @@ START_TEST(bytes_that_do_not_parse_are_left_to_the_decoder)
 }
 END_TEST
 
-int main(void)
+Suite *rpc_validate_suite(void)
 {
     Suite *s = suite_create("rpc_validate");
     TCase *tc = tcase_create("rpc_validate");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, a_nul_inside_an_id_is_refused_though_the_decoder_would_cut_there);
     tcase_add_test(tc, text_may_hold_newlines_and_escapes_but_ids_may_not);
     tcase_add_test(tc, invalid_utf8_is_refused_in_any_string_and_named_by_its_path);
     tcase_add_test(tc, bytes_that_do_not_parse_are_left_to_the_decoder);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
 }

@@ -283,12 +283,10 @@ START_TEST(frames_the_server_would_refuse_are_skipped_here)
 }
 END_TEST
 
-int main(void)
+Suite *runner_frames_suite(void)
 {
     Suite *s = suite_create("runner_frames");
     TCase *tc = tcase_create("frames");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, assistant_text_and_thinking);
     tcase_add_test(tc, tool_calls_take_short_full_and_numeric_statuses);
@@ -302,9 +300,5 @@ int main(void)
     tcase_add_test(tc, varint_delimited_stream);
     tcase_add_test(tc, frames_the_server_would_refuse_are_skipped_here);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -306,13 +306,11 @@ START_TEST(base64_round_trips)
 }
 END_TEST
 
-int main(void)
+Suite *runner_uploader_suite(void)
 {
     Suite *s = suite_create("runner_uploader");
     TCase *up = tcase_create("upload");
     TCase *resume = tcase_create("resume");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(up, upload_ok_rewrites_image_to_blob_ref);
     tcase_add_test(up, unimplemented_disables_the_uploader_for_good);
@@ -327,9 +325,5 @@ int main(void)
     tcase_add_test(resume, resume_still_fetches_after_uploads_were_disabled);
     suite_add_tcase(s, up);
     suite_add_tcase(s, resume);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -558,12 +558,10 @@ START_TEST(a_retained_log_trimmed_to_nothing_by_the_budget_is_evicted)
 }
 END_TEST
 
-int main(void)
+Suite *session_suite(void)
 {
     Suite *s = suite_create("session");
     TCase *tc = tcase_create("registry");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, open_creates_then_finds_the_same_session);
     tcase_add_test(tc, bad_ids_are_refused);
@@ -585,9 +583,5 @@ int main(void)
     tcase_add_test(tc, an_evicted_log_being_read_is_kept_until_its_reader_leaves);
     tcase_add_test(tc, a_retained_log_trimmed_to_nothing_by_the_budget_is_evicted);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -627,7 +627,7 @@ START_TEST(change_generation_moves_for_other_connections_only)
 }
 END_TEST
 
-static Suite *store_suite(void)
+Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("schema");
@@ -683,15 +683,4 @@ static Suite *store_suite(void)
 #endif
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(store_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

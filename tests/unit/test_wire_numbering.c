@@ -365,7 +365,7 @@ START_TEST(agenthub_fields_of_the_runner_door_are_at_100_and_up)
 }
 END_TEST
 
-static Suite *wire_suite(void)
+Suite *wire_numbering_suite(void)
 {
     Suite *s = suite_create("wire_numbering");
     TCase *tc = tcase_create("compass.v1");
@@ -375,15 +375,4 @@ static Suite *wire_suite(void)
     tcase_add_test(tc, agenthub_fields_of_the_runner_door_are_at_100_and_up);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(wire_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
 }

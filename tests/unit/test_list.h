@@ -1,0 +1,42 @@
+/* The unit suites, one line each.  Every tests/unit/test_NAME.c exports
+ * `Suite *NAME_suite(void)`; tests/unit/main.c runs the suites listed here
+ * in one runner (build/tests/unit_tests).
+ *
+ * Adding a suite is a one-line change: write tests/unit/test_NAME.c with its
+ * NAME_suite() and add TEST_SUITE(NAME) below (the Makefile picks up every
+ * tests/unit/test_*.c by itself).  Keep the list sorted. */
+#ifndef AGENTHUB_TESTS_UNIT_TEST_LIST_H
+#define AGENTHUB_TESTS_UNIT_TEST_LIST_H
+
+#define TEST_SUITE_LIST(TEST_SUITE)                                                                \
+    TEST_SUITE(admin)                                                                              \
+    TEST_SUITE(arbiter)                                                                            \
+    TEST_SUITE(auth)                                                                               \
+    TEST_SUITE(batch)                                                                              \
+    TEST_SUITE(bus)                                                                                \
+    TEST_SUITE(cli_hook_input)                                                                     \
+    TEST_SUITE(cli_hook_map)                                                                       \
+    TEST_SUITE(cli_hook_spool)                                                                     \
+    TEST_SUITE(cli_mcp)                                                                            \
+    TEST_SUITE(cli_render)                                                                         \
+    TEST_SUITE(gate)                                                                               \
+    TEST_SUITE(grpc_compress)                                                                      \
+    TEST_SUITE(grpc_loopback)                                                                      \
+    TEST_SUITE(grpc_transport)                                                                     \
+    TEST_SUITE(grpc_wire)                                                                          \
+    TEST_SUITE(h2_server)                                                                          \
+    TEST_SUITE(hostport)                                                                           \
+    TEST_SUITE(jsonl)                                                                              \
+    TEST_SUITE(keyset)                                                                             \
+    TEST_SUITE(log)                                                                                \
+    TEST_SUITE(protowire)                                                                          \
+    TEST_SUITE(reflection)                                                                         \
+    TEST_SUITE(ring)                                                                               \
+    TEST_SUITE(rpc_validate)                                                                       \
+    TEST_SUITE(runner_frames)                                                                      \
+    TEST_SUITE(runner_uploader)                                                                    \
+    TEST_SUITE(session)                                                                            \
+    TEST_SUITE(store)                                                                              \
+    TEST_SUITE(wire_numbering)
+
+#endif
