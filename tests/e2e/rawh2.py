@@ -121,6 +121,7 @@ class RawH2:
         self._buf = bytearray()
         self._block = None  # (stream_id, bytearray, end_stream) while CONTINUATIONs pend
         self.auto_window_update = True
+        self._held_replies = None  # a list while send_bulk is mid-way through its bytes
 
     @classmethod
     def connect(cls, address, preface=True, settings=None, timeout=5.0):
@@ -251,7 +252,12 @@ class RawH2:
 
     def _reply(self, frame):
         """Protocol replies (ACKs, window updates): a closed socket is not
-        an error here; pump reports the end."""
+        an error here; pump reports the end.  During send_bulk they wait
+        for its end: written now, they could land inside one of its frames
+        that is only partly sent."""
+        if self._held_replies is not None:
+            self._held_replies.append(frame)
+            return
         try:
             self.sock.sendall(frame.serialize())
         except OSError:
@@ -327,6 +333,7 @@ class RawH2:
                 pass
             return sent
         sent = 0
+        self._held_replies = []
         self.sock.setblocking(False)
         try:
             while sent < len(view) and not self.eof:
@@ -346,6 +353,9 @@ class RawH2:
                         self.eof = True
         finally:
             self.sock.settimeout(5.0)
+            held, self._held_replies = self._held_replies, None
+            for frame in held:
+                self._reply(frame)
         return sent
 
     def close(self):
