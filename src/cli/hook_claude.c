@@ -462,7 +462,8 @@ static int server_has_resource_kinds(struct hook_ctx *ctx)
     return rv;
 }
 
-/* The ADR-0085 fallback: one state word per hook, for the terminal
+/* The fallback for servers without resource kinds: one state word per
+ * hook, for the terminal
  * (AGENTHUB_TERMINAL_ID) and the session (AGENTHUB_SESSION_ID, else the
  * hook's session_id). */
 static void report_state(struct hook_ctx *ctx, const struct hook_plan *plan)
@@ -475,7 +476,7 @@ static void report_state(struct hook_ctx *ctx, const struct hook_plan *plan)
     if (!plan->state_word)
         return;
     request.state = (char *)plan->state_word;
-    request.resource_id = ctx->terminal; /* ADR-0085 reports per terminal */
+    request.resource_id = ctx->terminal; /* the fallback reports per terminal */
     request.session_id = (char *)(session && session[0] ? session : plan->native_id);
     if (cli_unary(&ctx->env, "/compass.v1.ResourceService/ReportAgentState", &request.base,
                   &compass__v1__report_agent_state_response__descriptor, &response,

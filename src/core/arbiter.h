@@ -1,9 +1,9 @@
-/* arbiter: a session's derived state from evidence at four ranks (seed 000,
- * decision 5, after the phux ADR).
+/* arbiter: a session's derived state from evidence at four ranks (see the
+ * glossary in docs/architecture.md).
  *
  * Each rank holds at most one piece of evidence (a state) and the order in
  * which it arrived.  Precedence is Stream > Hook > Process > Screen, with the
- * two exceptions the ADR makes for the screen detector:
+ * two exceptions for the screen detector:
  *
  *  - Idle is detector-owned.  An IDLE claim at any rank but Screen is not
  *    evidence: it is dropped (the rank keeps what it had).

@@ -1,4 +1,5 @@
-/* jsonl: the AgentEventsJsonlV1 codec (seed 000, decision 2).
+/* jsonl: the AgentEventsJsonlV1 codec (the record format of the producer
+ * door, see docs/protocol.md).
  *
  * A producer call carries at most JSONL_MAX_CALL bytes of lines; each line is
  * one UTF-8 JSON object of at most JSONL_MAX_LINE bytes (the '\n' excluded):

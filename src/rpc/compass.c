@@ -138,7 +138,7 @@ static int require_seam(struct grpc_call *call)
     return 0;
 }
 
-/* The checks every owner's control call makes, in the issue's order: the
+/* The checks every owner's control call makes, in this order: the
  * Runner seam, the caller, a session id, then owner-or-admin (NOT_FOUND for
  * unknown and forbidden alike).  Returns 0 with *ROW filled, or -1 after
  * finishing the call. */

@@ -1,6 +1,7 @@
-/* ResourceService, the producer door (seed 000): hook shims and Runners
- * spawn terminals and agent sessions and append AgentEventsJsonlV1 records.
- * Served on both doors.  Errors carry the ADR's name first in grpc-message. */
+/* ResourceService, the producer door: hook shims and Runners spawn
+ * terminals and agent sessions and append AgentEventsJsonlV1 records.
+ * Served on both doors.  Errors carry a stable name first in grpc-message
+ * ("RECORD_INVALID: ..."), see docs/protocol.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,7 +447,7 @@ static void report_state_on_message(struct grpc_call *call, const ProtobufCMessa
     if (live_session_or_finish(call, resource.session_id, &s) != 0)
         return;
     if (arbiter_live_child(session_arbiter(s))) {
-        /* ADR decision 6: with a live child the fallback becomes a record. */
+        /* With a live child session the fallback state becomes a record. */
         Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
         Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
         char data[96];

@@ -1,5 +1,5 @@
-/* batch: the agent-side batch window of the reference Runner (seed 003, "An
- * open batch window reaches the observation pane").
+/* batch: the agent-side batch window of the reference Runner; an open
+ * window reaches the observation pane as batch_pending frames.
  *
  * While the agent is idle, inbound items (SendAgentMessage deliveries) are
  * held in a window so a burst lands in one turn:

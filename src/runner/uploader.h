@@ -1,5 +1,5 @@
-/* uploader: the blob rules for transcript entries (seed 003, "Session blob
- * storage failures remain distinct from binding failures").
+/* uploader: the blob rules for transcript entries.  A blob storage failure
+ * stays distinct from a binding failure: it never stops the relay.
  *
  *  - Upload: each base64 image in an entry, i.e. an object
  *      {"type":"image","source":{"type":"base64","media_type":M,"data":D}}

@@ -85,7 +85,7 @@ int gate_may_start(struct store *s, const struct store_subject *subject, const c
  * BOUND / NOT_BOUND / FAULT. */
 int gate_session_bound(struct store *s, const char *runner_id, const char *session_id);
 
-/* May SUBJECT append into resource RESOURCE_ID (the ADR's Input verb)?
+/* May SUBJECT append into resource RESOURCE_ID (produce input into it)?
  * The agent account of the resource's container, the Runner hosting that
  * container, and admins may.  ALLOWED / NOT_FOUND (no such resource) /
  * NOT_PRODUCER / FAULT.  OUT receives the resource on ALLOWED. */
