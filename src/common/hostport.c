@@ -1,8 +1,13 @@
 /* hostport: HOST:PORT splitting shared by h2, the gRPC client and the
- * metrics listener. */
+ * metrics listener, and the listeners' address resolution and naming. */
 #include "common/hostport.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 int hostport_split(const char *host_port, char *host, size_t host_size, char *port,
                    size_t port_size)
@@ -31,4 +36,49 @@ int hostport_split(const char *host_port, char *host, size_t host_size, char *po
     host[host_len] = '\0';
     memcpy(port, colon + 1, port_len + 1);
     return 0;
+}
+
+int hostport_resolve_listen(const char *host_port, struct addrinfo **res, char *err,
+                            size_t err_size)
+{
+    char host[64], port[16];
+    struct addrinfo hints;
+    int rv;
+
+    *res = NULL;
+    if (hostport_split(host_port, host, sizeof(host), port, sizeof(port)) != 0) {
+        snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
+        return -1;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    rv = getaddrinfo(host[0] ? host : NULL, port, &hints, res);
+    if (rv != 0) {
+        *res = NULL;
+        snprintf(err, err_size, "%s: %s", host_port, gai_strerror(rv));
+        return -1;
+    }
+    return 0;
+}
+
+void hostport_format_bound(int fd, char *out, size_t size, const char *fallback)
+{
+    struct sockaddr_storage bound;
+    socklen_t len = sizeof(bound);
+    char ip[INET6_ADDRSTRLEN];
+
+    memset(&bound, 0, sizeof(bound));
+    if (getsockname(fd, (struct sockaddr *)&bound, &len) != 0) {
+        snprintf(out, size, "%s", fallback);
+    } else if (bound.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&bound;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(out, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    } else {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)&bound;
+        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
+        snprintf(out, size, "%s:%u", ip, ntohs(in4->sin_port));
+    }
 }

@@ -14,4 +14,16 @@
 int hostport_split(const char *host_port, char *host, size_t host_size, char *port,
                    size_t port_size);
 
+struct addrinfo;
+
+/* The address a listener binds for HOST_PORT (an empty host: every
+ * address).  Returns 0 with *RES to freeaddrinfo, or -1 with the reason,
+ * naming HOST_PORT, in ERR. */
+int hostport_resolve_listen(const char *host_port, struct addrinfo **res, char *err,
+                            size_t err_size);
+
+/* "HOST:PORT" (an IPv6 host in brackets) of the socket FD is bound to, into
+ * OUT; FALLBACK when the socket cannot say. */
+void hostport_format_bound(int fd, char *out, size_t size, const char *fallback);
+
 #endif

@@ -1,6 +1,5 @@
 /* h2_listen: the server object, its listeners and the accept path,
  * including what happens when accept() fails (out of file descriptors). */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -117,27 +116,11 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
                               const struct h2_tls_config *tls, const struct h2_handler *handler,
                               void *listener_data, char *err, size_t err_size)
 {
-    char host[64], port[16];
-    struct addrinfo hints, *res = NULL;
+    struct addrinfo *res = NULL;
     struct h2_listener *listener;
-    struct sockaddr_storage bound;
-    socklen_t bound_len = sizeof(bound);
-    char ip[INET6_ADDRSTRLEN];
-    int rv;
 
-    if (hostport_split(host_port, host, sizeof(host), port, sizeof(port)) != 0) {
-        snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
+    if (hostport_resolve_listen(host_port, &res, err, err_size) != 0)
         return NULL;
-    }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    rv = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
-    if (rv != 0) {
-        snprintf(err, err_size, "%s: %s", host_port, gai_strerror(rv));
-        return NULL;
-    }
     listener = calloc(1, sizeof(*listener));
     if (!listener) {
         freeaddrinfo(res);
@@ -167,18 +150,8 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
         goto fail;
     }
     evconnlistener_set_error_cb(listener->evlistener, on_accept_error);
-    memset(&bound, 0, sizeof(bound));
-    getsockname(evconnlistener_get_fd(listener->evlistener), (struct sockaddr *)&bound, &bound_len);
-    if (bound.ss_family == AF_INET6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&bound;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        snprintf(listener->address, sizeof(listener->address), "[%s]:%u", ip,
-                 ntohs(in6->sin6_port));
-    } else {
-        struct sockaddr_in *in4 = (struct sockaddr_in *)&bound;
-        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
-        snprintf(listener->address, sizeof(listener->address), "%s:%u", ip, ntohs(in4->sin_port));
-    }
+    hostport_format_bound(evconnlistener_get_fd(listener->evlistener), listener->address,
+                          sizeof(listener->address), host_port);
     freeaddrinfo(res);
     listener->next = server->listeners;
     server->listeners = listener;

@@ -5,7 +5,6 @@
  * out of file descriptors. */
 #include "server/metrics_http.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -249,54 +248,20 @@ static void on_accept_error(struct evconnlistener *listener, void *arg)
     event_add(metrics->accept_pause, &pause);
 }
 
-/* "HOST:PORT" of the bound socket FD. */
-static void format_address(evutil_socket_t fd, char *out, size_t size, const char *fallback)
-{
-    struct sockaddr_storage bound;
-    socklen_t len = sizeof(bound);
-    char ip[INET6_ADDRSTRLEN];
-
-    memset(&bound, 0, sizeof(bound));
-    if (getsockname(fd, (struct sockaddr *)&bound, &len) != 0) {
-        snprintf(out, size, "%s", fallback);
-    } else if (bound.ss_family == AF_INET6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&bound;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        snprintf(out, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
-    } else {
-        struct sockaddr_in *in4 = (struct sockaddr_in *)&bound;
-        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
-        snprintf(out, size, "%s:%u", ip, ntohs(in4->sin_port));
-    }
-}
-
 struct metrics_http *metrics_http_new(struct event_base *base, const char *host_port,
                                       const struct metrics_http_limits *limits,
                                       metrics_http_writer writer, metrics_http_health health,
                                       void *arg, char *err, size_t err_size)
 {
     struct metrics_http *metrics = calloc(1, sizeof(*metrics));
-    struct addrinfo hints, *res = NULL;
-    char host[64], port[16];
-    int rv;
+    struct addrinfo *res = NULL;
 
     if (!metrics) {
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
-    if (hostport_split(host_port, host, sizeof(host), port, sizeof(port)) != 0) {
-        snprintf(err, err_size, "%s: expected HOST:PORT", host_port);
+    if (hostport_resolve_listen(host_port, &res, err, err_size) != 0)
         goto fail;
-    }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    rv = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
-    if (rv != 0) {
-        snprintf(err, err_size, "%s: %s", host_port, gai_strerror(rv));
-        goto fail;
-    }
     metrics->base = base;
     metrics->writer = writer;
     metrics->health = health;
@@ -315,8 +280,8 @@ struct metrics_http *metrics_http_new(struct event_base *base, const char *host_
         goto fail;
     }
     evconnlistener_set_error_cb(metrics->listener, on_accept_error);
-    format_address(evconnlistener_get_fd(metrics->listener), metrics->address,
-                   sizeof(metrics->address), host_port);
+    hostport_format_bound(evconnlistener_get_fd(metrics->listener), metrics->address,
+                          sizeof(metrics->address), host_port);
     freeaddrinfo(res);
     return metrics;
 fail:

@@ -1,6 +1,10 @@
 /* hostport: HOST:PORT splitting for listeners and clients. */
 #include <check.h>
+#include <netdb.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/hostport.h"
 
@@ -51,6 +55,33 @@ START_TEST(test_refuses_missing_port_bad_brackets_and_overflow)
 }
 END_TEST
 
+START_TEST(test_a_listen_address_resolves_and_its_bound_name_reads_back)
+{
+    struct addrinfo *res;
+    char err[128], name[80], expect[80];
+    int fd;
+
+    ck_assert_int_eq(hostport_resolve_listen("127.0.0.1:0", &res, err, sizeof(err)), 0);
+    fd = socket(res->ai_family, res->ai_socktype, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, res->ai_addr, res->ai_addrlen), 0);
+    freeaddrinfo(res);
+    hostport_format_bound(fd, name, sizeof(name), "fallback");
+    ck_assert_int_eq(strncmp(name, "127.0.0.1:", 10), 0);
+    ck_assert_str_ne(name, "127.0.0.1:0"); /* the port the kernel picked */
+    close(fd);
+    hostport_format_bound(-1, name, sizeof(name), "fallback");
+    ck_assert_str_eq(name, "fallback");
+
+    ck_assert_int_eq(hostport_resolve_listen("nope", &res, err, sizeof(err)), -1);
+    ck_assert_ptr_null(res);
+    snprintf(expect, sizeof(expect), "%s: expected HOST:PORT", "nope");
+    ck_assert_str_eq(err, expect);
+    ck_assert_int_eq(hostport_resolve_listen("256.0.0.1:1", &res, err, sizeof(err)), -1);
+    ck_assert_int_eq(strncmp(err, "256.0.0.1:1: ", 13), 0);
+}
+END_TEST
+
 Suite *hostport_suite(void)
 {
     Suite *suite = suite_create("hostport");
@@ -58,6 +89,7 @@ Suite *hostport_suite(void)
 
     tcase_add_test(tc, test_splits_name_v4_and_bracketed_v6);
     tcase_add_test(tc, test_unbracketed_v6_splits_at_last_colon_and_host_may_be_empty);
+    tcase_add_test(tc, test_a_listen_address_resolves_and_its_bound_name_reads_back);
     tcase_add_test(tc, test_refuses_missing_port_bad_brackets_and_overflow);
     suite_add_tcase(suite, tc);
     return suite;
