@@ -12,14 +12,10 @@
 #include "hub/hub.h"
 #include "store/auth.h"
 
-struct grpc_server;
 struct grpc_door;
 struct grpc_call;
 struct health_state;
-struct store;
 struct store_subject;
-struct runner_registry;
-struct stream_guards;
 
 /* --- Shared handler helpers (rpc_common.c) ------------------------------ */
 
