@@ -20,7 +20,7 @@
 #include "hub/hub.h"
 #include "hub/hub_wire.h"
 #include "hub/runner_control.h"
-#include "rpc/rpc_validate.h"
+#include "common/pb_validate.h"
 #include "hub/stream_guard.h"
 #include "store/blob.h"
 #include "store/store.h"
@@ -692,7 +692,7 @@ int main(int argc, char **argv)
     server.hub.health = health_new();
     if (!server.grpc || !server.hub.health)
         goto fail;
-    grpc_server_set_request_check(server.grpc, rpc_validate_strings);
+    grpc_server_set_request_check(server.grpc, pb_validate_strings);
 
     public_door = grpc_door_new(server.grpc, "public", &server.hub);
     if (!public_door || register_door(&server, public_door, 0) != 0)
