@@ -556,7 +556,8 @@ static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)
 {
     struct server *server = arg;
 
-    if (h2_server_connection_count(server->h2) == 0)
+    /* HTTP/1.1 calls hold no h2 connection: wait for them too. */
+    if (h2_server_connection_count(server->h2) == 0 && grpc_server_call_count(server->grpc) == 0)
         event_base_loopbreak(server->base);
 }
 

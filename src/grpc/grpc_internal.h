@@ -15,6 +15,7 @@
 
 struct event;
 struct h2_listener;
+struct http1_server;
 
 struct door_method {
     const struct grpc_method *method;
@@ -45,6 +46,7 @@ struct grpc_door {
     /* Calls by protocol and transport, counted once their headers passed. */
     uint64_t protocol_calls[GRPC_PROTOCOL_COUNT][GRPC_TRANSPORT_COUNT];
     struct h2_listener *listener;
+    struct http1_server *http1; /* HTTP/1.1 on the same plaintext listener */
     struct grpc_door *next;
 };
 
@@ -157,5 +159,10 @@ struct event *grpc_request_sweep_new(struct grpc_server *server);
 /* The h2 handler of every door (grpc_recv.c). */
 struct h2_handler;
 extern const struct h2_handler grpc_h2_handler;
+
+/* The http1 handler of every door's HTTP/1.1 connections
+ * (grpc_transport_http1.c): the same calls over grpc_transport_http1. */
+struct http1_handler;
+extern const struct http1_handler grpc_http1_handler;
 
 #endif
