@@ -42,6 +42,7 @@ void grpc_server_free(struct grpc_server *server)
         struct grpc_door *door = server->doors;
         server->doors = door->next;
         http1_server_free(door->http1);
+        grpc_http_door_free(door);
         free(door->methods);
         free(door);
     }
@@ -223,17 +224,32 @@ static void door_write_http1_metrics(const struct grpc_server *server, FILE *out
 {
     fputs("# HELP agenthub_http1_connections_open HTTP/1.1 connections open, by door.\n"
           "# TYPE agenthub_http1_connections_open gauge\n"
-          "# HELP agenthub_http1_requests_total HTTP/1.1 requests read whole, by door.\n"
+          "# HELP agenthub_http1_requests_total HTTP/1.1 requests whose header block was read, by "
+          "door.\n"
           "# TYPE agenthub_http1_requests_total counter\n"
           "# HELP agenthub_http1_request_timeouts_total HTTP/1.1 connections closed: a request "
-          "not complete within the header timeout.\n"
+          "header block not complete within the header timeout.\n"
           "# TYPE agenthub_http1_request_timeouts_total counter\n"
           "# HELP agenthub_http1_disconnects_total HTTP/1.1 responses cut short: the client "
           "went away.\n"
-          "# TYPE agenthub_http1_disconnects_total counter\n",
+
+          "# TYPE agenthub_http1_disconnects_total counter\n"
+          "# HELP agenthub_http_cors_preflights_total CORS preflights answered, by door and "
+          "whether the origin was allowed.\n"
+          "# TYPE agenthub_http_cors_preflights_total counter\n"
+          "# HELP agenthub_http_plain_answers_total requests answered by the door's plain HTTP "
+          "responder.\n"
+          "# TYPE agenthub_http_plain_answers_total counter\n",
           out);
     for (const struct grpc_door *door = server->doors; door; door = door->next) {
         const struct http1_stats *st;
+        fprintf(out,
+                "agenthub_http_cors_preflights_total{door=\"%s\",answer=\"refused\"} %llu\n"
+                "agenthub_http_cors_preflights_total{door=\"%s\",answer=\"allowed\"} %llu\n"
+                "agenthub_http_plain_answers_total{door=\"%s\"} %llu\n",
+                door->name, (unsigned long long)door->cors_preflights[0], door->name,
+                (unsigned long long)door->cors_preflights[1], door->name,
+                (unsigned long long)door->plain_answers);
         if (!door->http1)
             continue;
         st = http1_server_stats(door->http1);

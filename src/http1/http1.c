@@ -460,7 +460,7 @@ int http1_request_respond(struct http1_request *r, const struct http1_header *he
         evbuffer_add(out, "\r\n", 2);
     }
     if (!has_body) {
-        if (!has_length)
+        if (!has_length && status >= 200 && status != 204 && status != 304)
             evbuffer_add(out, "content-length: 0\r\n", 19);
     } else if (!has_length) {
         if (conn->parser.http_major == 1 && conn->parser.http_minor >= 1)

@@ -299,3 +299,82 @@ def test_http1_and_h2_share_the_listener(server, pb, h1):
     c = h1()
     c.request(CHECK, frame(pb.health.HealthCheckRequest().SerializeToString()))
     assert web_result(c.response()[2])[1]["grpc-status"] == "0"
+
+
+# --- CORS --------------------------------------------------------------------
+
+ALLOWED = "https://ui.example.com"
+
+
+@pytest.fixture
+def cors_server(start_server):
+    return start_server("--cors-origin", ALLOWED, "--cors-origin", "http://localhost:8080")
+
+
+def preflight(c, origin):
+    headers = [("Origin", origin), ("Access-Control-Request-Method", "POST"),
+               ("Access-Control-Request-Headers", "content-type,x-grpc-web,authorization")]
+    c.request(UNARY, method="OPTIONS", content_type=None, headers=headers)
+    return c.response()
+
+
+def test_cors_preflight_from_an_allowed_origin_over_http1(cors_server):
+    c = Http1(cors_server.public)
+    status, headers, _ = preflight(c, ALLOWED)
+    assert status == 204
+    assert headers["access-control-allow-origin"] == ALLOWED
+    allowed = [h.strip() for h in headers["access-control-allow-headers"].split(",")]
+    for name in ("authorization", "content-type", "x-grpc-web", "x-user-agent", "grpc-timeout"):
+        assert name in allowed
+    assert "POST" in headers["access-control-allow-methods"]
+    assert int(headers["access-control-max-age"]) > 0
+    c.close()
+
+
+def test_cors_preflight_from_a_refused_origin_gets_403_without_cors_headers(cors_server):
+    c = Http1(cors_server.public)
+    status, headers, _ = preflight(c, "https://evil.example.com")
+    assert status == 403
+    assert not [h for h in headers if h.startswith("access-control-")]
+    c.close()
+
+
+def test_cors_actual_response_carries_allow_origin_and_exposed_headers(cors_server, pb):
+    c = Http1(cors_server.public)
+    c.request(UNARY, frame(pb.echo.EchoRequest(payload=b"x").SerializeToString()),
+              headers=[("Origin", ALLOWED)])
+    status, headers, body = c.response()
+    assert headers["access-control-allow-origin"] == ALLOWED
+    exposed = [h.strip() for h in headers["access-control-expose-headers"].split(",")]
+    for name in ("grpc-status", "grpc-message", "agenthub-last-seq"):
+        assert name in exposed
+    assert web_result(body)[1]["grpc-status"] == "0"
+    c.request(UNARY, frame(pb.echo.EchoRequest(payload=b"x").SerializeToString()),
+              headers=[("Origin", "https://evil.example.com")])
+    status, headers, body = c.response()
+    assert "access-control-allow-origin" not in headers
+    c.close()
+
+
+def test_cors_preflight_over_h2(cors_server):
+    raw = cors_server.raw()
+    sid = raw.new_stream_id()
+    raw.send_headers(sid, [(":method", "OPTIONS"), (":scheme", "http"), (":path", UNARY),
+                           (":authority", "localhost"), ("origin", ALLOWED),
+                           ("access-control-request-method", "POST")], end_stream=True)
+    stream = raw.wait_closed(sid)
+    assert stream.http_status == 204
+    assert stream.headers["access-control-allow-origin"] == ALLOWED
+
+
+def test_no_cors_origin_by_default_refuses_every_preflight(server):
+    c = Http1(server.public)
+    status, headers, _ = preflight(c, ALLOWED)
+    assert status == 403
+    c.close()
+
+
+def test_a_malformed_cors_origin_is_a_usage_error(start_server):
+    with pytest.raises(AssertionError) as info:
+        start_server("--cors-origin", "https://ui.example.com/path")
+    assert "--cors-origin" in str(info.value)
