@@ -137,9 +137,13 @@ class Http1:
     """A raw HTTP/1.1 client on one connection: requests are written as
     bytes, responses parsed by hand (chunked or content-length)."""
 
-    def __init__(self, address, timeout=5.0):
+    def __init__(self, address, timeout=5.0, rcvbuf=None):
         host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.socket()
+        if rcvbuf:  # before connecting, so the window stays small
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, int(port)))
         self.buf = b""
 
     def close(self):
@@ -214,9 +218,9 @@ class Http1:
         try:
             while True:
                 self._fill()
-        except EOFError:
-            return True
-        except (socket.timeout, ConnectionResetError):
+        except (EOFError, ConnectionResetError):
+            return True  # a reset: the server closed with input unread
+        except socket.timeout:
             return False
 
 
