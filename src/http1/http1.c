@@ -768,10 +768,11 @@ void http1_server_free(struct http1_server *server)
 {
     if (!server)
         return;
-    while (server->conns) {
+    for (struct http1_conn *conn = server->conns, *next; conn; conn = next) {
+        next = conn->next;
         /* The listener that handed it over is going away too. */
-        server->conns->on_close = NULL;
-        conn_free(server->conns, 1);
+        conn->on_close = NULL;
+        conn_free(conn, 1);
     }
     free(server);
 }
