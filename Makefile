@@ -6,7 +6,7 @@
 CC ?= cc
 PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib
 DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-dev \
-  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
+  libhttp-parser-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time \
@@ -35,7 +35,7 @@ ifeq ($(FAILPOINTS),1)
 CFLAGS += -DAGENTHUB_FAILPOINTS=1
 endif
 LDFLAGS := $(filter -fsanitize=%,$(OPT))
-LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 PROTOS := $(shell cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
@@ -88,6 +88,7 @@ deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	pkg-config --exists $(PKGS) check grpc++ 2>/dev/null || missing=1; \
+	[ -f /usr/include/http_parser.h ] || missing=1; \
 	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
 	  clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null || missing=1; \
 	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf' 2>/dev/null || missing=1; \

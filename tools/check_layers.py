@@ -35,6 +35,7 @@ PROGRAMS = ["main.c", "server", "cli", "runner"]
 # place is a directory under src/ or one file.
 CONFINED = [
     (re.compile(r"^nghttp2/"), "nghttp2", ["h2"]),
+    (re.compile(r"^http_parser\.h$"), "http-parser", ["http1"]),
     (re.compile(r"^openssl/|^event2/bufferevent_ssl\.h$"), "OpenSSL", ["h2", "store/auth.c"]),
 ]
 

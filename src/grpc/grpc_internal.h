@@ -10,10 +10,12 @@
 #include "common/byte_queue.h"
 #include "grpc/grpc_compress.h"
 #include "grpc/grpc.h"
+#include "grpc/grpc_protocol.h"
 #include "grpc/grpc_transport.h"
 
 struct event;
 struct h2_listener;
+struct http1_server;
 
 struct door_method {
     const struct grpc_method *method;
@@ -41,7 +43,17 @@ struct grpc_door {
     uint64_t compressed_received[GRPC_ENCODING_UNSUPPORTED];
     uint64_t compressed_sent[GRPC_ENCODING_UNSUPPORTED];
     uint64_t decompress_refusals; /* a request that would not inflate within the limit */
+    /* Calls by protocol and transport, counted once their headers passed. */
+    uint64_t protocol_calls[GRPC_PROTOCOL_COUNT][GRPC_TRANSPORT_COUNT];
     struct h2_listener *listener;
+    int serve_http1;            /* grpc_door_serve_http1 */
+    struct http1_server *http1; /* HTTP/1.1 on the same listener */
+    char **cors_origins;        /* grpc_door_add_cors_origin */
+    size_t cors_origin_count;
+    grpc_http_responder responder; /* grpc_door_set_http_responder */
+    void *responder_arg;
+    uint64_t cors_preflights[2]; /* answered: refused (0), allowed (1) */
+    uint64_t plain_answers;      /* requests the responder answered */
     struct grpc_door *next;
 };
 
@@ -75,9 +87,13 @@ struct grpc_call {
     struct grpc_call *prev, *next;
 
     struct header_list request_headers;
+    /* What the request's content-type selected (grpc_protocol.h); native
+     * gRPC until the header block is complete. */
+    const struct grpc_protocol *protocol;
+    char http_method[8]; /* ":method", cut to fit */
     unsigned is_post : 1;
+    unsigned plain : 1; /* a plain HTTP answer: call->out is its raw body */
     unsigned te_trailers : 1;
-    unsigned grpc_content_type : 1;
     unsigned encoding_unsupported : 1;
     unsigned timeout_malformed : 1;
     unsigned has_timeout : 1;
@@ -104,6 +120,11 @@ struct grpc_call {
     struct event *resume;         /* delivers held input once the queue drains */
     uint64_t request_since_sweep; /* with request_waiting: the request sweep it began in */
     struct grpc_reader reader;
+    struct grpc_base64_decoder text_in;  /* grpc-web-text request body */
+    struct grpc_base64_encoder text_out; /* grpc-web-text response body */
+    struct byte_queue text_scratch;      /* decoded request bytes, grpc-web-text */
+    struct byte_queue text_pending;      /* encoded response text not yet taken */
+    unsigned text_eof : 1;               /* text_pending holds the end of the body */
     uint8_t *unary_request;
     size_t unary_request_len;
     unsigned message_count;
@@ -136,6 +157,17 @@ void grpc_call_fail(struct grpc_call *call, int status, const char *message);
 /* The call finished: request bytes still held are thrown away. */
 void grpc_call_drop_input(struct grpc_call *call);
 
+/* --- Browsers (grpc_http.c) --- */
+
+/* Answers CALL when it is a CORS preflight or a request the door's plain
+ * HTTP responder takes (PROTOCOL: what its content-type selected, or NULL).
+ * Returns 1 when answered (the call is finished), else 0. */
+int grpc_http_dispatch(struct grpc_call *call, const struct grpc_protocol *protocol);
+/* The CORS headers of a response to CALL (none when its origin is not
+ * allowed), into OUT (up to MAX).  Returns the count. */
+size_t grpc_http_cors_headers(const struct grpc_call *call, struct h2_header *out, size_t max);
+void grpc_http_door_free(struct grpc_door *door);
+
 /* DOOR's method at PATH (LEN bytes), or NULL. */
 struct door_method *grpc_door_find(const struct grpc_door *door, const char *path, size_t len);
 
@@ -146,5 +178,10 @@ struct event *grpc_request_sweep_new(struct grpc_server *server);
 /* The h2 handler of every door (grpc_recv.c). */
 struct h2_handler;
 extern const struct h2_handler grpc_h2_handler;
+
+/* The http1 handler of every door's HTTP/1.1 connections
+ * (grpc_transport_http1.c): the same calls over grpc_transport_http1. */
+struct http1_handler;
+extern const struct http1_handler grpc_http1_handler;
 
 #endif

@@ -33,6 +33,8 @@ struct bufferevent *h2_pump_bev_new(struct event_base *base, evutil_socket_t fd,
                                     int accepting);
 /* 1 when BEV is plain TCP or its TLS handshake agreed on ALPN "h2". */
 int h2_pump_alpn_ok(struct bufferevent *bev);
+/* 1 when BEV's TLS handshake agreed on "http/1.1" or on no protocol. */
+int h2_pump_alpn_http1(struct bufferevent *bev);
 /* Feeds every byte of IN to SESSION, counting them into *BYTES_IN.
  * Returns 0, or -1 when nghttp2 failed (the connection must go). */
 int h2_pump_recv(nghttp2_session *session, struct evbuffer *in, uint64_t *bytes_in);
@@ -76,8 +78,20 @@ struct h2_listener {
     struct h2_handler handler;
     void *listener_data;
     size_t connection_count;
+    h2_fallback_fn fallback; /* h2_listener_set_fallback */
+    void *fallback_arg;
+    struct h2_sniff *sniffs; /* accepted sockets not yet told apart */
     struct h2_listener *next;
 };
+
+/* --- Telling HTTP/2 from other protocols (h2_sniff.c) --- */
+
+struct h2_sniff;
+/* Peeks at FD, accepted on LISTENER (counted already), until it is known
+ * to be HTTP/2 (h2_conn_accept) or not (the listener's fallback). */
+void h2_sniff_start(struct h2_listener *listener, evutil_socket_t fd);
+/* Closes every socket LISTENER is still peeking at. */
+void h2_sniff_free_all(struct h2_listener *listener);
 
 struct h2_conn {
     struct h2_server *server;

@@ -72,8 +72,13 @@ def test_tls_negotiates_h2_by_alpn_and_refuses_clients_without_it(start_server, 
     protocol, version = tls_handshake(server.public, ["http/1.1", "h2"])
     assert protocol == "h2"
     assert version in ("TLSv1.2", "TLSv1.3")
+    # The public door serves browsers over HTTP/1.1 too (gRPC-Web); the
+    # Runner door speaks HTTP/2 only.
+    assert tls_handshake(server.public, ["http/1.1"])[0] == "http/1.1"
     with pytest.raises(ssl.SSLError):
-        tls_handshake(server.public, ["http/1.1"])
+        tls_handshake(server.public, ["spdy/3"])
+    with pytest.raises(ssl.SSLError):
+        tls_handshake(server.runner_addr, ["http/1.1"])
 
 
 def test_tls_below_1_2_is_refused(start_server, tls_dir):
@@ -348,12 +353,21 @@ def test_malformed_frame_gets_goaway_and_others_are_still_served(server, pb, nam
     server.wait_metric("agenthub_connections_open", lambda v: v == 1)  # `before`
 
 
-@pytest.mark.parametrize("garbage", [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
-                                     b"\x00" * 100, os.urandom(4096)])
+@pytest.mark.parametrize("garbage", [b"\x00" * 100, os.urandom(4096)])
 def test_garbage_instead_of_the_preface_is_dropped(server, pb, garbage):
     raw = server.raw(preface=False)
     raw.send(garbage)
     assert raw.wait_eof(timeout=5)
+    assert_still_served(server, pb)
+
+
+def test_an_http1_request_gets_an_http1_answer_not_http2_bytes(server, pb):
+    """The public listener serves HTTP/1.1 too (gRPC-Web): a plain GET is
+    answered in HTTP/1.1 (405: not a call), never with HTTP/2 frames."""
+    host, port = server.public.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 405 ")
     assert_still_served(server, pb)
 
 
