@@ -63,11 +63,14 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC) tests/unit/main.c,$(wildcard tests/unit/*.c))
 UNIT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,tests/unit/main.c $(UNIT_SRC) $(UNIT_HELPER_SRC))
 UNIT_BIN := $(BUILD)/tests/unit_tests
+# The JSON codec's test driver (tests/e2e/test_json_codec.py) and its table
+# of every generated message type.
+JSON_DRIVER := $(BUILD)/tests/json_codec_driver
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps gen check-gen test unit e2e run demo bench fuzz fuzz-smoke lint format clean
-all: $(PROGRAMS) $(UNIT_BIN)
+all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
 # unless every tool and library they use is already there; then the npm
@@ -123,6 +126,12 @@ $(BUILD)/obj/tests/unit/%.o: CFLAGS += -Itests/unit
 $(UNIT_BIN): $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(LIB) $(CHECK_LIBS) $(LIBS)
+
+$(BUILD)/tests/json_types.c: tools/json_types.sh $(GEN_SRC)
+	@mkdir -p $(dir $@)
+	tools/json_types.sh gen > $@
+$(JSON_DRIVER): tests/drivers/json_codec_driver.c $(BUILD)/tests/json_types.c $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -205,7 +214,7 @@ run: $(PROGRAMS)
 	$(BUILD)/agenthubd --db var/agenthub.db --listen 127.0.0.1:50051 \
 	  --runner-listen 127.0.0.1:50052 --metrics-listen 127.0.0.1:9090
 
-LINT_SRC := $(shell find src tests/unit tests/fuzz bench -name '*.[ch]' 2>/dev/null)
+LINT_SRC := $(shell find src tests/unit tests/fuzz tests/drivers bench -name '*.[ch]' 2>/dev/null)
 lint:
 	clang-format --dry-run --Werror $(LINT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
