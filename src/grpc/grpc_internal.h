@@ -115,6 +115,7 @@ struct grpc_call {
     struct byte_queue text_scratch;      /* decoded request bytes, grpc-web-text */
     struct byte_queue text_pending;      /* encoded response text not yet taken */
     unsigned text_eof : 1;               /* text_pending holds the end of the body */
+    struct byte_queue bare_in;           /* Connect unary: the request body so far */
     uint8_t *unary_request;
     size_t unary_request_len;
     unsigned message_count;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grpc/grpc.h"
+#include "grpc/grpc_connect.h"
 #include "grpc/grpc_internal.h"
 #include "h2/h2.h"
 
@@ -169,6 +170,12 @@ static int call_stream_header(void *data, const uint8_t *name, size_t name_len,
             grpc_timeout_parse((const char *)value, value_len, &call->timeout_ns) != 0;
         return 0;
     }
+    if (name_is(name, name_len, "connect-timeout-ms")) {
+        call->has_timeout = 1;
+        call->timeout_malformed =
+            grpc_connect_timeout_parse((const char *)value, value_len, &call->timeout_ns) != 0;
+        return 0;
+    }
     if (name_len > 0 && name[0] == ':' && !name_is(name, name_len, ":path"))
         return 0;
     return grpc_header_list_add(&call->request_headers, (const char *)name, name_len,
@@ -283,6 +290,8 @@ static void call_stream_headers_done(void *data)
     }
     call->entry->started++;
     call->door->protocol_calls[protocol->id][call->transport->index]++;
+    if (protocol->connect && grpc_connect_check_request(call) != 0)
+        return;
     if (protocol->unary_requests_only && !method_is_unary_request(call->entry->method)) {
         grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED,
                        "gRPC-Web carries unary and server-streaming methods only");
@@ -295,9 +304,13 @@ static void call_stream_headers_done(void *data)
         grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "unsupported grpc-encoding");
         return;
     }
-    call_choose_encodings(call);
+    /* Connect messages travel uncompressed (grpc_connect.h). */
+    if (!protocol->connect)
+        call_choose_encodings(call);
     if (call->timeout_malformed) {
-        grpc_call_fail(call, GRPC_STATUS_INTERNAL, "malformed grpc-timeout");
+        grpc_call_fail(
+            call, protocol->connect ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_INTERNAL,
+            protocol->connect ? "malformed connect-timeout-ms" : "malformed grpc-timeout");
         return;
     }
     if (call->has_timeout) {
@@ -369,6 +382,13 @@ static void call_deliver(struct grpc_call *call, const uint8_t *bytes, size_t le
         if (call_inflate(call, bytes, len, &inflated, &len) != 0)
             return;
         bytes = inflated ? inflated : (const uint8_t *)"";
+    }
+    /* A JSON message becomes protobuf binary first, so the request check and
+     * the handler see what a protobuf client would have sent. */
+    if (call->protocol->json) {
+        if (grpc_connect_json_request(call, bytes, len, &inflated, &len) != 0)
+            return;
+        bytes = inflated;
     }
     if (call->server->request_check &&
         call->server->request_check(method->request_type, bytes, len, why, sizeof(why)) != 0) {
@@ -494,6 +514,28 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* A Connect unary body is the bare message: kept whole, up to the receive
+ * limit, until the request ends. */
+static void call_bare_data(struct grpc_call *call, const uint8_t *bytes, size_t len)
+{
+    size_t limit = call->server->limits.max_recv_bytes;
+    uint8_t *at;
+
+    if (len > limit - byte_queue_length(&call->bare_in)) {
+        char message[128];
+        snprintf(message, sizeof(message), "request message larger than the limit (%zu bytes)",
+                 limit);
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+        return;
+    }
+    at = byte_queue_reserve(&call->bare_in, len);
+    if (!at) {
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    memcpy(at, bytes, len);
+}
+
 static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
 {
     struct grpc_call *call = data;
@@ -505,6 +547,10 @@ static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
     }
     if (call->message_count == 0)
         request_timer_start(call);
+    if (call->protocol->bare_body) {
+        call_bare_data(call, bytes, len);
+        return;
+    }
     if (call->protocol->base64) {
         /* The request is one message (unary_requests_only), so the
          * transport's bytes stay held until it is whole: no release here. */
@@ -543,6 +589,20 @@ static void call_stream_end(void *data)
         grpc_call_fail(call, GRPC_STATUS_INTERNAL,
                        "the grpc-web-text request ended inside a base64 group");
         return;
+    }
+    if (call->protocol->bare_body) {
+        /* The whole body was the one message. */
+        size_t n = byte_queue_length(&call->bare_in);
+        call->unary_request = malloc(n + 1);
+        if (!call->unary_request) {
+            grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+            return;
+        }
+        if (n)
+            memcpy(call->unary_request, call->bare_in.data + call->bare_in.start, n);
+        call->unary_request_len = n;
+        call->message_count = 1;
+        byte_queue_free(&call->bare_in);
     }
     if (!grpc_reader_idle(&call->reader)) {
         grpc_call_fail(call, GRPC_STATUS_INTERNAL, "the request ended inside a message");
@@ -706,6 +766,7 @@ static void call_stream_close(void *data, uint32_t error_code)
     byte_queue_free(&call->out);
     byte_queue_free(&call->text_scratch);
     byte_queue_free(&call->text_pending);
+    byte_queue_free(&call->bare_in);
     grpc_header_list_free(&call->request_headers);
     grpc_header_list_free(&call->initial_metadata);
     grpc_header_list_free(&call->trailing_metadata);
