@@ -386,8 +386,11 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
         call->deferred = 0;
         call->transport->resume(call->stream);
     }
-    /* A client still sending after we answered learns to stop. */
-    if (!call->half_closed)
+    /* A client still sending after we answered learns to stop.  Not a
+     * Connect unary client: its body is one message, and clients such as
+     * curl drop a whole response when a reset beats their last bytes; what
+     * still comes is released unread. */
+    if (!call->half_closed && !call->protocol->bare_body)
         call->transport->reset_after_end(call->stream, H2_NO_ERROR);
 }
 
