@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 import harness
+from rpc_harness import COMPASS, F, S, RawStream, start_hub, text  # noqa: F401
 
 NODE_TESTS = os.path.join(harness.REPO, "tests", "node")
 STATUS = "/compass.v1.CompassService/GetAgentStatus"
@@ -203,3 +204,47 @@ def test_stream_errors_and_trailers_in_the_end_of_stream_message(start_server):
                                           "Authorization": "Bearer t-bob"}))
     (flags, payload), = envelopes(body)
     assert flags == 0x02 and "error" in json.loads(payload)
+
+
+def test_a_connect_subscriber_that_falls_behind_ends_with_the_last_seq(start_hub):
+    """The lag drop over Connect: the pane ends without an error, and the
+    end-of-stream message's metadata carries agenthub-last-seq, the seq of
+    the last frame it delivered."""
+    h = start_hub(flags=["--agent-log-bytes", "262144", "--subscriber-buffer-bytes", "67108864"])
+    r = h.runner("runner-1")
+    r.publish("sess-1", text("start"))
+    slow = RawStream(h.public, COMPASS + "SubscribeAgentSession",
+                     S.SubscribeAgentSessionRequest(session_id="sess-1").SerializeToString(),
+                     token="t-alice", content_type="application/connect+proto")
+    for _ in range(8):
+        r.publish("sess-1", *[text("y" * 16384) for _ in range(16)])  # 2 MiB in all
+    slow.read_to_end()
+    slow.close()
+    assert dict(slow.headers)[b":status"] == b"200"
+    frames = envelopes(bytes(slow.data))
+    assert frames and frames[-1][0] == 0x02
+    end = json.loads(frames[-1][1])
+    assert "error" not in end, end
+    delivered = [F.AgentSessionFrame.FromString(p) for f, p in frames[:-1]]
+    assert all(f == 0 for f, _ in frames[:-1])
+    assert delivered, "the slow subscriber got nothing before the drop"
+    assert end["metadata"]["agenthub-last-seq"] == [str(delivered[-1].seq)]
+    assert delivered[-1].seq < 2 + 8 * 16
+    assert h.metric("agenthub_subscriber_lag_drops_total") >= 1
+
+
+def test_a_connect_stream_is_cancelled_when_its_client_goes_away(start_hub):
+    h = start_hub()
+    proc = subprocess.Popen(
+        ["curl", "-s", "--http2-prior-knowledge", "--data-binary", "@-",
+         "-H", "Content-Type: application/connect+json", "-H", "Authorization: Bearer t-bob",
+         "http://%s%sSubscribeAgentSession" % (h.public, COMPASS)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    proc.stdin.write(envelope(b'{"sessionId":"sess-1"}'))
+    proc.stdin.close()
+    try:
+        h.wait_metric("agenthub_session_subscribers", lambda v: v == 1)
+    finally:
+        proc.kill()
+        proc.wait()
+    h.wait_metric("agenthub_session_subscribers", lambda v: v == 0)
