@@ -521,6 +521,8 @@ static void call_bare_data(struct grpc_call *call, const uint8_t *bytes, size_t 
     size_t limit = call->server->limits.max_recv_bytes;
     uint8_t *at;
 
+    if (len == 0)
+        return;
     if (len > limit - byte_queue_length(&call->bare_in)) {
         char message[128];
         snprintf(message, sizeof(message), "request message larger than the limit (%zu bytes)",
