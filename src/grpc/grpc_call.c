@@ -374,6 +374,15 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
     grpc_call_drop_input(call);
     if (!call->stream)
         return;
+    if (call->protocol->bare_body && !call->half_closed && !call->transport->carries_trailers) {
+        /* Over HTTP/1.1 an answer before the body's end closes the
+         * connection, and a client still writing its body may see the
+         * reset before the answer: read the rest first (bounded by the
+         * receive limit and the request timeout). */
+        call->respond_at_end = 1;
+        call->request_since_sweep = call->server->sweeps;
+        return;
+    }
     if (call->protocol->connect) {
         if (grpc_connect_finish(call) != 0)
             call->transport->reset_after_end(call->stream, H2_INTERNAL_ERROR);

@@ -369,3 +369,12 @@ int grpc_connect_finish(struct grpc_call *call)
 {
     return call->protocol->bare_body ? finish_unary(call) : finish_stream(call);
 }
+
+void grpc_connect_respond_held(struct grpc_call *call)
+{
+    if (!call->respond_at_end)
+        return;
+    call->respond_at_end = 0;
+    if (call->stream && grpc_connect_finish(call) != 0)
+        call->transport->reset_after_end(call->stream, H2_INTERNAL_ERROR);
+}

@@ -66,4 +66,9 @@ char *grpc_connect_json_encoded(struct grpc_call *call, const uint8_t *prefix, s
  * Returns 0, or -1 when memory is short (the stream must then be reset). */
 int grpc_connect_finish(struct grpc_call *call);
 
+/* Sends a unary answer held back until the request's end (respond_at_end):
+ * the body ended, or it went on past the receive limit or the request
+ * timeout (the connection then closes after the answer). */
+void grpc_connect_respond_held(struct grpc_call *call);
+
 #endif

@@ -57,6 +57,9 @@ static void on_request_sweep(evutil_socket_t fd, short what, void *arg)
         if (call->request_waiting && !call->finished &&
             server->sweeps - call->request_since_sweep > REQUEST_SWEEPS)
             request_timeout(call);
+        else if (call->respond_at_end &&
+                 server->sweeps - call->request_since_sweep > REQUEST_SWEEPS)
+            grpc_connect_respond_held(call);
     }
 }
 
@@ -550,6 +553,9 @@ static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
 
     if (call->finished || !call->started) {
         call->transport->release(call->stream, len);
+        call->dropped_at_end += len;
+        if (call->respond_at_end && call->dropped_at_end > call->server->limits.max_recv_bytes)
+            grpc_connect_respond_held(call);
         return;
     }
     if (call->message_count == 0)
@@ -586,6 +592,8 @@ static void call_stream_end(void *data)
     struct grpc_call *call = data;
 
     call->half_closed = 1;
+    if (call->respond_at_end)
+        grpc_connect_respond_held(call);
     if (call->finished || !call->started)
         return;
     if (call->input_paused || byte_queue_length(&call->in) > 0) {
