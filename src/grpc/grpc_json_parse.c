@@ -79,6 +79,8 @@ struct integer {
  * after fail() for any other JSON type, a fraction or a malformed string. */
 static int get_integer(struct parse *ps, const json_t *v, struct integer *out)
 {
+    out->neg = 0;
+    out->mag = 0;
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
         out->neg = i < 0;
@@ -173,8 +175,8 @@ static int parse_message(struct parse *ps, const ProtobufCMessageDescriptor *d, 
 static int parse_value(struct parse *ps, const ProtobufCFieldDescriptor *f, const json_t *v,
                        void *slot, int depth)
 {
-    struct integer i;
-    double r;
+    struct integer i = {0, 0};
+    double r = 0;
     const ProtobufCEnumValue *ev;
     ProtobufCBinaryData *bin;
     long n;
