@@ -378,3 +378,42 @@ void grpc_connect_respond_held(struct grpc_call *call)
     if (call->stream && grpc_connect_finish(call) != 0)
         call->transport->reset_after_end(call->stream, H2_INTERNAL_ERROR);
 }
+
+void grpc_connect_body_data(struct grpc_call *call, const uint8_t *bytes, size_t len)
+{
+    size_t limit = call->server->limits.max_recv_bytes;
+    uint8_t *at;
+
+    if (len == 0)
+        return;
+    if (len > limit - byte_queue_length(&call->bare_in)) {
+        char message[128];
+        snprintf(message, sizeof(message), "request message larger than the limit (%zu bytes)",
+                 limit);
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+        return;
+    }
+    at = byte_queue_reserve(&call->bare_in, len);
+    if (!at) {
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    memcpy(at, bytes, len);
+}
+
+int grpc_connect_body_end(struct grpc_call *call)
+{
+    size_t n = byte_queue_length(&call->bare_in);
+
+    call->unary_request = malloc(n + 1);
+    if (!call->unary_request) {
+        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return -1;
+    }
+    if (n)
+        memcpy(call->unary_request, call->bare_in.data + call->bare_in.start, n);
+    call->unary_request_len = n;
+    call->message_count = 1;
+    byte_queue_free(&call->bare_in);
+    return 0;
+}

@@ -44,6 +44,14 @@ int grpc_connect_timeout_parse(const char *value, size_t len, uint64_t *nanoseco
  * Returns 0, or -1 after ending the call. */
 int grpc_connect_check_request(struct grpc_call *call);
 
+/* A unary request's body bytes: kept whole (the body is the one message),
+ * up to the receive limit (past it the call ends RESOURCE_EXHAUSTED). */
+void grpc_connect_body_data(struct grpc_call *call, const uint8_t *bytes, size_t len);
+
+/* The unary request ended: its body becomes the call's one request
+ * message.  Returns 0, or -1 after ending the call (memory). */
+int grpc_connect_body_end(struct grpc_call *call);
+
 /* A JSON request message (BYTES, LEN) as protobuf binary in *OUT (malloc'd)
  * and *OUT_LEN.  Returns 0, or -1 after ending the call INVALID_ARGUMENT
  * (the codec's reason) or RESOURCE_EXHAUSTED. */

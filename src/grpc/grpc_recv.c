@@ -522,30 +522,6 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* A Connect unary body is the bare message: kept whole, up to the receive
- * limit, until the request ends. */
-static void call_bare_data(struct grpc_call *call, const uint8_t *bytes, size_t len)
-{
-    size_t limit = call->server->limits.max_recv_bytes;
-    uint8_t *at;
-
-    if (len == 0)
-        return;
-    if (len > limit - byte_queue_length(&call->bare_in)) {
-        char message[128];
-        snprintf(message, sizeof(message), "request message larger than the limit (%zu bytes)",
-                 limit);
-        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
-        return;
-    }
-    at = byte_queue_reserve(&call->bare_in, len);
-    if (!at) {
-        grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-        return;
-    }
-    memcpy(at, bytes, len);
-}
-
 static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
 {
     struct grpc_call *call = data;
@@ -561,7 +537,7 @@ static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
     if (call->message_count == 0)
         request_timer_start(call);
     if (call->protocol->bare_body) {
-        call_bare_data(call, bytes, len);
+        grpc_connect_body_data(call, bytes, len);
         return;
     }
     if (call->protocol->base64) {
@@ -605,20 +581,8 @@ static void call_stream_end(void *data)
                        "the grpc-web-text request ended inside a base64 group");
         return;
     }
-    if (call->protocol->bare_body) {
-        /* The whole body was the one message. */
-        size_t n = byte_queue_length(&call->bare_in);
-        call->unary_request = malloc(n + 1);
-        if (!call->unary_request) {
-            grpc_call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-            return;
-        }
-        if (n)
-            memcpy(call->unary_request, call->bare_in.data + call->bare_in.start, n);
-        call->unary_request_len = n;
-        call->message_count = 1;
-        byte_queue_free(&call->bare_in);
-    }
+    if (call->protocol->bare_body && grpc_connect_body_end(call) != 0)
+        return;
     if (!grpc_reader_idle(&call->reader)) {
         grpc_call_fail(call, GRPC_STATUS_INTERNAL, "the request ended inside a message");
         return;
