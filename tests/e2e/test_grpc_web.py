@@ -4,8 +4,8 @@ trailer frame, text mode, errors, deadlines, cancellation, the lag drop,
 the membership gate, CORS and hostile input."""
 import base64
 import socket
+import ssl
 import struct
-import time
 
 import pytest
 
@@ -137,9 +137,13 @@ class Http1:
     """A raw HTTP/1.1 client on one connection: requests are written as
     bytes, responses parsed by hand (chunked or content-length)."""
 
-    def __init__(self, address, timeout=5.0):
+    def __init__(self, address, timeout=5.0, rcvbuf=None):
         host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.socket()
+        if rcvbuf:  # before connecting, so the window stays small
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, int(port)))
         self.buf = b""
 
     def close(self):
@@ -214,9 +218,9 @@ class Http1:
         try:
             while True:
                 self._fill()
-        except EOFError:
-            return True
-        except (socket.timeout, ConnectionResetError):
+        except (EOFError, ConnectionResetError):
+            return True  # a reset: the server closed with input unread
+        except socket.timeout:
             return False
 
 
@@ -290,6 +294,25 @@ def test_http1_request_that_is_not_grpc_web_gets_an_http_error(server, h1):
     c2.send(b"garbage\r\n\r\n")
     status, _, _ = c2.response()
     assert status == 400
+
+
+def test_http1_over_tls_when_alpn_chooses_it(start_server, tls_dir, pb):
+    server = start_server("--tls-cert", tls_dir.server_crt, "--tls-key", tls_dir.server_key)
+    host, port = server.public.rsplit(":", 1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])
+    c = Http1.__new__(Http1)
+    c.sock = ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=5))
+    c.buf = b""
+    assert c.sock.selected_alpn_protocol() == "http/1.1"
+    for _ in range(2):  # keep-alive over TLS
+        c.request(CHECK, frame(pb.health.HealthCheckRequest().SerializeToString()))
+        status, headers, body = c.response()
+        assert status == 200
+        assert web_result(body)[1]["grpc-status"] == "0"
+    c.close()
 
 
 def test_http1_and_h2_share_the_listener(server, pb, h1):
