@@ -260,3 +260,54 @@ def test_a_connect_stream_is_cancelled_when_its_client_goes_away(start_hub):
         proc.kill()
         proc.wait()
     h.wait_metric("agenthub_session_subscribers", lambda v: v == 0)
+
+
+ECHO = "/agenthub.testing.v1.EchoService/"
+
+
+def test_metadata_and_errors_through_the_echo_service(start_server):
+    s = start_server()
+    meta = {"x-grpc-test-echo-initial": "hi", "x-grpc-test-echo-trailing-bin": "AAEC"}
+    out = curl(s, ECHO + "Unary", b'{"payload":"AAEC/w=="}',
+               headers=dict(meta, **{"Content-Type": "application/json"}))
+    status, headers, body = split(out)
+    if status == 501:
+        pytest.skip("this build has no EchoService")
+    # Unary: initial metadata as headers, trailing ones prefixed trailer-.
+    assert status == 200 and headers["x-grpc-test-echo-initial"] == "hi"
+    assert headers["trailer-x-grpc-test-echo-trailing-bin"] == "AAEC"
+    assert json.loads(body) == {"payload": "AAEC/w==", "totalBytes": "4"}
+
+    # A handler's status and message, quotes and bytes that are not UTF-8
+    # included, come back as valid error JSON with the code's HTTP status.
+    status, headers, body = split(curl(
+        s, ECHO + "Unary", b'{"statusCode":7,"statusMessage":"no \\"way\\" \\u00e9"}',
+        headers={"Content-Type": "application/json"}))
+    assert status == 403 and headers["content-type"] == "application/json"
+    assert json.loads(body) == {"code": "permission_denied", "message": 'no "way" \u00e9'}
+
+    # A server stream: enveloped JSON messages, then the end-of-stream
+    # message with the trailing metadata.
+    status, headers, body = split(curl(
+        s, ECHO + "ServerStream", envelope(b'{"responseCount":3,"responseSize":2}'),
+        headers=dict(meta, **{"Content-Type": "application/connect+json"})))
+    assert status == 200 and headers["x-grpc-test-echo-initial"] == "hi"
+    frames = envelopes(body)
+    assert [f for f, _ in frames] == [0, 0, 0, 2]
+    assert [json.loads(p).get("index", 0) for _, p in frames[:3]] == [0, 1, 2]
+    assert json.loads(frames[3][1]) == {"metadata": {"x-grpc-test-echo-trailing-bin": ["AAEC"]}}
+
+    # Client streaming and bidi (HTTP/2) with protobuf messages.
+    pb = harness.protos().echo
+    two = envelope(pb.EchoRequest(payload=b"ab").SerializeToString()) + \
+        envelope(pb.EchoRequest(payload=b"cde").SerializeToString())
+    status, headers, body = split(curl(s, ECHO + "ClientStream", two,
+                                       headers={"Content-Type": "application/connect+proto"}))
+    frames = envelopes(body)
+    assert status == 200 and [f for f, _ in frames] == [0, 2]
+    assert pb.EchoResponse.FromString(frames[0][1]).total_bytes == 5
+    assert json.loads(frames[1][1]) == {}
+    status, headers, body = split(curl(s, ECHO + "Bidi", two,
+                                       headers={"Content-Type": "application/connect+proto"}))
+    frames = envelopes(body)
+    assert status == 200 and frames[-1] == (2, b"{}") and len(frames) >= 3
