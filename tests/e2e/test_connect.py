@@ -2,12 +2,14 @@
 (createConnectTransport, binary and JSON) and curl, against agenthubd.
 
 - tests/node/connect_client.mjs: unary, errors with their codes, a Runner's
-  Enroll, bidi Sessions (HTTP/2; refused over HTTP/1.1) and client-streaming
-  PublishEvents, and a server-streaming pane that ends with its
-  agenthub-last-seq trailer, per HTTP version and message format.
+  Enroll, bidi Sessions (HTTP/2) and client-streaming PublishEvents, and a
+  server-streaming pane that ends with its agenthub-last-seq trailer, per
+  HTTP version and message format; the per-protocol metrics.
 - curl: unary JSON and its errors as whole HTTP responses, the membership
-  gate's not_found byte for byte, Connect-Timeout-Ms, malformed input and
-  the per-protocol metrics.
+  gate's not_found byte for byte, bidi refused over HTTP/1.1,
+  Connect-Timeout-Ms, malformed input, metadata, every stream kind.
+- raw HTTP/2: the lag drop's agenthub-last-seq in the end-of-stream
+  message; cancellation when the client goes away.
 """
 import json
 import os
