@@ -276,7 +276,9 @@ static void call_stream_headers_done(void *data)
     }
     if (!protocol) {
         call_reject_http(call, "415", GRPC_STATUS_UNKNOWN,
-                         "content-type must be application/grpc or application/grpc-web");
+                         "content-type must be application/grpc, application/grpc-web or a "
+                         "Connect type (application/proto, application/json, "
+                         "application/connect+proto, application/connect+json)");
         return;
     }
     if (protocol->needs_http_trailers && !call->transport->carries_trailers) {

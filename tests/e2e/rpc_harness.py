@@ -547,7 +547,7 @@ def raw_unary(address, path, body, token=None, timeout=10.0):
                                                                     header_encoding=None))
         conn.initiate_connection()
         headers = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path.encode()),
-                   (b":authority", address.encode()), (b"content-type", content_type.encode()),
+                   (b":authority", address.encode()), (b"content-type", b"application/grpc"),
                    (b"te", b"trailers")]
         if token:
             headers.append((b"authorization", b"Bearer " + token.encode()))
