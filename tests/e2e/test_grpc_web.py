@@ -3,15 +3,17 @@ frames (rawh2) and raw HTTP/1.1 bytes on the same listener: framing, the
 trailer frame, text mode, errors, deadlines, cancellation, the lag drop,
 the membership gate, CORS and hostile input."""
 import base64
+import os
 import socket
 import ssl
 import struct
+import subprocess
 
 import pytest
 
 import rawh2
 from helpers import CHECK, SERVER_STREAM, UNARY
-from harness import wait_for
+from harness import REPO
 
 WEB = "application/grpc-web+proto"
 TEXT = "application/grpc-web-text"
@@ -401,3 +403,41 @@ def test_a_malformed_cors_origin_is_a_usage_error(start_server):
     with pytest.raises(AssertionError) as info:
         start_server("--cors-origin", "https://ui.example.com/path")
     assert "--cors-origin" in str(info.value)
+
+
+# --- Connect's gRPC-Web client for Node ----------------------------------------
+
+NODE_DIR = os.path.join(REPO, "tests", "node")
+
+
+def test_node_connect_grpc_web_transport_over_http1_and_h2(start_server):
+    """@connectrpc/connect-node's createGrpcWebTransport, httpVersion "1.1"
+    and "2", with the code protoc-gen-es made for proto/ (tests/node/gen,
+    committed; checked for staleness below)."""
+    from rpc_harness import Hub, text
+    h = Hub(flags=["--cors-origin", "http://localhost:5173"])
+    try:
+        h.runner("runner-1").publish("sess-1", text("hello"))
+        out = subprocess.run(["node", os.path.join(NODE_DIR, "grpc_web.mjs"), "http://" + h.public,
+                              "http://localhost:5173"], capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "ok: gRPC-Web over HTTP/1.1" in out.stdout
+        assert "ok: gRPC-Web over HTTP/2" in out.stdout
+        assert "ok: CORS preflights" in out.stdout
+        key = 'agenthub_grpc_protocol_calls_total{door="public",protocol="grpc-web",transport="%s"}'
+        assert h.metric(key % "http1") > 0 and h.metric(key % "h2") > 0
+    finally:
+        h.stop()
+
+
+def test_node_generated_code_is_up_to_date(tmp_path):
+    plugin = os.path.join(NODE_DIR, "node_modules", ".bin", "protoc-gen-es")
+    files = ["compass/v1/services.proto", "compass/v1/frames.proto", "grpc/health/v1/health.proto",
+             "agenthub/testing/v1/echo.proto"]
+    subprocess.run(["protoc", "--plugin=protoc-gen-es=" + plugin, "--es_out=" + str(tmp_path),
+                    "--es_opt=target=js,import_extension=js", "-I" + os.path.join(REPO, "proto")]
+                   + files, check=True)
+    out = subprocess.run(["diff", "-r", str(tmp_path), os.path.join(NODE_DIR, "gen")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, "tests/node/gen is stale; regenerate it:\n" + out.stdout

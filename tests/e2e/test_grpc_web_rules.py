@@ -211,3 +211,16 @@ def test_garbage_and_an_h2_preface_prefix_do_not_hang_or_crash(hub, pb):
     c.request("/grpc.health.v1.Health/Check",
               frame(pb.health.HealthCheckRequest().SerializeToString()))
     assert web_result(c.response()[2])[1]["grpc-status"] == "0"
+
+
+def test_a_refusal_from_the_headers_comes_before_the_body_and_keeps_the_connection(hub, pb):
+    c = Http1(hub.public)
+    body = sub_body("sess-1") + b"\x00" * 200000  # never read as a message
+    c.send(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/grpc-web\r\n"
+           b"Content-Length: %d\r\n\r\n" % (SUB.encode(), len(body)))
+    status, headers, answer = c.response()  # before any body byte was sent
+    assert status == 200 and web_result(answer)[1]["grpc-status"] == "16"
+    c.send(body)  # read and dropped
+    c.request("/grpc.health.v1.Health/Check",
+              frame(pb.health.HealthCheckRequest().SerializeToString()))
+    assert web_result(c.response()[2])[1]["grpc-status"] == "0"
