@@ -9,7 +9,7 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   libhttp-parser-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
-  clang-tidy cppcheck valgrind openssl procps time \
+  clang-tidy cppcheck valgrind openssl procps time curl \
   libgrpc++-dev protobuf-compiler-grpc g++
 # Node.js for the e2e suites' npm clients, only where there is none: a
 # machine whose nodejs package bundles npm (as NodeSource's does) conflicts
@@ -72,18 +72,21 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC) tests/unit/main.c,$(wildcard tests/unit/*.c))
 UNIT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,tests/unit/main.c $(UNIT_SRC) $(UNIT_HELPER_SRC))
 UNIT_BIN := $(BUILD)/tests/unit_tests
+# The JSON codec's test driver (tests/e2e/test_json_codec.py) and its table
+# of every generated message type.
+JSON_DRIVER := $(BUILD)/tests/json_codec_driver
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps gen check-gen test unit e2e run demo bench fuzz fuzz-smoke lint format clean
-all: $(PROGRAMS) $(UNIT_BIN)
+all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
 # unless every tool and library they use is already there; then the npm
 # packages of the clients the e2e suites drive (tests/node, from its lock
 # file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time
+  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -136,6 +139,12 @@ $(BUILD)/obj/tests/unit/%.o: CFLAGS += -Itests/unit
 $(UNIT_BIN): $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(SERVER_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(SERVER_LIBS) $(CHECK_LIBS) $(LIBS)
+
+$(BUILD)/tests/json_types.c: tools/json_types.sh $(GEN_SRC)
+	@mkdir -p $(dir $@)
+	tools/json_types.sh gen > $@
+$(JSON_DRIVER): tests/drivers/json_codec_driver.c $(BUILD)/tests/json_types.c $(SERVER_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(SERVER_LIBS)
 	@mkdir -p $(dir $@)
@@ -218,7 +227,7 @@ run: $(PROGRAMS)
 	$(BUILD)/agenthubd --db var/agenthub.db --listen 127.0.0.1:50051 \
 	  --runner-listen 127.0.0.1:50052 --metrics-listen 127.0.0.1:9090
 
-LINT_SRC := $(shell find src tests/unit tests/fuzz bench -name '*.[ch]' 2>/dev/null)
+LINT_SRC := $(shell find src tests/unit tests/fuzz tests/drivers bench -name '*.[ch]' 2>/dev/null)
 # tools/check_layers.py: the include graph (docs/architecture.md) and no
 # handler or hub object in the CLI or the Runner.
 lint: $(BUILD)/agenthub $(BUILD)/agenthub-runner $(call layer_lib,hub rpc)

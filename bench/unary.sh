@@ -2,6 +2,9 @@
 # bench/unary.sh: unary throughput and latency of grpc.health.v1.Health/Check,
 # agenthubd against the stock gRPC C++ reference server
 # ($SHARED_DIR/bench/grpcpp), under the same h2load load in the same run.
+# A third row is agenthubd answering the same Check over the Connect protocol
+# with JSON (application/json, body "{}"), next to its own gRPC row: the
+# JSON codec's cost per request (target: at most 2x gRPC's server CPU).
 #
 #   bench/unary.sh              # h2load -n 200000 -c 8 -m 32 -t 1, 3 rounds
 #   N=50000 C=4 M=16 ROUNDS=1 bench/unary.sh
@@ -115,9 +118,15 @@ with grpc.insecure_channel(sys.argv[1]) as channel:
 EOF
 done
 echo "unary.sh: both servers answer grpc.health.v1.Health/Check SERVING (python3-grpcio)"
+connect_reply=$(curl -s --http2-prior-knowledge -H 'content-type: application/json' -d '{}' \
+    "http://$ah_addr/grpc.health.v1.Health/Check") || die "curl failed"
+[ "$connect_reply" = '{"status":"SERVING"}' ] ||
+    die "Connect JSON Health/Check answered $connect_reply, not SERVING"
+echo "unary.sh: agenthubd answers Connect JSON Health/Check $connect_reply (curl)"
 
 # --- Load -------------------------------------------------------------------
 printf '\0\0\0\0\0' > "$work/empty.bin"
+printf '{}' > "$work/empty.json"
 
 clk_tck=$(getconf CLK_TCK)
 
@@ -126,11 +135,17 @@ cpu_ticks() {
     sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
 }
 
-# run NAME ADDR PID: prints "req/s p99_ms server_cpu_us_per_request" for one h2load run.
+# run NAME ADDR PID [connect]: prints "req/s p99_ms server_cpu_us_per_request"
+# for one h2load run (gRPC, or Connect with JSON; te: trailers is harmless
+# there).
 run() {
+    body=$work/empty.bin ct=application/grpc
+    if [ "${4:-}" = connect ]; then
+        body=$work/empty.json ct=application/json
+    fi
     cpu0=$(cpu_ticks "$3")
-    $load_cpu h2load -n "$N" -c "$C" -m "$M" -t "$T" -d "$work/empty.bin" \
-        -H 'content-type: application/grpc' -H 'te: trailers' \
+    $load_cpu h2load -n "$N" -c "$C" -m "$M" -t "$T" -d "$body" \
+        -H "content-type: $ct" -H 'te: trailers' \
         --log-file="$work/$1.log" "http://$2/grpc.health.v1.Health/Check" >"$work/$1.out" 2>&1 ||
         die "h2load against $1 failed: $(cat "$work/$1.out")"
     rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$work/$1.out")
@@ -146,12 +161,15 @@ run() {
 echo "unary.sh: h2load -n $N -c $C -m $M -t $T on grpc.health.v1.Health/Check, $ROUNDS round(s)"
 : >"$work/reference.rounds"
 : >"$work/agenthubd.rounds"
+: >"$work/connect.rounds"
 r=1
 while [ $r -le "$ROUNDS" ]; do
     run reference "$ref_addr" "$ref_pid" >>"$work/reference.rounds"
     run agenthubd "$ah_addr" "$agenthubd_pid" >>"$work/agenthubd.rounds"
-    printf 'round %d: reference %s req/s p99 %s ms %s us/req | agenthubd %s req/s p99 %s ms %s us/req\n' "$r" \
-        $(tail -1 "$work/reference.rounds") $(tail -1 "$work/agenthubd.rounds")
+    run connect "$ah_addr" "$agenthubd_pid" connect >>"$work/connect.rounds"
+    printf 'round %d: reference %s req/s p99 %s ms %s us/req | agenthubd %s req/s p99 %s ms %s us/req | connect-json %s req/s p99 %s ms %s us/req\n' "$r" \
+        $(tail -1 "$work/reference.rounds") $(tail -1 "$work/agenthubd.rounds") \
+        $(tail -1 "$work/connect.rounds")
     r=$((r + 1))
 done
 
@@ -166,6 +184,9 @@ ah_rps=$(median "$work/agenthubd.rounds" 1)
 ah_p99=$(median "$work/agenthubd.rounds" 2)
 ref_cpu=$(median "$work/reference.rounds" 3)
 ah_cpu=$(median "$work/agenthubd.rounds" 3)
+cj_rps=$(median "$work/connect.rounds" 1)
+cj_p99=$(median "$work/connect.rounds" 2)
+cj_cpu=$(median "$work/connect.rounds" 3)
 
 # agenthubd's own count: every h2load request was a Check answered OK.
 ok_calls=$($PY - "$metrics_addr" <<'EOF'
@@ -175,18 +196,24 @@ key = 'agenthub_grpc_calls_total{door="public",method="/grpc.health.v1.Health/Ch
 print(next((int(float(l.split()[-1])) for l in text.splitlines() if l.startswith(key + " ")), 0))
 EOF
 )
-expected=$((N * ROUNDS + 1))
+expected=$((2 * N * ROUNDS + 2))
 [ "$ok_calls" -eq "$expected" ] ||
-    die "agenthubd counted $ok_calls OK Checks, expected $expected (h2load's + the client check)"
+    die "agenthubd counted $ok_calls OK Checks, expected $expected (h2load's + the client checks)"
 echo "unary.sh: agenthubd's /metrics counts all $expected Checks as OK"
 
 echo "median of $ROUNDS round(s):"
 printf '%-12s %12s %10s %22s\n' server 'req/s' 'p99 ms' 'server CPU us/request'
 printf '%-12s %12.0f %10s %22s\n' reference "$ref_rps" "$ref_p99" "$ref_cpu"
 printf '%-12s %12.0f %10s %22s\n' agenthubd "$ah_rps" "$ah_p99" "$ah_cpu"
+printf '%-12s %12.0f %10s %22s\n' connect-json "$cj_rps" "$cj_p99" "$cj_cpu"
 awk -v a="$ah_rps" -v r="$ref_rps" -v ap="$ah_p99" -v rp="$ref_p99" -v ac="$ah_cpu" -v rc="$ref_cpu" 'BEGIN {
     printf "ratio req/s agenthubd/reference: %.2fx (target >= 4x)\n", a / r
     printf "ratio p99   agenthubd/reference: %.2f (target < 1)\n", (rp > 0 ? ap / rp : 0)
     if (ac > 0)
         printf "server CPU per request, reference/agenthubd: %.2fx (load-independent)\n", rc / ac
+}'
+awk -v a="$ah_rps" -v j="$cj_rps" -v ac="$ah_cpu" -v jc="$cj_cpu" 'BEGIN {
+    printf "ratio req/s connect-json/grpc (agenthubd): %.2fx\n", j / a
+    if (ac > 0)
+        printf "server CPU per request, connect-json/grpc (agenthubd): %.2fx (target <= 2x)\n", jc / ac
 }'

@@ -735,6 +735,8 @@ int main(int argc, char **argv)
             grpc_door_set_kind(runner_door, AUTH_DOOR_RUNNER);
         if (!runner_door || register_door(&server, runner_door, 1) != 0)
             goto fail;
+        /* Connect Runners: unary and client streams over HTTP/1.1 too. */
+        grpc_door_serve_http1(runner_door);
     }
 
     if (grpc_door_listen(public_door, server.config.listen, &server.config.tls, err, sizeof(err)) !=

@@ -32,6 +32,9 @@ struct grpc_method {
     const char *path; /* "/package.Service/Method" */
     enum grpc_method_kind kind;
     const ProtobufCMessageDescriptor *request_type;
+    /* The response message type, for protocols that re-encode responses
+     * (Connect's JSON); a method without one is not served over Connect. */
+    const ProtobufCMessageDescriptor *response_type;
     /* The door's authenticator (grpc_door_set_authenticator) resolves the
      * caller from the request headers before any request byte is accepted;
      * a refused call ends there (Trailers-Only and RST_STREAM). */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grpc/grpc_connect.h"
 #include "grpc/grpc_internal.h"
 #include "h2/h2.h"
 
@@ -147,7 +148,7 @@ static int call_send_headers(struct grpc_call *call, int trailers_only)
         trailers_only = 0;
     headers[n++] = (struct h2_header){":status", 7, "200", 3};
     headers[n++] = call_content_type(call);
-    if (!trailers_only) {
+    if (!trailers_only && !call->protocol->connect) {
         const char *encoding = grpc_encoding_name((enum grpc_encoding)call->response_encoding);
         if (call->response_encoding != GRPC_ENCODING_IDENTITY)
             headers[n++] = (struct h2_header){"grpc-encoding", 13, encoding, strlen(encoding)};
@@ -171,6 +172,10 @@ static int call_send_headers(struct grpc_call *call, int trailers_only)
  * ones wake a deferred data provider.  Returns 0 or -1. */
 static int call_queued(struct grpc_call *call)
 {
+    /* A Connect unary response goes out whole when the call finishes: its
+     * HTTP status depends on how it ends. */
+    if (call->protocol->bare_body)
+        return 0;
     if (!call->headers_sent)
         return call_send_headers(call, 0);
     if (call->deferred) {
@@ -231,6 +236,22 @@ static int call_append_compressed(struct grpc_call *call, const uint8_t *body, s
     return rv;
 }
 
+/* Queues a JSON message (freed here), enveloped.  Returns 0 or -1. */
+static int call_queue_json(struct grpc_call *call, char *json, size_t len)
+{
+    uint8_t *at;
+
+    if (!json)
+        return -1;
+    if (call_send_room(call, len) != 0 || !(at = grpc_frame_reserve(&call->out, len))) {
+        free(json);
+        return -1;
+    }
+    memcpy(at, json, len);
+    free(json);
+    return call_queued(call);
+}
+
 int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t prefix_len,
                            const uint8_t *body, size_t body_len)
 {
@@ -238,7 +259,13 @@ int grpc_call_send_encoded(struct grpc_call *call, const uint8_t *prefix, size_t
     uint8_t *at;
     int rv;
 
-    if (call->finished || !call->stream || call_send_room(call, len) != 0)
+    if (call->finished || !call->stream)
+        return -1;
+    if (call->protocol->json) {
+        char *json = grpc_connect_json_encoded(call, prefix, prefix_len, body, body_len, &len);
+        return call_queue_json(call, json, len);
+    }
+    if (call_send_room(call, len) != 0)
         return -1;
     if (call_compresses(call, len)) {
         uint8_t *whole = malloc(len);
@@ -268,6 +295,10 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *message)
 
     if (call->finished || !call->stream)
         return -1;
+    if (call->protocol->json) {
+        char *json = grpc_connect_json_message(call, message, &len);
+        return call_queue_json(call, json, len);
+    }
     len = protobuf_c_message_get_packed_size(message);
     if (call_send_room(call, len) != 0)
         return -1;
@@ -291,7 +322,7 @@ int grpc_call_start_response(struct grpc_call *call)
 {
     if (call->finished || !call->stream)
         return -1;
-    if (call->headers_sent)
+    if (call->headers_sent || call->protocol->bare_body)
         return 0;
     return call_send_headers(call, 0);
 }
@@ -343,7 +374,19 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
     grpc_call_drop_input(call);
     if (!call->stream)
         return;
-    if (call->protocol->trailers_in_body && call_queue_body_trailers(call) != 0) {
+    if (call->protocol->bare_body && !call->half_closed && !call->transport->carries_trailers) {
+        /* Over HTTP/1.1 an answer before the body's end closes the
+         * connection, and a client still writing its body may see the
+         * reset before the answer: read the rest first (bounded by the
+         * receive limit and the request timeout). */
+        call->respond_at_end = 1;
+        call->request_since_sweep = call->server->sweeps;
+        return;
+    }
+    if (call->protocol->connect) {
+        if (grpc_connect_finish(call) != 0)
+            call->transport->reset_after_end(call->stream, H2_INTERNAL_ERROR);
+    } else if (call->protocol->trailers_in_body && call_queue_body_trailers(call) != 0) {
         /* No trailer frame: the client must not take the body for whole. */
         call->transport->reset_after_end(call->stream, H2_INTERNAL_ERROR);
     }
@@ -353,8 +396,11 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
         call->deferred = 0;
         call->transport->resume(call->stream);
     }
-    /* A client still sending after we answered learns to stop. */
-    if (!call->half_closed)
+    /* A client still sending after we answered learns to stop.  Not a
+     * Connect unary client: its body is one message, and clients such as
+     * curl drop a whole response when a reset beats their last bytes; what
+     * still comes is released unread. */
+    if (!call->half_closed && !call->protocol->bare_body)
         call->transport->reset_after_end(call->stream, H2_NO_ERROR);
 }
 

@@ -13,7 +13,7 @@
 #define CORS_ALLOW_METHODS "POST, GET, OPTIONS"
 #define CORS_ALLOW_HEADERS                                                                         \
     "authorization, content-type, x-grpc-web, x-user-agent, grpc-timeout, grpc-encoding, "         \
-    "grpc-accept-encoding"
+    "grpc-accept-encoding, connect-protocol-version, connect-timeout-ms"
 /* What a page may read of a response. */
 #define CORS_EXPOSE_HEADERS "grpc-status, grpc-message, agenthub-last-seq, grpc-encoding"
 #define CORS_MAX_AGE        "7200"

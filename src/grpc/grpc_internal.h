@@ -125,6 +125,12 @@ struct grpc_call {
     struct byte_queue text_scratch;      /* decoded request bytes, grpc-web-text */
     struct byte_queue text_pending;      /* encoded response text not yet taken */
     unsigned text_eof : 1;               /* text_pending holds the end of the body */
+    struct byte_queue bare_in;           /* Connect unary: the request body so far */
+    /* A Connect unary answer held until the request body ends (HTTP/1.1:
+     * answering first closes the connection under a client still
+     * sending), and the body bytes dropped meanwhile. */
+    unsigned respond_at_end : 1;
+    size_t dropped_at_end;
     uint8_t *unary_request;
     size_t unary_request_len;
     unsigned message_count;

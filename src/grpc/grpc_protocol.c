@@ -69,12 +69,78 @@ static const struct grpc_protocol grpc_protocol_web_text = {
     .base64 = 1,
 };
 
+static int matches_connect_proto(const char *ct, size_t len)
+{
+    return type_is(ct, len, "application/proto", NULL);
+}
+
+static int matches_connect_json(const char *ct, size_t len)
+{
+    return type_is(ct, len, "application/json", NULL);
+}
+
+static int matches_connect_stream_proto(const char *ct, size_t len)
+{
+    return type_is(ct, len, "application/connect+proto", NULL);
+}
+
+static int matches_connect_stream_json(const char *ct, size_t len)
+{
+    return type_is(ct, len, "application/connect+json", NULL);
+}
+
+/* Connect's status always travels in the body (the error JSON, or the
+ * end-of-stream message), never in HTTP trailers. */
+static const struct grpc_protocol grpc_protocol_connect_unary = {
+    .id = GRPC_PROTOCOL_CONNECT,
+    .name = "connect",
+    .matches = matches_connect_proto,
+    .response_content_type = "application/proto",
+    .trailers_in_body = 1,
+    .connect = 1,
+    .bare_body = 1,
+};
+
+static const struct grpc_protocol grpc_protocol_connect_unary_json = {
+    .id = GRPC_PROTOCOL_CONNECT_JSON,
+    .name = "connect-json",
+    .matches = matches_connect_json,
+    .response_content_type = "application/json",
+    .trailers_in_body = 1,
+    .connect = 1,
+    .bare_body = 1,
+    .json = 1,
+};
+
+static const struct grpc_protocol grpc_protocol_connect_stream = {
+    .id = GRPC_PROTOCOL_CONNECT,
+    .name = "connect",
+    .matches = matches_connect_stream_proto,
+    .response_content_type = "application/connect+proto",
+    .trailers_in_body = 1,
+    .connect = 1,
+};
+
+static const struct grpc_protocol grpc_protocol_connect_stream_json = {
+    .id = GRPC_PROTOCOL_CONNECT_JSON,
+    .name = "connect-json",
+    .matches = matches_connect_stream_json,
+    .response_content_type = "application/connect+json",
+    .trailers_in_body = 1,
+    .connect = 1,
+    .json = 1,
+};
+
 /* The more specific types first: "application/grpc-web" also starts with
  * "application/grpc". */
 static const struct grpc_protocol *const protocols[] = {
     &grpc_protocol_web_text,
     &grpc_protocol_web,
     &grpc_protocol_grpc,
+    &grpc_protocol_connect_unary,
+    &grpc_protocol_connect_unary_json,
+    &grpc_protocol_connect_stream,
+    &grpc_protocol_connect_stream_json,
 };
 
 const struct grpc_protocol *grpc_protocol_find(const char *content_type)

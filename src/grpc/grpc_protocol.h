@@ -22,6 +22,11 @@
  *                  (partial groups carried between reads, padded once at
  *                  its end), so a client that concatenates the chunks it
  *                  receives decodes them.
+ *   connect        application/proto and application/json (unary: bare
+ *                  bodies, errors as HTTP status and JSON), and
+ *                  application/connect+proto and application/connect+json
+ *                  (streams: enveloped messages, an end-of-stream message
+ *                  with the status); grpc_connect.h.
  *
  * A new protocol adds an entry to the table in grpc_protocol.c and, where
  * it differs, a hook here; the call layer's checks that are not the
@@ -37,6 +42,8 @@ enum grpc_protocol_id {
     GRPC_PROTOCOL_GRPC,
     GRPC_PROTOCOL_GRPC_WEB,
     GRPC_PROTOCOL_GRPC_WEB_TEXT,
+    GRPC_PROTOCOL_CONNECT,      /* Connect with protobuf messages */
+    GRPC_PROTOCOL_CONNECT_JSON, /* Connect with JSON messages */
     GRPC_PROTOCOL_COUNT,
 };
 
@@ -54,6 +61,9 @@ struct grpc_protocol {
     unsigned trailers_in_body : 1;    /* status as the body's last frame */
     unsigned unary_requests_only : 1; /* client and bidi streams are refused */
     unsigned base64 : 1;              /* both bodies are base64 text */
+    unsigned connect : 1;             /* Connect: grpc_connect.h finishes the call */
+    unsigned bare_body : 1;           /* Connect unary: bodies are bare messages */
+    unsigned json : 1;                /* messages are proto3 JSON (grpc_json.h) */
 };
 
 /* The protocol whose content type CONTENT_TYPE is (NULL: none). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grpc/grpc.h"
+#include "grpc/grpc_connect.h"
 #include "grpc/grpc_internal.h"
 #include "h2/h2.h"
 
@@ -56,6 +57,9 @@ static void on_request_sweep(evutil_socket_t fd, short what, void *arg)
         if (call->request_waiting && !call->finished &&
             server->sweeps - call->request_since_sweep > REQUEST_SWEEPS)
             request_timeout(call);
+        else if (call->respond_at_end &&
+                 server->sweeps - call->request_since_sweep > REQUEST_SWEEPS)
+            grpc_connect_respond_held(call);
     }
 }
 
@@ -169,6 +173,12 @@ static int call_stream_header(void *data, const uint8_t *name, size_t name_len,
             grpc_timeout_parse((const char *)value, value_len, &call->timeout_ns) != 0;
         return 0;
     }
+    if (name_is(name, name_len, "connect-timeout-ms")) {
+        call->has_timeout = 1;
+        call->timeout_malformed =
+            grpc_connect_timeout_parse((const char *)value, value_len, &call->timeout_ns) != 0;
+        return 0;
+    }
     if (name_len > 0 && name[0] == ':' && !name_is(name, name_len, ":path"))
         return 0;
     return grpc_header_list_add(&call->request_headers, (const char *)name, name_len,
@@ -266,7 +276,9 @@ static void call_stream_headers_done(void *data)
     }
     if (!protocol) {
         call_reject_http(call, "415", GRPC_STATUS_UNKNOWN,
-                         "content-type must be application/grpc or application/grpc-web");
+                         "content-type must be application/grpc, application/grpc-web or a "
+                         "Connect type (application/proto, application/json, "
+                         "application/connect+proto, application/connect+json)");
         return;
     }
     if (protocol->needs_http_trailers && !call->transport->carries_trailers) {
@@ -288,6 +300,8 @@ static void call_stream_headers_done(void *data)
     }
     call->entry->started++;
     call->door->protocol_calls[protocol->id][call->transport->index]++;
+    if (protocol->connect && grpc_connect_check_request(call) != 0)
+        return;
     if (protocol->unary_requests_only && !method_is_unary_request(call->entry->method)) {
         grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED,
                        "gRPC-Web carries unary and server-streaming methods only");
@@ -300,9 +314,13 @@ static void call_stream_headers_done(void *data)
         grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "unsupported grpc-encoding");
         return;
     }
-    call_choose_encodings(call);
+    /* Connect messages travel uncompressed (grpc_connect.h). */
+    if (!protocol->connect)
+        call_choose_encodings(call);
     if (call->timeout_malformed) {
-        grpc_call_fail(call, GRPC_STATUS_INTERNAL, "malformed grpc-timeout");
+        grpc_call_fail(
+            call, protocol->connect ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_INTERNAL,
+            protocol->connect ? "malformed connect-timeout-ms" : "malformed grpc-timeout");
         return;
     }
     if (call->has_timeout) {
@@ -374,6 +392,13 @@ static void call_deliver(struct grpc_call *call, const uint8_t *bytes, size_t le
         if (call_inflate(call, bytes, len, &inflated, &len) != 0)
             return;
         bytes = inflated ? inflated : (const uint8_t *)"";
+    }
+    /* A JSON message becomes protobuf binary first, so the request check and
+     * the handler see what a protobuf client would have sent. */
+    if (call->protocol->json) {
+        if (grpc_connect_json_request(call, bytes, len, &inflated, &len) != 0)
+            return;
+        bytes = inflated;
     }
     if (call->server->request_check &&
         call->server->request_check(method->request_type, bytes, len, why, sizeof(why)) != 0) {
@@ -506,10 +531,17 @@ static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
 
     if (call->finished || !call->started) {
         call->transport->release(call->stream, len);
+        call->dropped_at_end += len;
+        if (call->respond_at_end && call->dropped_at_end > call->server->limits.max_recv_bytes)
+            grpc_connect_respond_held(call);
         return;
     }
     if (call->message_count == 0)
         request_timer_start(call);
+    if (call->protocol->bare_body) {
+        grpc_connect_body_data(call, bytes, len);
+        return;
+    }
     if (call->protocol->base64) {
         /* The request is one message (unary_requests_only), so the
          * transport's bytes stay held until it is whole: no release here. */
@@ -538,6 +570,8 @@ static void call_stream_end(void *data)
     struct grpc_call *call = data;
 
     call->half_closed = 1;
+    if (call->respond_at_end)
+        grpc_connect_respond_held(call);
     if (call->finished || !call->started)
         return;
     if (call->input_paused || byte_queue_length(&call->in) > 0) {
@@ -549,6 +583,8 @@ static void call_stream_end(void *data)
                        "the grpc-web-text request ended inside a base64 group");
         return;
     }
+    if (call->protocol->bare_body && grpc_connect_body_end(call) != 0)
+        return;
     if (!grpc_reader_idle(&call->reader)) {
         grpc_call_fail(call, GRPC_STATUS_INTERNAL, "the request ended inside a message");
         return;
@@ -729,6 +765,7 @@ static void call_stream_close(void *data, uint32_t error_code)
     byte_queue_free(&call->out);
     byte_queue_free(&call->text_scratch);
     byte_queue_free(&call->text_pending);
+    byte_queue_free(&call->bare_in);
     grpc_header_list_free(&call->request_headers);
     grpc_header_list_free(&call->initial_metadata);
     grpc_header_list_free(&call->trailing_metadata);

@@ -623,7 +623,8 @@ class RawStream:
     whose reader can stop reading: no WINDOW_UPDATE, nothing taken off the
     socket, so the server's flow-control window runs dry."""
 
-    def __init__(self, address, path, body, token=None, timeout=10.0):
+    def __init__(self, address, path, body, token=None, timeout=10.0,
+                 content_type="application/grpc"):
         import h2.config
         import h2.connection
         self.h2events = __import__("h2.events").events
@@ -633,7 +634,7 @@ class RawStream:
             client_side=True, header_encoding=None))
         self.conn.initiate_connection()
         headers = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path.encode()),
-                   (b":authority", address.encode()), (b"content-type", b"application/grpc"),
+                   (b":authority", address.encode()), (b"content-type", content_type.encode()),
                    (b"te", b"trailers")]
         if token:
             headers.append((b"authorization", b"Bearer " + token.encode()))

@@ -75,7 +75,8 @@ def test_non_post_gets_http_405(server):
     assert stream.http_status == 405
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/grpcx", "application/json"])
+# application/json is the Connect protocol's (test_connect.py).
+@pytest.mark.parametrize("content_type", ["text/plain", "application/grpcx", "application/xml"])
 def test_non_grpc_content_type_gets_http_415(server, content_type):
     raw = server.raw()
     sid = raw.request(CHECK, body=grpc_frame(b""), content_type=content_type)

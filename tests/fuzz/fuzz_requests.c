@@ -184,9 +184,10 @@ static int next_byte(struct cursor *c, uint8_t *out)
     return 0;
 }
 
-/* Opens a call: B1 picks the method, B2 the token (bits 0-3), the door
- * (bit 4), a grpc-timeout (bit 5) and a header variant (bits 6-7: valid,
- * no te, wrong content-type, GET). */
+/* Opens a call: B1 picks the method (and, bit 7, the Connect content type
+ * of variant 2), B2 the token (bits 0-3), the door (bit 4), a grpc-timeout
+ * (bit 5) and a header variant (bits 6-7: valid gRPC, no te, Connect with
+ * JSON messages (unary application/json, or application/connect+json), GET). */
 static uint32_t open_call(struct world *w, uint8_t b1, uint8_t b2)
 {
     const char *token = tokens[(b2 & 0x0f) % (sizeof(tokens) / sizeof(tokens[0]))];
@@ -200,7 +201,9 @@ static uint32_t open_call(struct world *w, uint8_t b1, uint8_t b2)
     fake_h2_header(w->h2, id, ":scheme", "http");
     fake_h2_header(w->h2, id, ":path", paths[b1 % path_count]);
     fake_h2_header(w->h2, id, "content-type",
-                   variant == 2 ? "application/json" : "application/grpc+proto");
+                   variant != 2  ? "application/grpc+proto"
+                   : (b1 & 0x80) ? "application/connect+json"
+                                 : "application/json");
     if (variant != 1)
         fake_h2_header(w->h2, id, "te", "trailers");
     if (b2 & 0x20)

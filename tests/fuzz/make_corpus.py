@@ -353,6 +353,32 @@ def small_corpora():
     write("fuzz_descriptor_index", "descriptor_set", bytes(hexes))
 
 
+def json_codec_corpus(svc, fr):
+    """fuzz_json_codec: a type byte (index into its table; top bit: binary
+    input), then JSON text or protobuf binary."""
+    docs = [
+        (0, '{"requestId":"r1","start":{"sessionId":"s"},"liveSessions":["a","b"]}'),
+        (0, '{"request_id":"r1","error":{"code":"RUNNER_ERROR_CODE_NOT_FOUND","message":"x"}}'),
+        (1, '{"requestId":"r","deliverControl":{"sessionId":"s","op":{"controlSeq":"7",'
+            '"prompt":{"input":"hi \\u00e9\\n"}}},"sessionId":"s"}'),
+        (2, '{"runnerSeq":"18446744073709551615","frame":{"session":{"state":3,'
+            '"typedEvent":{"eventId":"e","atUnixMs":"-5","plan":{"entries":[{"content":"c",'
+            '"status":"AGENT_PLAN_ENTRY_STATUS_COMPLETED"}]}}}}}'),
+        (3, '{"seq":1,"payload":null,"agentSessionStatus":{"lastSeq":9}}'),
+        (4, '{"statuses":[{"state":"AGENT_SESSION_STATE_READY"},{"state":77},null]}'),
+        (6, '{"data":"-_8","contentType":"x"}'),
+        (6, '{"data":"AAEC/w==","data":"x"}'),
+        (8, '{"payload":"","statusCode":-2147483648,"responseCount":4294967295,"holdOpen":true}'),
+        (7, '{"validHost":"h","originalRequest":{"listServices":""},'
+            '"listServicesResponse":{"service":[{"name":"a"}]}}'),
+    ]
+    for i, (t, doc) in enumerate(docs):
+        write("fuzz_json_codec", f"json{i}", bytes([t]) + doc.encode())
+    msg = svc.SessionsRequest(request_id="r", live_sessions=["x", "y"])
+    msg.status.statuses.add(session_id="s", state=2, last_seq=2**63)
+    write("fuzz_json_codec", "binary", bytes([0x80]) + msg.SerializeToString())
+
+
 def main():
     tmp = modules()
     try:
@@ -368,6 +394,7 @@ def main():
         import_corpus()
         frames_corpus(fr)
         small_corpora()
+        json_codec_corpus(svc, fr)
     finally:
         shutil.rmtree(tmp)
 

@@ -21,6 +21,7 @@
     TEST_SUITE(cli_render)                                                                         \
     TEST_SUITE(gate)                                                                               \
     TEST_SUITE(grpc_compress)                                                                      \
+    TEST_SUITE(grpc_json)                                                                          \
     TEST_SUITE(grpc_loopback)                                                                      \
     TEST_SUITE(grpc_protocol)                                                                      \
     TEST_SUITE(grpc_transport)                                                                     \
