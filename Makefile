@@ -4,9 +4,9 @@
 #   make FAILPOINTS=1 compile in AGENTHUB_FAILPOINTS (into build-fp/)
 
 CC ?= cc
-PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib
+PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 libpq jansson zlib
 DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-dev \
-  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
+  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev libpq-dev postgresql \
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time \

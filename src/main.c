@@ -71,9 +71,11 @@ struct server {
 
 static void usage(FILE *out)
 {
-    fputs("usage: agenthubd --db PATH --listen HOST:PORT [options]\n"
+    fputs("usage: agenthubd --db PATH|URI --listen HOST:PORT [options]\n"
           "\n"
-          "  --db PATH                     the SQLite store\n"
+          "  --db PATH|URI                 the ownership store: a SQLite file, or a\n"
+          "                                PostgreSQL connection URI (postgres://...)\n"
+          "                                that several agenthubd nodes share\n"
           "  --listen HOST:PORT            public door (CompassService; port 0 picks one)\n"
           "  --runner-listen HOST:PORT     Runner door (RunnerService); without it the\n"
           "                                server has no Runner seam\n"
@@ -544,12 +546,13 @@ static void write_metrics(void *arg, FILE *out)
     grpc_server_write_metrics(server->grpc, out);
     hub_write_counters(&server->hub, out);
     hub_write_metrics(&server->hub, out);
+    store_write_metrics(server->hub.store, out);
 }
 
 static int metrics_healthy(void *arg)
 {
     struct server *server = arg;
-    return !server->shutting_down;
+    return !server->shutting_down && store_ping(server->hub.store) == STORE_OK;
 }
 
 static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)
@@ -655,8 +658,10 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    if (sqlite_store_open(server.config.db_path, &server.hub.store, err, sizeof(err)) != STORE_OK) {
-        fprintf(stderr, "agenthubd: --db %s: cannot open the store: %s\n", server.config.db_path,
+    if (store_open(server.config.db_path, &server.hub.store, err, sizeof(err)) != STORE_OK) {
+        fprintf(stderr, "agenthubd: --db %s: cannot open the store: %s\n",
+                store_target_is_postgres(server.config.db_path) ? "(PostgreSQL URI)"
+                                                                : server.config.db_path,
                 err);
         return 2;
     }

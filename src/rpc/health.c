@@ -5,6 +5,7 @@
 #include "grpc/grpc.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "rpc/rpc.h"
+#include "store/store.h"
 
 struct health_watcher {
     struct grpc_call *call;
@@ -51,7 +52,9 @@ static int health_status(struct grpc_call *call, struct hub *ctx, const char *se
         if (!lookup.found)
             return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
     }
-    return ctx->health->draining
+    /* A store that cannot answer (PostgreSQL unreachable) fails every call
+     * that needs it: a load balancer should send traffic elsewhere. */
+    return ctx->health->draining || store_ping(ctx->store) != STORE_OK
                ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }
