@@ -79,6 +79,7 @@ deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	pkg-config --exists $(PKGS) check grpc++ 2>/dev/null || missing=1; \
+	[ -x /usr/lib/postgresql/15/bin/initdb ] || missing=1; \
 	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
 	  clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null || missing=1; \
 	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf' 2>/dev/null || missing=1; \

@@ -261,19 +261,18 @@ static void drop_slot(struct pg_store *st, int slot)
     st->stats.disconnects++;
 }
 
-/* 1 when idle connection CONN is still usable: a server that shut down
- * or terminated the backend has sent an error and closed, which shows as
- * readable input on an idle connection.  Checked before sending, so a
- * write is never sent into a connection that is already gone. */
+/* 1 when idle connection CONN is still usable.  An idle query connection
+ * is sent nothing unasked (it LISTENs to nothing), so readable input means
+ * the server is saying goodbye (shut down, backend terminated) before it
+ * closes: the connection is treated as gone.  Checked before sending, so a
+ * write is never sent into a connection that is already closing. */
 static int idle_alive(PGconn *conn)
 {
     struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
 
     if (pfd.fd < 0 || PQstatus(conn) != CONNECTION_OK)
         return 0;
-    if (poll(&pfd, 1, 0) > 0 && (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK))
-        return 0;
-    return 1;
+    return poll(&pfd, 1, 0) == 0;
 }
 
 /* Returns the connection to run on (*SLOT its pool index), or NULL when
@@ -437,11 +436,20 @@ static int own_backend(const struct pg_store *st, int pid)
  * when the listening connection is gone. */
 static int drain(struct pg_store *st)
 {
+    struct pollfd pfd = {.fd = PQsocket(st->listen), .events = POLLIN};
     uint64_t foreign = 0;
     PGnotify *n;
+    int i;
 
-    if (!PQconsumeInput(st->listen) || PQstatus(st->listen) != CONNECTION_OK)
-        return 0;
+    /* The server's goodbye (an error, then end of file) can take more than
+     * one read to see through: read until nothing is left (a bounded number
+     * of times, so a stream of notifications cannot hold the loop). */
+    for (i = 0; i < 8; i++) {
+        if (!PQconsumeInput(st->listen) || PQstatus(st->listen) != CONNECTION_OK)
+            return 0;
+        if (poll(&pfd, 1, 0) <= 0)
+            break;
+    }
     while ((n = PQnotifies(st->listen)) != NULL) {
         if (!own_backend(st, n->be_pid))
             foreign++;

@@ -116,7 +116,7 @@ static int pg_exec_on(const char *dbname, const char *sql, char *out, size_t len
 
 int store_fixture_pg_exec(const struct store_fixture *fx, const char *sql, char *out, size_t len)
 {
-    return pg_exec_on(fx->dbname, sql, out, len);
+    return pg_exec_on(fx ? fx->dbname : "postgres", sql, out, len);
 }
 
 void store_fixture_open_backend(struct store_fixture *fx, enum store_fixture_backend backend)

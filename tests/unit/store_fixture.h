@@ -43,7 +43,8 @@ void store_fixture_open_backend(struct store_fixture *fx, enum store_fixture_bac
 void store_fixture_pg_server(void);
 /* postgres://USER@HOST:PORT of that server ("" before it started). */
 const char *store_fixture_pg_base(void);
-/* Runs SQL on fx's PostgreSQL database through a separate connection;
+/* Runs SQL on fx's PostgreSQL database (FX NULL: the server's "postgres"
+ * database) through a separate connection;
  * returns the first field of the first row in OUT (may be NULL), or -1 when
  * the statement failed. */
 int store_fixture_pg_exec(const struct store_fixture *fx, const char *sql, char *out, size_t len);
