@@ -66,6 +66,7 @@ struct server {
     struct event *sigint;
     struct event *shutdown_poll;
     struct event *shutdown_deadline;
+    struct event *store_tick; /* PostgreSQL: drain change notifications */
     int shutting_down;
 };
 
@@ -552,7 +553,20 @@ static void write_metrics(void *arg, FILE *out)
 static int metrics_healthy(void *arg)
 {
     struct server *server = arg;
-    return !server->shutting_down && store_ping(server->hub.store) == STORE_OK;
+    return !server->shutting_down;
+}
+
+/* A networked store's notifications are read whenever the store is used;
+ * on a node that serves no calls for a while they would pile up in the
+ * server's queue, so read them once a second too (no round trip: a
+ * non-blocking read of what already arrived).  It also reconnects the
+ * notification connection once the server is back. */
+static void on_store_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *server = arg;
+    uint64_t generation;
+
+    (void)store_change_generation(server->hub.store, &generation);
 }
 
 static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)
@@ -630,6 +644,8 @@ static void server_free(struct server *server)
         event_free(server->shutdown_poll);
     if (server->shutdown_deadline)
         event_free(server->shutdown_deadline);
+    if (server->store_tick)
+        event_free(server->store_tick);
     if (server->base) {
         log_detach(500);
         event_base_free(server->base);
@@ -728,6 +744,12 @@ int main(int argc, char **argv)
             log_error("metrics listener: %s", err);
             goto fail;
         }
+    }
+    if (store_target_is_postgres(server.config.db_path)) {
+        struct timeval second = {1, 0};
+        server.store_tick = event_new(server.base, -1, EV_PERSIST, on_store_tick, &server);
+        if (!server.store_tick || event_add(server.store_tick, &second) != 0)
+            goto fail;
     }
     server.sigterm = evsignal_new(server.base, SIGTERM, on_signal, &server);
     server.sigint = evsignal_new(server.base, SIGINT, on_signal, &server);

@@ -10,7 +10,7 @@
  * the connection, so nothing is left half-read) at the same budget plus a
  * grace period; a connection attempt is non-blocking with its own
  * deadline; and after a failed attempt no new one is made until a back-off
- * (100 ms doubling to 2 s) has passed, so while the server is down each
+ * (100 ms doubling to 4 s) has passed, so while the server is down each
  * call answers STORE_FAULT at once instead of waiting on a connect.  A
  * connection found broken is dropped and replaced on next use, so the
  * store recovers by itself when the server returns. */
@@ -26,12 +26,12 @@
 #include "store/postgres_internal.h"
 #include "store/sqlite_cache.h"
 
-#define CONNECT_DEADLINE_MS  1000
+#define CONNECT_DEADLINE_MS  500
 #define STATEMENT_TIMEOUT_MS 1000
 #define LOCK_TIMEOUT_MS      200
 #define CLIENT_GRACE_MS      500
 #define BACKOFF_MIN_MS       100
-#define BACKOFF_MAX_MS       2000
+#define BACKOFF_MAX_MS       4000
 
 void pg_param_text(struct pg_params *p, const char *text)
 {
