@@ -560,13 +560,17 @@ static int metrics_healthy(void *arg)
  * on a node that serves no calls for a while they would pile up in the
  * server's queue, so read them once a second too (no round trip: a
  * non-blocking read of what already arrived).  It also reconnects the
- * notification connection once the server is back. */
+ * notification connection once the server is back, and tells health
+ * Watch streams when the store's reachability changed (one round trip,
+ * only while a Watch is open). */
 static void on_store_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct server *server = arg;
     uint64_t generation;
 
     (void)store_change_generation(server->hub.store, &generation);
+    if (!server->shutting_down)
+        health_recheck(&server->hub);
 }
 
 static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)

@@ -98,6 +98,8 @@ def test_a_stopped_postgres_is_unavailable_and_not_serving_until_it_returns(post
     (h,) = hubs(db)
     assert status_of(h, "sess-1").statuses
     assert health(h, pb) == Health.SERVING
+    watch = Health(h.channel(), pb).watch(timeout=60)
+    assert next(watch).status == Health.SERVING
     pane = subscribe(h, "sess-1", token="t-bob")
     postgres.stop()
     for sid in ("sess-1", "sess-2", "sess-unknown"):
@@ -109,12 +111,15 @@ def test_a_stopped_postgres_is_unavailable_and_not_serving_until_it_returns(post
     assert err.code() == UNAVAILABLE
     assert fail(h.call, "WhoAmI", S.WhoAmIRequest(), token="t-alice").code() == UNAVAILABLE
     assert health(h, pb) == Health.NOT_SERVING
+    assert next(watch).status == Health.NOT_SERVING
     # The open stream is decided again and ends the way a fresh call would.
     code, _ = pane.finish(timeout=15)
     assert code == UNAVAILABLE
     assert h.metric("agenthub_pg_up") == 0
     postgres.start()
     wait_for(lambda: health(h, pb) == Health.SERVING, timeout=20, what="SERVING again")
+    assert next(watch).status == Health.SERVING
+    watch.cancel()
     assert status_of(h, "sess-1").statuses[0].session_id == "sess-1"
     subscribe(h, "sess-1", token="t-bob").cancel()
     assert h.metric("agenthub_pg_up") == 1
