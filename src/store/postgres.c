@@ -181,7 +181,7 @@ static PGconn *pg_connect(struct pg_store *st, char *err, size_t errlen)
     int64_t deadline = clock_monotonic_ms() + CONNECT_DEADLINE_MS;
     PostgresPollingStatusType ps = PGRES_POLLING_WRITING;
     char sql[160];
-    PGresult *res;
+    PGresult *res = NULL;
     PGconn *conn;
     int w, timed_out;
 
@@ -468,7 +468,7 @@ static int drain(struct pg_store *st)
  * the server cannot be reached). */
 static int listen_connect(struct pg_store *st)
 {
-    PGresult *res;
+    PGresult *res = NULL;
     PGconn *conn = connect_backoff(st);
     int timed_out;
 

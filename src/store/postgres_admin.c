@@ -15,6 +15,7 @@ static int read_one(struct pg_store *st, enum pq_id id, const char *arg, PGresul
     struct pg_params p = {0};
     int rv;
 
+    *res = NULL;
     if (pg_read_guard(NULL))
         return STORE_FAULT;
     if (arg)
@@ -66,7 +67,7 @@ int pq_account_put(void *impl, const struct store_account *a, int *changed)
 
 int pq_account_get(void *impl, const char *id, struct store_account *out)
 {
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (!ascii(id))
@@ -86,7 +87,7 @@ static int run_list(struct pg_store *st, enum pq_id id, const char *arg,
                     void *cb_arg)
 {
     struct pg_params p = {0};
-    PGresult *res;
+    PGresult *res = NULL;
     int i, rv;
 
     if (pg_read_guard(NULL))
@@ -225,7 +226,7 @@ int pq_container_put(void *impl, const struct store_container *c, int *changed)
 
 int pq_container_get(void *impl, const char *name, struct store_container *out)
 {
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (!ascii(name))
@@ -261,7 +262,7 @@ int pq_exists(void *impl, enum store_entity kind, const char *id)
         [STORE_ENTITY_RUNNER] = PQ_EXISTS_RUNNER,   [STORE_ENTITY_CONTAINER] = PQ_EXISTS_CONTAINER,
         [STORE_ENTITY_SESSION] = PQ_EXISTS_SESSION,
     };
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if ((unsigned)kind > STORE_ENTITY_SESSION)
@@ -269,7 +270,7 @@ int pq_exists(void *impl, enum store_entity kind, const char *id)
     if (!ascii(id))
         return pg_read_guard(NULL) ? STORE_FAULT : STORE_NOT_FOUND;
     rv = read_one(impl, ids[kind], id, &res);
-    PQclear(res == NULL ? NULL : res);
+    PQclear(res);
     return rv;
 }
 
@@ -300,7 +301,7 @@ static int token_subject(struct pg_store *st, const uint8_t hash[STORE_HASH_LEN]
                          char account[STORE_ID_MAX], char runner[STORE_ID_MAX])
 {
     struct pg_params p = {0};
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     pg_param_bytes(&p, hash, STORE_HASH_LEN);

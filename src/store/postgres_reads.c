@@ -45,7 +45,7 @@ int pq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN], struct stor
     struct pg_store *st = impl;
     uint8_t stored[STORE_HASH_LEN];
     struct pg_params p = {0};
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (pg_read_guard("store.token"))
@@ -96,7 +96,7 @@ static void read_session_row(const PGresult *res, int row, struct store_session 
 static int one_session(struct pg_store *st, enum pq_id id, const struct pg_params *p,
                        struct store_session *out)
 {
-    PGresult *res;
+    PGresult *res = NULL;
     int rv = pg_run(st, id, p, PG_READ, &res);
 
     if (rv != STORE_OK)
@@ -172,7 +172,7 @@ static int member_load(struct pg_store *st, const char *account_id)
     char buf[MEMBER_CACHE_MAX * STORE_ID_MAX];
     struct pg_params p = {0};
     size_t len = 0, n;
-    PGresult *res;
+    PGresult *res = NULL;
     int i, rows, rv;
 
     pg_param_text(&p, account_id);
@@ -199,7 +199,7 @@ int pq_member_check(void *impl, const char *account_id, const char *channel_id)
 {
     struct pg_store *st = impl;
     struct pg_params p = {0};
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (pg_read_guard("store.membership"))
@@ -230,7 +230,7 @@ int pq_member_check(void *impl, const char *account_id, const char *channel_id)
 int pq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out)
 {
     struct pg_params p = {0};
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (pg_read_guard("store.session"))
@@ -263,7 +263,7 @@ static int each_session(struct pg_store *st, enum pq_id id, const struct pg_para
                         store_session_cb cb, void *arg)
 {
     struct store_session s;
-    PGresult *res;
+    PGresult *res = NULL;
     int i, rv = pg_run(st, id, p, PG_READ, &res);
 
     if (rv != STORE_OK)
@@ -308,7 +308,7 @@ int pq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, v
 int pq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out)
 {
     struct pg_params p = {0};
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (pg_read_guard("store.session"))
@@ -384,7 +384,7 @@ int pq_session_create(void *impl, const struct store_session_spec *spec, char ou
  * or the mapped error. */
 static int counted_write(struct pg_store *st, enum pq_id id, const struct pg_params *p)
 {
-    PGresult *res;
+    PGresult *res = NULL;
     int rv = pg_run(st, id, p, 0, &res);
 
     if (rv != STORE_OK)
@@ -419,7 +419,7 @@ int pq_session_reopen(void *impl, const char *session_id)
 int pq_terminal_create(void *impl, const char *container_name, uint64_t *out_id)
 {
     struct pg_params p = {0};
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (!store_id_valid(container_name))
@@ -441,7 +441,7 @@ int pq_agent_session_create(void *impl, uint64_t parent_id, const char *provider
     struct pg_store *st = impl;
     struct pg_params p = {0};
     char id[STORE_ID_MAX];
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (!provider || !store_id_valid(provider) ||
@@ -491,7 +491,7 @@ int pq_resource_close(void *impl, uint64_t resource_id)
 int pq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out)
 {
     struct pg_params p = {0};
-    PGresult *res;
+    PGresult *res = NULL;
     int rv;
 
     if (pg_read_guard(NULL))

@@ -655,18 +655,17 @@ START_TEST(change_generation_moves_for_other_connections_only)
 END_TEST
 
 /* The conformance tests, which every backend must pass, as tcases whose
- * fixture opens BACKEND's store; PG_SERVER (may be NULL) is the unchecked
- * fixture that starts the shared PostgreSQL server. */
-static void add_conformance(Suite *s, const char *prefix, void (*fixture)(void),
-                            void (*server)(void))
+ * FIXTURE opens the backend's store (PG: PostgreSQL, else SQLite); SERVER
+ * (may be NULL) is the unchecked fixture that starts the shared PostgreSQL
+ * server. */
+static void add_conformance(Suite *s, int pg, void (*fixture)(void), void (*server)(void))
 {
-    char name[64];
     TCase *tc;
 
+    /* Check keeps the name pointers: string literals, not buffers. */
 #define NEW_TCASE(suffix)                                                                          \
     do {                                                                                           \
-        snprintf(name, sizeof(name), "%s%s", prefix, suffix);                                      \
-        tc = tcase_create(strdup(name));                                                           \
+        tc = tcase_create(pg ? "postgres_" suffix : "sqlite_" suffix);                             \
         if (server)                                                                                \
             tcase_add_unchecked_fixture(tc, server, NULL);                                         \
         tcase_add_checked_fixture(tc, fixture, teardown);                                          \
@@ -717,8 +716,8 @@ Suite *store_suite(void)
     Suite *s = suite_create("store");
     TCase *tc;
 
-    add_conformance(s, "sqlite_", setup, NULL);
-    add_conformance(s, "postgres_", setup_pg, store_fixture_pg_server);
+    add_conformance(s, 0, setup, NULL);
+    add_conformance(s, 1, setup_pg, store_fixture_pg_server);
 
     /* SQLite's own: the file, WAL mode, the shared-memory change counter. */
     tc = tcase_create("sqlite_file");
