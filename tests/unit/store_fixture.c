@@ -173,6 +173,35 @@ struct store *store_fixture_second_handle(const struct store_fixture *fx)
     return s;
 }
 
+uint64_t store_fixture_mark(const struct store_fixture *fx)
+{
+    uint64_t g = 0;
+
+    if (fx->backend == STORE_FIXTURE_POSTGRES &&
+        fx->s->ops->change_generation(fx->s->impl, &g) != STORE_OK)
+        abort();
+    return g;
+}
+
+void store_fixture_settle(const struct store_fixture *fx, uint64_t mark)
+{
+    uint64_t g = mark;
+    int i;
+
+    if (fx->backend != STORE_FIXTURE_POSTGRES)
+        return;
+    for (i = 0; i < 1000 && g == mark; i++) {
+        if (fx->s->ops->change_generation(fx->s->impl, &g) != STORE_OK)
+            abort();
+        if (g == mark)
+            usleep(5000);
+    }
+    if (g == mark) {
+        fprintf(stderr, "fixture: no change notification within 5 s\n");
+        abort();
+    }
+}
+
 void store_fixture_world(struct store_fixture *fx)
 {
     json_error_t jerr;

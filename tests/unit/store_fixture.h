@@ -3,6 +3,7 @@
 #define AGENTHUB_TEST_STORE_FIXTURE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store/store.h"
 
@@ -50,6 +51,12 @@ const char *store_fixture_pg_base(void);
 int store_fixture_pg_exec(const struct store_fixture *fx, const char *sql, char *out, size_t len);
 /* Opens a second, independent handle on the same database. */
 struct store *store_fixture_second_handle(const struct store_fixture *fx);
+/* Another connection's write reaches a PostgreSQL node through a change
+ * notification, a moment after its commit: MARK before that write and
+ * SETTLE after it wait (at most 5 s, else abort) until fx->s has heard of
+ * it.  No-ops on SQLite, where the next read sees it at once. */
+uint64_t store_fixture_mark(const struct store_fixture *fx);
+void store_fixture_settle(const struct store_fixture *fx, uint64_t mark);
 /* Imports STORE_FIXTURE_WORLD_JSON; aborts on failure. */
 void store_fixture_world(struct store_fixture *fx);
 /* Closes the store and removes the directory. */
