@@ -96,20 +96,15 @@ static int wait_socket(PGconn *conn, short events, int64_t deadline)
     }
 }
 
-/* Sends SQL (with P, or as a simple query when P is NULL) on CONN and
- * collects its result by DEADLINE.  Returns the first result (possibly an
- * error result), or NULL when the connection failed or *TIMED_OUT. */
-static PGresult *exec_deadline(PGconn *conn, const char *sql, const struct pg_params *p,
-                               int64_t deadline, int *timed_out)
+/* Flushes what was sent on CONN and collects its results by DEADLINE.
+ * Returns the first result (possibly an error result), or NULL when the
+ * connection failed or *TIMED_OUT. */
+static PGresult *collect(PGconn *conn, int64_t deadline, int *timed_out)
 {
     PGresult *res = NULL, *r;
     int rc, w;
 
     *timed_out = 0;
-    rc = p ? PQsendQueryParams(conn, sql, p->n, NULL, p->values, p->lengths, p->formats, 0)
-           : PQsendQuery(conn, sql);
-    if (!rc)
-        return NULL;
     while ((rc = PQflush(conn)) == 1) {
         w = wait_socket(conn, POLLOUT | POLLIN, deadline);
         if (w <= 0) {
@@ -143,6 +138,46 @@ static PGresult *exec_deadline(PGconn *conn, const char *sql, const struct pg_pa
         }
     }
     return res;
+}
+
+/* Sends SQL (with P, or as a simple query when P is NULL) on CONN and
+ * collects its result; see collect(). */
+static PGresult *exec_deadline(PGconn *conn, const char *sql, const struct pg_params *p,
+                               int64_t deadline, int *timed_out)
+{
+    int rc = p ? PQsendQueryParams(conn, sql, p->n, NULL, p->values, p->lengths, p->formats, 0)
+               : PQsendQuery(conn, sql);
+
+    *timed_out = 0;
+    return rc ? collect(conn, deadline, timed_out) : NULL;
+}
+
+/* Runs statement ID (text SQL) with P on pool slot SLOT, preparing it there
+ * first if this connection has not yet; see collect(). */
+static PGresult *exec_prepared(struct pg_store *st, int slot, enum pq_id id, const char *sql,
+                               const struct pg_params *p, int64_t deadline, int *timed_out)
+{
+    static const struct pg_params none;
+    PGconn *conn = st->pool[slot];
+    char name[32];
+    PGresult *r;
+
+    if (!p)
+        p = &none;
+    snprintf(name, sizeof(name), "ah%u_%d", st->prep_gen[slot], (int)id);
+    *timed_out = 0;
+    if (!st->prepared[slot][id]) {
+        if (!PQsendPrepare(conn, name, sql, p->n, NULL))
+            return NULL;
+        r = collect(conn, deadline, timed_out);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            return r; /* the error (or NULL) is the statement's answer */
+        PQclear(r);
+        st->prepared[slot][id] = 1;
+    }
+    if (!PQsendQueryPrepared(conn, name, p->n, p->values, p->lengths, p->formats, 0))
+        return NULL;
+    return collect(conn, deadline, timed_out);
 }
 
 /* Copies CONN's last error into ERR without the trailing newline. */
@@ -258,6 +293,7 @@ static void drop_slot(struct pg_store *st, int slot)
         return;
     PQfinish(st->pool[slot]);
     st->pool[slot] = NULL;
+    memset(st->prepared[slot], 0, sizeof(st->prepared[slot]));
     st->stats.disconnects++;
 }
 
@@ -327,6 +363,7 @@ static int run_sql(struct pg_store *st, enum pq_id id, const char *sql, const st
 {
     int attempt, slot = 0, timed_out = 0, rv;
     ExecStatusType status;
+    int64_t deadline;
     PGresult *r;
     PGconn *conn;
 
@@ -336,8 +373,9 @@ static int run_sql(struct pg_store *st, enum pq_id id, const char *sql, const st
         if (!conn)
             break;
         st->stats.queries++;
-        r = exec_deadline(conn, sql, p, clock_monotonic_ms() + st->timeout_ms + CLIENT_GRACE_MS,
-                          &timed_out);
+        deadline = clock_monotonic_ms() + st->timeout_ms + CLIENT_GRACE_MS;
+        r = id < PQ_COUNT ? exec_prepared(st, slot, id, sql, p, deadline, &timed_out)
+                          : exec_deadline(conn, sql, p, deadline, &timed_out);
         if (r && PQstatus(conn) == CONNECTION_OK) {
             status = PQresultStatus(r);
             st->up = 1;
@@ -349,8 +387,13 @@ static int run_sql(struct pg_store *st, enum pq_id id, const char *sql, const st
             }
             rv = map_error(r, id, flags);
             PQclear(r);
-            if (rv == STORE_FAULT)
+            if (rv == STORE_FAULT) {
                 st->stats.query_faults++;
+                /* A prepared plan may be what failed (a table changed
+                 * under it): prepare afresh, under new names. */
+                st->prep_gen[slot]++;
+                memset(st->prepared[slot], 0, sizeof(st->prepared[slot]));
+            }
             return rv;
         }
         PQclear(r);
@@ -441,6 +484,9 @@ static int drain(struct pg_store *st)
     PGnotify *n;
     int i;
 
+    /* Nothing arrived (the common case): one poll, no read. */
+    if (poll(&pfd, 1, 0) == 0 && PQstatus(st->listen) == CONNECTION_OK)
+        return 1;
     /* The server's goodbye (an error, then end of file) can take more than
      * one read to see through: read until nothing is left (a bounded number
      * of times, so a stream of notifications cannot hold the loop). */
@@ -487,7 +533,8 @@ static int listen_connect(struct pg_store *st)
     return 0;
 }
 
-int pg_cache_fresh(struct pg_store *st)
+/* pg_cache_fresh without the read scope. */
+static int cache_fresh_now(struct pg_store *st)
 {
     if (st->listen && !drain(st)) {
         log_warn("store: lost the PostgreSQL notification connection");
@@ -508,18 +555,39 @@ int pg_cache_fresh(struct pg_store *st)
     return 1;
 }
 
+int pg_cache_fresh(struct pg_store *st)
+{
+    /* One decision's reads (a read scope) need one look at the socket. */
+    if (st->scope > 0 && st->scope_checked)
+        return st->scope_fresh;
+    st->scope_fresh = cache_fresh_now(st);
+    st->scope_checked = st->scope > 0;
+    return st->scope_fresh;
+}
+
 /* --- the operations defined here --- */
 
-static void pq_read_scope(void *impl)
+static void pq_read_begin(void *impl)
 {
-    (void)impl; /* every read drains notifications first: nothing to hold */
+    struct pg_store *st = impl;
+
+    if (st->scope++ == 0)
+        st->scope_checked = 0;
+}
+
+static void pq_read_end(void *impl)
+{
+    struct pg_store *st = impl;
+
+    if (st->scope > 0)
+        st->scope--;
 }
 
 static int pq_change_generation(void *impl, uint64_t *generation)
 {
     struct pg_store *st = impl;
 
-    if (!pg_cache_fresh(st))
+    if (!cache_fresh_now(st))
         return STORE_FAULT;
     *generation = st->generation;
     return STORE_OK;
@@ -670,8 +738,8 @@ static const struct store_ops postgres_ops = {
     .session_runner = pq_session_runner,
     .member_check = pq_member_check,
     .resource_get = pq_resource_get,
-    .read_begin = pq_read_scope,
-    .read_end = pq_read_scope,
+    .read_begin = pq_read_begin,
+    .read_end = pq_read_end,
     .change_generation = pq_change_generation,
     .session_create = pq_session_create,
     .session_close = pq_session_close,

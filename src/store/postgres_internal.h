@@ -86,14 +86,21 @@ struct pg_store {
     struct store base; /* first, so &st->base is the public handle */
     char *uri;
     PGconn *pool[PG_POOL_SIZE];
-    PGconn *listen;      /* LISTENs on PG_CHANNEL; NULL while down */
-    int txn;             /* 1 + pool index holding begin()'s transaction */
-    int timeout_ms;      /* statement budget (server and client side) */
-    int lock_timeout_ms; /* wait for another writer's row lock */
-    int64_t retry_at_ms; /* no new connection attempt before this */
+    /* Statements are prepared on each connection at first use, so the
+     * server plans each once per connection rather than per call. */
+    unsigned char prepared[PG_POOL_SIZE][PQ_COUNT];
+    unsigned prep_gen[PG_POOL_SIZE]; /* part of the names: bumped to start afresh */
+    PGconn *listen;                  /* LISTENs on PG_CHANNEL; NULL while down */
+    int txn;                         /* 1 + pool index holding begin()'s transaction */
+    int timeout_ms;                  /* statement budget (server and client side) */
+    int lock_timeout_ms;             /* wait for another writer's row lock */
+    int64_t retry_at_ms;             /* no new connection attempt before this */
     int backoff_ms;
     int up;              /* the last contact succeeded */
     uint64_t generation; /* other connections' notifications seen */
+    int scope;           /* read_begin nesting depth */
+    int scope_checked;   /* pg_cache_fresh ran inside the current scope */
+    int scope_fresh;     /* and what it answered */
     struct sq_cache *cache;
     struct pg_stats stats;
 };
