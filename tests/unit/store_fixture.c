@@ -33,17 +33,43 @@ const char STORE_FIXTURE_WORLD_JSON[] =
 
 static char pg_base[256];
 static char pg_dir[256];
+static char pg_script[512];
 static pid_t pg_owner;
+
+/* tests/pg_server.sh from the repository root (where make runs the
+ * runner), else next to the runner (BUILD/tests/unit_tests). */
+static const char *pg_script_path(void)
+{
+    char exe[400];
+    ssize_t n;
+
+    if (pg_script[0])
+        return pg_script;
+    snprintf(pg_script, sizeof(pg_script), "tests/pg_server.sh");
+    if (access(pg_script, X_OK) == 0)
+        return pg_script;
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        char *slash;
+
+        exe[n] = '\0';
+        slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(pg_script, sizeof(pg_script), "%s/../../tests/pg_server.sh", exe);
+    }
+    return pg_script;
+}
 
 /* atexit: stops the server, in the process that started it only (forked
  * tests inherit the handler). */
 static void pg_server_stop(void)
 {
-    char cmd[600];
+    char cmd[900];
 
     if (pg_owner != getpid() || !pg_dir[0])
         return;
-    snprintf(cmd, sizeof(cmd), "tests/pg_server.sh stop '%s'", pg_dir);
+    snprintf(cmd, sizeof(cmd), "'%s' stop '%s'", pg_script_path(), pg_dir);
     if (system(cmd) != 0)
         fprintf(stderr, "fixture: could not stop the PostgreSQL server in %s\n", pg_dir);
     pg_dir[0] = '\0';
@@ -52,7 +78,7 @@ static void pg_server_stop(void)
 void store_fixture_pg_server(void)
 {
     const char *given = getenv("AGENTHUB_TEST_PG");
-    char cmd[600];
+    char cmd[900];
     FILE *p;
     size_t n;
 
@@ -67,7 +93,7 @@ void store_fixture_pg_server(void)
         perror("mkdtemp");
         abort();
     }
-    snprintf(cmd, sizeof(cmd), "tests/pg_server.sh start '%s'", pg_dir);
+    snprintf(cmd, sizeof(cmd), "'%s' start '%s'", pg_script_path(), pg_dir);
     p = popen(cmd, "r");
     if (!p || !fgets(pg_base, sizeof(pg_base), p) || pclose(p) != 0) {
         fprintf(stderr, "fixture: cannot start PostgreSQL (tests/pg_server.sh start %s)\n", pg_dir);
