@@ -782,6 +782,8 @@ int postgres_store_open(const char *uri, struct store **out, char *err, size_t e
     int rv;
 
     *out = NULL;
+    if (pg_lib_load(err, errlen) != 0)
+        return STORE_FAULT;
     st = calloc(1, sizeof(*st));
     if (!st || !(st->uri = strdup(uri)) || !(st->cache = sq_cache_new())) {
         snprintf(err, errlen, "out of memory");

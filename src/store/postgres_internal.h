@@ -3,10 +3,10 @@
 #ifndef AGENTHUB_POSTGRES_INTERNAL_H
 #define AGENTHUB_POSTGRES_INTERNAL_H
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/postgres_lib.h"
 #include "store/store.h"
 
 /* Every statement the backend runs (SQL text in postgres_schema.c). */

@@ -454,8 +454,10 @@ static void add_common(Suite *s, int pg, void (*fixture)(void), void (*server)(v
 #define NEW_TCASE(suffix)                                                                          \
     do {                                                                                           \
         tc = tcase_create(pg ? "postgres_" suffix : suffix);                                       \
-        if (server)                                                                                \
+        if (server) {                                                                              \
             tcase_add_unchecked_fixture(tc, server, NULL);                                         \
+            tcase_set_timeout(tc, 30); /* a server's round trips, under a loaded machine */        \
+        }                                                                                          \
         tcase_add_checked_fixture(tc, fixture, teardown);                                          \
         suite_add_tcase(s, tc);                                                                    \
     } while (0)

@@ -666,8 +666,10 @@ static void add_conformance(Suite *s, int pg, void (*fixture)(void), void (*serv
 #define NEW_TCASE(suffix)                                                                          \
     do {                                                                                           \
         tc = tcase_create(pg ? "postgres_" suffix : "sqlite_" suffix);                             \
-        if (server)                                                                                \
+        if (server) {                                                                              \
             tcase_add_unchecked_fixture(tc, server, NULL);                                         \
+            tcase_set_timeout(tc, 30); /* a server's round trips, under a loaded machine */        \
+        }                                                                                          \
         tcase_add_checked_fixture(tc, fixture, teardown);                                          \
         suite_add_tcase(s, tc);                                                                    \
     } while (0)

@@ -223,6 +223,7 @@ Suite *store_pg_suite(void)
     TCase *tc = tcase_create("postgres_own");
 
     tcase_add_unchecked_fixture(tc, store_fixture_pg_server, NULL);
+    tcase_set_timeout(tc, 30); /* recovery waits out a back-off */
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, targets_select_the_backend_by_scheme);
     tcase_add_test(tc, fresh_database_is_at_the_current_schema_with_notify_triggers);
