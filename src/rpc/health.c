@@ -4,6 +4,7 @@
 
 #include "grpc/grpc.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "hub/hub.h"
 #include "rpc/rpc.h"
 #include "store/store.h"
 
@@ -44,7 +45,8 @@ static void match_service(const char *service, size_t len, void *arg)
 /* The status for SERVICE on the door CALL came in on: "" means the whole
  * server; a service that door does not serve is unknown there.  STORE_OK
  * is whether the ownership store can answer now. */
-static int status_for(struct grpc_call *call, struct hub *ctx, const char *service, int store_ok)
+static int status_for(struct grpc_call *call, struct rpc_context *ctx, const char *service,
+                      int store_ok)
 {
     struct service_lookup lookup = {service, 0};
 
@@ -60,9 +62,9 @@ static int status_for(struct grpc_call *call, struct hub *ctx, const char *servi
                : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }
 
-static int health_status(struct grpc_call *call, struct hub *ctx, const char *service)
+static int health_status(struct grpc_call *call, struct rpc_context *ctx, const char *service)
 {
-    return status_for(call, ctx, service, store_ping(ctx->store) == STORE_OK);
+    return status_for(call, ctx, service, store_ping(ctx->hub->store) == STORE_OK);
 }
 
 static void send_status(struct grpc_call *call, int status)
@@ -76,7 +78,7 @@ static void check_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Grpc__Health__V1__HealthCheckRequest *request =
         (const Grpc__Health__V1__HealthCheckRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct rpc_context *ctx = grpc_call_door_data(call);
     int status = health_status(call, ctx, request->service);
 
     if (status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN) {
@@ -91,7 +93,7 @@ static void watch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Grpc__Health__V1__HealthCheckRequest *request =
         (const Grpc__Health__V1__HealthCheckRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct rpc_context *ctx = grpc_call_door_data(call);
     struct health_watcher *watcher = calloc(1, sizeof(*watcher));
 
     if (!watcher || !(watcher->service = strdup(request->service))) {
@@ -111,7 +113,7 @@ static void watch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 
 static void watch_on_close(struct grpc_call *call)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct rpc_context *ctx = grpc_call_door_data(call);
     struct health_watcher *watcher = grpc_call_user(call);
 
     if (!watcher)
@@ -137,14 +139,14 @@ void health_set_draining(struct health_state *health)
     }
 }
 
-void health_recheck(struct hub *ctx)
+void health_recheck(struct rpc_context *ctx)
 {
     struct health_watcher *w;
     int store_ok, status;
 
     if (!ctx->health || !ctx->health->watchers)
         return;
-    store_ok = store_ping(ctx->store) == STORE_OK; /* once for every watcher */
+    store_ok = store_ping(ctx->hub->store) == STORE_OK; /* once for every watcher */
     for (w = ctx->health->watchers; w; w = w->next) {
         status = status_for(w->call, ctx, w->service, store_ok);
         if (status != w->last_status) {
@@ -170,7 +172,7 @@ static const struct grpc_method health_methods[] = {
     },
 };
 
-int health_register(struct hub *ctx, struct grpc_door *door)
+int health_register(struct rpc_context *ctx, struct grpc_door *door)
 {
     for (size_t i = 0; i < sizeof(health_methods) / sizeof(health_methods[0]); i++)
         if (grpc_door_register(door, &health_methods[i]) != 0)

@@ -1,13 +1,12 @@
 /* postgres_reads: the PostgreSQL backend's gate reads (through the gate
  * cache), session and resource reads and writes, and the Runners'
  * sequence numbers: what the server runs at request time. */
-#include <openssl/crypto.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
+#include "store/auth.h"
 #include "store/postgres_internal.h"
 #include "store/sqlite_cache.h"
 
@@ -58,7 +57,7 @@ int pq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN], struct stor
     /* The index found the row; compare the whole hash in constant time
      * anyway so no code path ever compares secrets with memcmp. */
     if (PQntuples(res) == 1 && unhex(PQgetvalue(res, 0, 0), stored) == 0 &&
-        CRYPTO_memcmp(stored, hash, STORE_HASH_LEN) == 0) {
+        auth_equal(stored, hash, STORE_HASH_LEN)) {
         memset(out, 0, sizeof(*out));
         if (strcmp(PQgetvalue(res, 0, 4), "t") == 0) {
             out->kind = STORE_SUBJECT_ACCOUNT;
@@ -336,7 +335,7 @@ static int mint_session_id(char out[STORE_ID_MAX])
     unsigned char r[16];
     size_t i;
 
-    if (RAND_bytes(r, sizeof(r)) != 1)
+    if (auth_random(r, sizeof(r)) != 0)
         return STORE_FAULT;
     out[0] = 's';
     out[1] = '-';
