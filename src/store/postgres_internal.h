@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "store/postgres_lib.h"
 #include "store/store.h"
@@ -178,6 +179,9 @@ int pq_agent_session_create(void *impl, uint64_t parent_id, const char *provider
 int pq_resource_close(void *impl, uint64_t resource_id);
 int pq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out);
 int pq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq);
+
+/* store_ops.write_metrics (postgres_metrics.c). */
+void pq_write_metrics(void *impl, FILE *out);
 
 /* Administration (postgres_admin.c). */
 int pq_account_put(void *impl, const struct store_account *a, int *changed);
