@@ -5,8 +5,13 @@
 
 CC ?= cc
 PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib
+# libpq is dlopen()ed by the PostgreSQL store (src/store/postgres_lib.h), so
+# no program links it; only its header at build time, and the tests, which
+# talk to their PostgreSQL server directly.
+PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null)
+PQ_LIBS := $(shell pkg-config --libs libpq 2>/dev/null)
 DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-dev \
-  libhttp-parser-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
+  libhttp-parser-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev libpq-dev postgresql \
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time curl \
@@ -30,13 +35,13 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) -Isrc -Igen \
-  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+  $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(PQ_CFLAGS)
 ifeq ($(FAILPOINTS),1)
 CFLAGS += -DAGENTHUB_FAILPOINTS=1
 endif
 LDFLAGS := $(filter -fsanitize=%,$(OPT))
 LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null) $(PQ_LIBS)
 
 PROTOS := $(shell cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
 GEN_SRC := $(patsubst %.proto,gen/%.pb-c.c,$(PROTOS)) gen/descriptor_set.c
@@ -90,8 +95,9 @@ DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clan
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
-	pkg-config --exists $(PKGS) check grpc++ 2>/dev/null || missing=1; \
+	pkg-config --exists $(PKGS) libpq check grpc++ 2>/dev/null || missing=1; \
 	[ -f /usr/include/http_parser.h ] || missing=1; \
+	[ -x /usr/lib/postgresql/15/bin/initdb ] || missing=1; \
 	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
 	  clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null || missing=1; \
 	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf' 2>/dev/null || missing=1; \
@@ -190,7 +196,8 @@ FUZZ_BUILD := build-fuzz
 FUZZ_SECONDS ?= 5
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(WARN) \
-  -Isrc -Igen -Itests/unit -Itests/fuzz $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+  -Isrc -Igen -Itests/unit -Itests/fuzz $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+  $(PQ_CFLAGS)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
 FUZZ_LIB_SRC := $(filter-out src/h2/%,$(LIB_SRC)) src/cli/hook_input.c src/cli/hook_map.c src/cli/mcp_proto.c src/runner/agent_frames.c \
@@ -208,7 +215,7 @@ $(FUZZ_LIB): $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_LIB_SRC)) Makefile
 
 $(FUZZ_BUILD)/fuzz_requests: $(FUZZ_BUILD)/obj/tests/fuzz/fake_h2.o
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB)
-	clang -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
+	clang -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS) $(PQ_LIBS)
 
 fuzz: $(FUZZ_BIN)
 

@@ -71,14 +71,17 @@ struct server {
     struct event *sigint;
     struct event *shutdown_poll;
     struct event *shutdown_deadline;
+    struct event *store_tick; /* PostgreSQL: drain change notifications */
     int shutting_down;
 };
 
 static void usage(FILE *out)
 {
-    fputs("usage: agenthubd --db PATH --listen HOST:PORT [options]\n"
+    fputs("usage: agenthubd --db PATH|URI --listen HOST:PORT [options]\n"
           "\n"
-          "  --db PATH                     the SQLite store\n"
+          "  --db PATH|URI                 the ownership store: a SQLite file, or a\n"
+          "                                PostgreSQL connection URI (postgres://...)\n"
+          "                                that several agenthubd nodes share\n"
           "  --listen HOST:PORT            public door (CompassService; port 0 picks one)\n"
           "  --runner-listen HOST:PORT     Runner door (RunnerService); without it the\n"
           "                                server has no Runner seam\n"
@@ -569,12 +572,30 @@ static void write_metrics(void *arg, FILE *out)
     grpc_server_write_metrics(server->grpc, out);
     hub_write_counters(&server->hub, out);
     hub_write_metrics(&server->hub, out);
+    store_write_metrics(server->hub.store, out);
 }
 
 static int metrics_healthy(void *arg)
 {
     struct server *server = arg;
     return !server->shutting_down;
+}
+
+/* A networked store's notifications are read whenever the store is used;
+ * on a node that serves no calls for a while they would pile up in the
+ * server's queue, so read them once a second too (no round trip: a
+ * non-blocking read of what already arrived).  It also reconnects the
+ * notification connection once the server is back, and tells health
+ * Watch streams when the store's reachability changed (one round trip,
+ * only while a Watch is open). */
+static void on_store_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *server = arg;
+    uint64_t generation;
+
+    (void)store_change_generation(server->hub.store, &generation);
+    if (!server->shutting_down)
+        health_recheck(&server->rpc);
 }
 
 static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)
@@ -653,6 +674,8 @@ static void server_free(struct server *server)
         event_free(server->shutdown_poll);
     if (server->shutdown_deadline)
         event_free(server->shutdown_deadline);
+    if (server->store_tick)
+        event_free(server->store_tick);
     if (server->base) {
         log_detach(500);
         event_base_free(server->base);
@@ -681,8 +704,10 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    if (sqlite_store_open(server.config.db_path, &server.hub.store, err, sizeof(err)) != STORE_OK) {
-        fprintf(stderr, "agenthubd: --db %s: cannot open the store: %s\n", server.config.db_path,
+    if (store_open(server.config.db_path, &server.hub.store, err, sizeof(err)) != STORE_OK) {
+        fprintf(stderr, "agenthubd: --db %s: cannot open the store: %s\n",
+                store_target_is_postgres(server.config.db_path) ? "(PostgreSQL URI)"
+                                                                : server.config.db_path,
                 err);
         return 2;
     }
@@ -757,6 +782,12 @@ int main(int argc, char **argv)
             log_error("metrics listener: %s", err);
             goto fail;
         }
+    }
+    if (store_target_is_postgres(server.config.db_path)) {
+        struct timeval second = {1, 0};
+        server.store_tick = event_new(server.base, -1, EV_PERSIST, on_store_tick, &server);
+        if (!server.store_tick || event_add(server.store_tick, &second) != 0)
+            goto fail;
     }
     server.sigterm = evsignal_new(server.base, SIGTERM, on_signal, &server);
     server.sigint = evsignal_new(server.base, SIGINT, on_signal, &server);

@@ -17,7 +17,10 @@
 #include "store/import.h"
 
 static const char admin_usage[] =
-    "usage: agenthub admin --db PATH COMMAND [ARGS...]\n"
+    "usage: agenthub admin --db PATH|URI COMMAND [ARGS...]\n"
+    "\n"
+    "--db names the store: a SQLite file path, or a PostgreSQL connection URI\n"
+    "(postgres://USER@HOST:PORT/DBNAME?...) for a cluster's shared store.\n"
     "\n"
     "commands:\n"
     "  init                          create the database or bring its schema up to date\n"
@@ -352,7 +355,7 @@ int cli_admin_main(int argc, char **argv)
         }
         if (strcmp(argv[i], "--db") == 0) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "agenthub admin: --db needs a path\n");
+                fprintf(stderr, "agenthub admin: --db needs a path or a postgres:// URI\n");
                 return ADMIN_USAGE;
             }
             db = argv[++i];
@@ -395,17 +398,18 @@ int cli_admin_main(int argc, char **argv)
     }
     /* Only init and import may create a database: a typo in --db for any
      * other command should not silently make an empty one. */
-    if (strcmp(cmd, "init") != 0 && strcmp(cmd, "import") != 0 && access(db, F_OK) != 0) {
+    if (strcmp(cmd, "init") != 0 && strcmp(cmd, "import") != 0 && !store_target_is_postgres(db) &&
+        access(db, F_OK) != 0) {
         fprintf(stderr, "agenthub admin: no database at %s (run 'agenthub admin --db %s init')\n",
                 db, db);
         return ADMIN_STORE;
     }
-    if (sqlite_store_open(db, &s, err, sizeof(err)) != STORE_OK) {
+    if (store_open(db, &s, err, sizeof(err)) != STORE_OK) {
         fprintf(stderr, "agenthub admin: %s\n", err);
         return ADMIN_STORE;
     }
     /* A person at a terminal can wait for a running server's write. */
-    sqlite_store_set_busy_timeout(s, 5000);
+    store_set_timeout(s, 5000);
     if (strcmp(cmd, "init") == 0) {
         rv = o.npos == 0 ? ADMIN_OK : ADMIN_USAGE;
         if (rv != ADMIN_OK)

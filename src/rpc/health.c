@@ -4,7 +4,9 @@
 
 #include "grpc/grpc.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "hub/hub.h"
 #include "rpc/rpc.h"
+#include "store/store.h"
 
 struct health_watcher {
     struct grpc_call *call;
@@ -41,8 +43,10 @@ static void match_service(const char *service, size_t len, void *arg)
 }
 
 /* The status for SERVICE on the door CALL came in on: "" means the whole
- * server; a service that door does not serve is unknown there. */
-static int health_status(struct grpc_call *call, struct rpc_context *ctx, const char *service)
+ * server; a service that door does not serve is unknown there.  STORE_OK
+ * is whether the ownership store can answer now. */
+static int status_for(struct grpc_call *call, struct rpc_context *ctx, const char *service,
+                      int store_ok)
 {
     struct service_lookup lookup = {service, 0};
 
@@ -51,9 +55,16 @@ static int health_status(struct grpc_call *call, struct rpc_context *ctx, const 
         if (!lookup.found)
             return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
     }
-    return ctx->health->draining
+    /* A store that cannot answer (PostgreSQL unreachable) fails every call
+     * that needs it: a load balancer should send traffic elsewhere. */
+    return ctx->health->draining || !store_ok
                ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+}
+
+static int health_status(struct grpc_call *call, struct rpc_context *ctx, const char *service)
+{
+    return status_for(call, ctx, service, store_ping(ctx->hub->store) == STORE_OK);
 }
 
 static void send_status(struct grpc_call *call, int status)
@@ -124,6 +135,23 @@ void health_set_draining(struct health_state *health)
         if (w->last_status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING) {
             w->last_status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
             send_status(w->call, w->last_status);
+        }
+    }
+}
+
+void health_recheck(struct rpc_context *ctx)
+{
+    struct health_watcher *w;
+    int store_ok, status;
+
+    if (!ctx->health || !ctx->health->watchers)
+        return;
+    store_ok = store_ping(ctx->hub->store) == STORE_OK; /* once for every watcher */
+    for (w = ctx->health->watchers; w; w = w->next) {
+        status = status_for(w->call, ctx, w->service, store_ok);
+        if (status != w->last_status) {
+            w->last_status = status;
+            send_status(w->call, status);
         }
     }
 }

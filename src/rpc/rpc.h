@@ -73,6 +73,9 @@ struct health_state *health_new(void);
 void health_free(struct health_state *health);
 /* Every Check answers NOT_SERVING from now on, and Watch streams hear it. */
 void health_set_draining(struct health_state *health);
+/* Decides every Watch stream's status again (the store may have become
+ * unreachable, or reachable again) and sends the ones that changed. */
+void health_recheck(struct rpc_context *rpc);
 
 /* grpc.reflection.v1 and v1alpha ServerReflection on DOOR; the first call
  * indexes the embedded descriptor set into rpc->descriptors.  Returns 0, or

@@ -566,6 +566,13 @@ static void sq_close(void *impl)
     free(st);
 }
 
+static void sq_set_timeout(void *impl, int ms)
+{
+    struct sqlite_store *st = impl;
+
+    sqlite3_busy_timeout(st->db, ms);
+}
+
 static const struct store_ops sqlite_ops = {
     .close = sq_close,
     .token_resolve = sq_token_resolve,
@@ -610,6 +617,7 @@ static const struct store_ops sqlite_ops = {
     .begin = sq_begin,
     .commit = sq_commit,
     .rollback = sq_rollback,
+    .set_timeout = sq_set_timeout,
 };
 
 int sqlite_store_set_busy_timeout(struct store *s, int ms)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "store/sqlite_cache.h"
+#include "store/sqlite_internal.h"
 
 /* A full cache is dropped rather than evicted piecemeal. */
 #define CACHE_SLOTS (1u << 16) /* power of two */
@@ -171,6 +172,11 @@ void sq_cache_clear(struct sq_cache *c)
     table_clear(&c->members);
     c->have_version = 0;
     c->have_walhdr = 0;
+}
+
+void sq_cache_mark_valid(struct sq_cache *c)
+{
+    c->have_version = 1;
 }
 
 /* Returns 1 when the main database file still starts with SQLite's magic

@@ -10,7 +10,14 @@
 #ifndef AGENTHUB_SQLITE_CACHE_H
 #define AGENTHUB_SQLITE_CACHE_H
 
-#include "store/sqlite_internal.h"
+#include <stddef.h>
+
+#include "store/store.h"
+
+/* The tables are backend-neutral; the PostgreSQL backend keeps its gate
+ * cache in them too, validated by LISTEN/NOTIFY instead of data_version. */
+struct sq_cache;
+struct sqlite_store;
 
 struct sq_cache *sq_cache_new(void);
 void sq_cache_free(struct sq_cache *c);
@@ -24,6 +31,10 @@ void sq_cache_scope(struct sq_cache *c, int enter);
 
 /* Drops every entry (a write by this handle). */
 void sq_cache_clear(struct sq_cache *c);
+
+/* For a backend that validates the cache itself: from now until the next
+ * sq_cache_clear, answers may be remembered. */
+void sq_cache_mark_valid(struct sq_cache *c);
 
 /* Returns 1 when the main database file still starts with SQLite's magic
  * string (checked once per read scope), else 0. */

@@ -21,6 +21,38 @@ const char *store_rc_name(int rc)
     }
 }
 
+int store_target_is_postgres(const char *target)
+{
+    return target &&
+           (strncmp(target, "postgres://", 11) == 0 || strncmp(target, "postgresql://", 13) == 0);
+}
+
+int store_open(const char *target, struct store **out, char *err, size_t errlen)
+{
+    if (store_target_is_postgres(target))
+        return postgres_store_open(target, out, err, errlen);
+    return sqlite_store_open(target, out, err, errlen);
+}
+
+void store_set_timeout(struct store *s, int ms)
+{
+    if (s && s->ops->set_timeout)
+        s->ops->set_timeout(s->impl, ms);
+}
+
+int store_ping(struct store *s)
+{
+    if (!s || !s->ops->ping)
+        return STORE_OK;
+    return s->ops->ping(s->impl);
+}
+
+void store_write_metrics(struct store *s, FILE *out)
+{
+    if (s && s->ops->write_metrics)
+        s->ops->write_metrics(s->impl, out);
+}
+
 void store_close(struct store *s)
 {
     if (s)

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum store_rc {
     STORE_OK = 0,
@@ -263,6 +264,16 @@ struct store_ops {
     int (*begin)(void *impl);
     int (*commit)(void *impl);
     void (*rollback)(void *impl);
+
+    /* --- operating the backend (each may be NULL) --- */
+    /* OK when the backend can answer now (a networked backend makes one
+     * round trip, reconnecting if its back-off allows), else FAULT. */
+    int (*ping)(void *impl);
+    /* How long one statement may wait (for a lock, or for the server)
+     * before it is a fault; `agenthub admin` waits longer than the server. */
+    void (*set_timeout)(void *impl, int ms);
+    /* Prometheus text about the backend (connections, faults). */
+    void (*write_metrics)(void *impl, FILE *out);
 };
 
 struct store {
@@ -274,6 +285,30 @@ struct store {
  * migrations.  Returns STORE_OK and sets *OUT; else STORE_FAULT with a reason
  * (never SQL text) in ERR, for example a database from a newer agenthub. */
 int sqlite_store_open(const char *path, struct store **out, char *err, size_t errlen);
+
+/* Opens the PostgreSQL store at URI (a libpq connection URI) and applies
+ * pending migrations.  Returns STORE_OK and sets *OUT; else STORE_FAULT with
+ * a reason in ERR (the server cannot be reached, a newer schema). */
+int postgres_store_open(const char *uri, struct store **out, char *err, size_t errlen);
+
+/* 1 when TARGET is a PostgreSQL URI (postgres:// or postgresql://), so
+ * --db selects that backend; anything else is a SQLite path. */
+int store_target_is_postgres(const char *target);
+
+/* Opens whichever backend TARGET names (see store_target_is_postgres).
+ * Returns what that backend's open returns. */
+int store_open(const char *target, struct store **out, char *err, size_t errlen);
+
+/* Sets how long a statement may wait before it is a fault, on any backend
+ * (SQLite: the busy timeout).  A no-op for a backend without the knob. */
+void store_set_timeout(struct store *s, int ms);
+
+/* STORE_OK when the backend can answer now; backends without a
+ * connection always can. */
+int store_ping(struct store *s);
+
+/* Appends the backend's metrics to OUT (nothing for SQLite). */
+void store_write_metrics(struct store *s, FILE *out);
 
 /* Sets how long a statement waits for another connection's lock before
  * failing (default 200 ms: the server answers UNAVAILABLE and the client

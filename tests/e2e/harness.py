@@ -10,6 +10,9 @@
   environment, an existing store; restart() starts it again on the same
   store and ports.  stop() SIGTERMs it and requires exit 0 within the stop
   timeout and no sanitizer report in its stderr.
+- Postgres / postgres(): a PostgreSQL 15 server in a temporary folder
+  (tests/pg_server.sh), databases on it, stopped and started again on the
+  same port, always removed at the end.
 - parse_metrics(), wait_for(), free_port().
 """
 import copy
@@ -150,13 +153,103 @@ def world_with(**extra):
     return world
 
 
+def is_postgres(db):
+    """True when DB is a PostgreSQL URI rather than a SQLite path."""
+    return isinstance(db, str) and db.startswith(("postgres://", "postgresql://"))
+
+
 def provision(db, world=None):
-    """Imports WORLD (a dict; the demo world when None) into the store DB."""
-    db = Path(db)
-    world_file = db.parent / (db.name + ".world.json")
-    world_file.write_text(json.dumps(world if world is not None else demo_world()))
-    subprocess.run([str(AGENTHUB), "admin", "--db", str(db), "import", str(world_file)],
-                   check=True, capture_output=True)
+    """Imports WORLD (a dict; the demo world when None) into the store DB (a
+    SQLite path or a PostgreSQL URI)."""
+    text = json.dumps(world if world is not None else demo_world())
+    if is_postgres(db):
+        with tempfile.NamedTemporaryFile("w", suffix=".world.json", delete=False) as f:
+            f.write(text)
+        world_file = f.name
+    else:
+        db = Path(db)
+        world_file = str(db.parent / (db.name + ".world.json"))
+        Path(world_file).write_text(text)
+    try:
+        subprocess.run([str(AGENTHUB), "admin", "--db", str(db), "import", world_file],
+                       check=True, capture_output=True)
+    finally:
+        if is_postgres(db):
+            os.unlink(world_file)
+
+
+# --- PostgreSQL -------------------------------------------------------------
+
+PG_SCRIPT = ROOT / "tests" / "pg_server.sh"
+
+
+class Postgres:
+    """A PostgreSQL 15 server from Debian's packages in a temporary folder,
+    on 127.0.0.1 at a free port (tests/pg_server.sh; as the postgres system
+    user when run as root, since initdb refuses root).
+
+    uri          postgres://postgres@127.0.0.1:PORT (no database)
+    database()   creates a fresh database; returns its URI
+    sql()        runs SQL through psql; returns its output
+    stop()       stops the server (fast shutdown); start() brings it back on
+                 the same port and data
+    close()      stops it for good and removes the folder (idempotent)
+    """
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="agenthub-pg-")
+        out = subprocess.run([str(PG_SCRIPT), "start", self.dir], capture_output=True,
+                             text=True, timeout=120)
+        if out.returncode != 0:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise AssertionError("PostgreSQL did not start:\n" + out.stderr)
+        self.uri = out.stdout.strip()
+        self.count = 0
+        self.closed = False
+
+    def database(self):
+        self.count += 1
+        name = "agenthub_%d" % self.count
+        self.sql("CREATE DATABASE %s" % name)
+        return "%s/%s" % (self.uri, name)
+
+    def sql(self, statement, database="postgres"):
+        out = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                              "%s/%s" % (self.uri, database), "-c", statement],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    def stop(self):
+        subprocess.run([str(PG_SCRIPT), "pause", self.dir], check=True, capture_output=True,
+                       timeout=60)
+
+    def start(self):
+        subprocess.run([str(PG_SCRIPT), "resume", self.dir], check=True, capture_output=True,
+                       timeout=60)
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            subprocess.run([str(PG_SCRIPT), "stop", self.dir], capture_output=True, timeout=60)
+
+
+def _pytest_fixture(fn):
+    try:
+        import pytest
+    except ImportError:  # the harness is also imported outside pytest
+        return fn
+    return pytest.fixture(fn)
+
+
+@_pytest_fixture
+def postgres():
+    """A fresh PostgreSQL server for one test, always removed afterwards."""
+    pg = Postgres()
+    try:
+        yield pg
+    finally:
+        pg.close()
 
 
 # --- The server -------------------------------------------------------------
@@ -192,7 +285,7 @@ class Server:
         self.tmp = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="agenthubd-"))
         self.tmp.mkdir(parents=True, exist_ok=True)
         if db is not None:
-            self.db = Path(db)
+            self.db = db if is_postgres(db) else Path(db)
         else:
             self.db = self.tmp / "hub.db"
             if world is not None and world is not False:

@@ -1,5 +1,6 @@
 /* The gate: every outcome of view, control, binding and produce, including
- * a real store fault and changes made through another handle. */
+ * a real store fault and changes made through another handle; on both
+ * store backends (the garbage-file faults are SQLite's own). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,12 @@ static struct store_fixture fx;
 static void setup(void)
 {
     store_fixture_open(&fx);
+    store_fixture_world(&fx);
+}
+
+static void setup_pg(void)
+{
+    store_fixture_open_backend(&fx, STORE_FIXTURE_POSTGRES);
     store_fixture_world(&fx);
 }
 
@@ -276,11 +283,17 @@ START_TEST(removed_membership_is_seen_on_the_next_call)
     struct store_subject bob = account("bob", 0);
     struct store *admin = store_fixture_second_handle(&fx);
 
+    uint64_t mark;
+
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
+    mark = store_fixture_mark(&fx);
     ck_assert_int_eq(admin->ops->member_remove(admin->impl, "bob", "chan-a", NULL), STORE_OK);
+    store_fixture_settle(&fx, mark);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_NOT_FOUND);
+    mark = store_fixture_mark(&fx);
     ck_assert_int_eq(admin->ops->member_add(admin->impl, "bob", "chan-a", NULL), STORE_OK);
+    store_fixture_settle(&fx, mark);
     ck_assert_int_eq(gate_may_view(fx.s, &bob, "sess-1", NULL), GATE_ALLOWED);
     store_close(admin);
 }
@@ -291,8 +304,12 @@ START_TEST(moved_container_is_seen_on_the_next_binding_check)
     struct store *admin = store_fixture_second_handle(&fx);
     struct store_container c = {"ctr-1", "agent-1", "runner-2"};
 
+    uint64_t mark;
+
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_BOUND);
+    mark = store_fixture_mark(&fx);
     ck_assert_int_eq(admin->ops->container_put(admin->impl, &c, NULL), STORE_OK);
+    store_fixture_settle(&fx, mark);
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", "sess-1"), GATE_NOT_BOUND);
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-2", "sess-1"), GATE_BOUND);
     store_close(admin);
@@ -304,8 +321,12 @@ START_TEST(removed_session_is_seen_on_the_next_call)
     struct store_subject admin_subject = account("admin", 1);
     struct store *admin = store_fixture_second_handle(&fx);
 
+    uint64_t mark;
+
     ck_assert_int_eq(gate_may_view(fx.s, &admin_subject, "sess-2", NULL), GATE_ALLOWED);
+    mark = store_fixture_mark(&fx);
     ck_assert_int_eq(admin->ops->remove(admin->impl, STORE_ENTITY_SESSION, "sess-2"), STORE_OK);
+    store_fixture_settle(&fx, mark);
     ck_assert_int_eq(gate_may_view(fx.s, &admin_subject, "sess-2", NULL), GATE_NOT_FOUND);
     store_close(admin);
 }
@@ -423,12 +444,25 @@ START_TEST(session_and_read_failpoints_fault_every_gate)
 END_TEST
 #endif
 
-Suite *gate_suite(void)
+/* The gate's tests that hold on every backend, as tcases whose FIXTURE
+ * opens the store (PG: PostgreSQL, whose server SERVER starts). */
+static void add_common(Suite *s, int pg, void (*fixture)(void), void (*server)(void))
 {
-    Suite *s = suite_create("gate");
-    TCase *tc = tcase_create("view");
+    TCase *tc;
 
-    tcase_add_checked_fixture(tc, setup, teardown);
+    /* Check keeps the name pointers: string literals, not buffers. */
+#define NEW_TCASE(suffix)                                                                          \
+    do {                                                                                           \
+        tc = tcase_create(pg ? "postgres_" suffix : suffix);                                       \
+        if (server) {                                                                              \
+            tcase_add_unchecked_fixture(tc, server, NULL);                                         \
+            tcase_set_timeout(tc, 30); /* a server's round trips, under a loaded machine */        \
+        }                                                                                          \
+        tcase_add_checked_fixture(tc, fixture, teardown);                                          \
+        suite_add_tcase(s, tc);                                                                    \
+    } while (0)
+
+    NEW_TCASE("view");
     tcase_add_test(tc, member_of_home_channel_may_view);
     tcase_add_test(tc, agent_may_view_sessions_of_its_own_home_channel);
     tcase_add_test(tc, non_member_and_unknown_session_are_the_same_not_found);
@@ -437,42 +471,47 @@ Suite *gate_suite(void)
     tcase_add_test(tc, empty_session_id_is_not_found);
     tcase_add_test(tc, agent_without_home_channel_is_visible_to_admins_only);
     tcase_add_test(tc, listing_filters_to_the_sessions_the_caller_may_view);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("control");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    NEW_TCASE("control");
     tcase_add_test(tc, owner_may_control);
     tcase_add_test(tc, member_who_is_not_owner_may_not_control);
     tcase_add_test(tc, admin_may_control_any_session);
     tcase_add_test(tc, runner_may_not_control);
     tcase_add_test(tc, start_is_for_home_channel_members_and_admins);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("binding_and_produce");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    NEW_TCASE("binding_and_produce");
     tcase_add_test(tc, session_is_bound_to_the_runner_of_its_container);
     tcase_add_test(tc, foreign_and_unknown_sessions_are_the_same_not_bound);
     tcase_add_test(tc, produce_is_for_the_agent_its_runner_and_admins);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("freshness");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    NEW_TCASE("freshness");
     tcase_add_test(tc, removed_membership_is_seen_on_the_next_call);
     tcase_add_test(tc, moved_container_is_seen_on_the_next_binding_check);
     tcase_add_test(tc, removed_session_is_seen_on_the_next_call);
     tcase_add_test(tc, own_writes_are_seen_on_the_next_call);
     tcase_add_test(tc, runner_seq_writes_keep_answers_correct);
-    suite_add_tcase(s, tc);
+
+#ifdef AGENTHUB_FAILPOINTS
+    NEW_TCASE("failpoints");
+    tcase_add_test(tc, membership_failpoint_faults_the_view_only_where_membership_is_read);
+    tcase_add_test(tc, binding_failpoint_faults_binding_checks);
+    tcase_add_test(tc, session_and_read_failpoints_fault_every_gate);
+#endif
+#undef NEW_TCASE
+}
+
+Suite *gate_suite(void)
+{
+    Suite *s = suite_create("gate");
+    TCase *tc;
+
+    add_common(s, 0, setup, NULL);
+    add_common(s, 1, setup_pg, store_fixture_pg_server);
 
     tc = tcase_create("faults");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, garbage_database_is_a_fault_not_a_refusal);
     tcase_add_test(tc, garbage_main_file_alone_is_a_fault);
-#ifdef AGENTHUB_FAILPOINTS
-    tcase_add_test(tc, membership_failpoint_faults_the_view_only_where_membership_is_read);
-    tcase_add_test(tc, binding_failpoint_faults_binding_checks);
-    tcase_add_test(tc, session_and_read_failpoints_fault_every_gate);
-#endif
     suite_add_tcase(s, tc);
     return s;
 }

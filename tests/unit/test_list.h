@@ -39,6 +39,7 @@
     TEST_SUITE(runner_uploader)                                                                    \
     TEST_SUITE(session)                                                                            \
     TEST_SUITE(store)                                                                              \
+    TEST_SUITE(store_pg)                                                                           \
     TEST_SUITE(wire_numbering)
 
 #endif

@@ -1,5 +1,9 @@
-/* The SQLite store: schema and migrations, tokens, sessions, resources,
- * runner sequence numbers, administration rules, and faults. */
+/* The store conformance suite: schema and migrations, tokens, sessions,
+ * resources, runner sequence numbers, administration rules and faults,
+ * run against both backends (SQLite always; PostgreSQL on a server the
+ * fixture starts itself), plus each backend's own tests (SQLite's file and
+ * lock behaviour here, PostgreSQL's connection and notification behaviour
+ * in test_store_pg.c). */
 #include <check.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -16,6 +20,12 @@ static struct store_fixture fx;
 static void setup(void)
 {
     store_fixture_open(&fx);
+    store_fixture_world(&fx);
+}
+
+static void setup_pg(void)
+{
+    store_fixture_open_backend(&fx, STORE_FIXTURE_POSTGRES);
     store_fixture_world(&fx);
 }
 
@@ -83,7 +93,17 @@ START_TEST(reopening_keeps_data_and_reapplies_nothing)
     struct store_account a;
 
     ck_assert_int_eq(again->ops->account_get(again->impl, "alice", &a), STORE_OK);
-    ck_assert_int_eq(raw_int(fx.db, "PRAGMA user_version"), 1);
+    if (fx.backend == STORE_FIXTURE_SQLITE) {
+        ck_assert_int_eq(raw_int(fx.db, "PRAGMA user_version"), 1);
+    } else {
+        char v[16];
+        ck_assert_int_eq(store_fixture_pg_exec(&fx,
+                                               "SELECT count(*) || ':' || max(version) "
+                                               "FROM agenthub_schema",
+                                               v, sizeof(v)),
+                         0);
+        ck_assert_str_eq(v, "1:1");
+    }
     store_close(again);
 }
 END_TEST
@@ -93,8 +113,12 @@ START_TEST(database_from_a_newer_version_is_refused)
     struct store *s = NULL;
     char err[256] = "";
 
-    raw_exec(fx.db, "PRAGMA user_version = 99");
-    ck_assert_int_eq(sqlite_store_open(fx.db, &s, err, sizeof(err)), STORE_FAULT);
+    if (fx.backend == STORE_FIXTURE_SQLITE)
+        raw_exec(fx.db, "PRAGMA user_version = 99");
+    else
+        ck_assert_int_eq(
+            store_fixture_pg_exec(&fx, "UPDATE agenthub_schema SET version = 99", NULL, 0), 0);
+    ck_assert_int_eq(store_open(fx.db, &s, err, sizeof(err)), STORE_FAULT);
     ck_assert_ptr_null(s);
     ck_assert_msg(strstr(err, "newer") != NULL, "message: %s", err);
     ck_assert_msg(strstr(err, "99") != NULL, "message: %s", err);
@@ -489,11 +513,14 @@ START_TEST(write_under_another_writers_lock_is_a_fault_after_the_busy_timeout)
     struct store_session s;
     int64_t t0;
 
+    /* The other handle holds the lock on the very row we write (SQLite:
+     * the whole database; PostgreSQL: the new key). */
     ck_assert_int_eq(other->ops->begin(other->impl), STORE_OK);
+    ck_assert_int_eq(other->ops->account_put(other->impl, &a, NULL), STORE_OK);
     t0 = clock_monotonic_ms();
     ck_assert_int_eq(ops()->account_put(fx.s->impl, &a, NULL), STORE_FAULT);
     ck_assert(clock_monotonic_ms() - t0 < 2000);
-    /* A WAL reader is not blocked by the writer's lock. */
+    /* A reader is not blocked by the writer's lock. */
     ck_assert_int_eq(store_session_get(fx.s, "sess-1", &s), STORE_OK);
     other->ops->rollback(other->impl);
     store_close(other);
@@ -627,30 +654,39 @@ START_TEST(change_generation_moves_for_other_connections_only)
 }
 END_TEST
 
-Suite *store_suite(void)
+/* The conformance tests, which every backend must pass, as tcases whose
+ * FIXTURE opens the backend's store (PG: PostgreSQL, else SQLite); SERVER
+ * (may be NULL) is the unchecked fixture that starts the shared PostgreSQL
+ * server. */
+static void add_conformance(Suite *s, int pg, void (*fixture)(void), void (*server)(void))
 {
-    Suite *s = suite_create("store");
-    TCase *tc = tcase_create("schema");
+    TCase *tc;
 
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, fresh_database_is_at_the_current_schema_in_wal_mode);
+    /* Check keeps the name pointers: string literals, not buffers. */
+#define NEW_TCASE(suffix)                                                                          \
+    do {                                                                                           \
+        tc = tcase_create(pg ? "postgres_" suffix : "sqlite_" suffix);                             \
+        if (server) {                                                                              \
+            tcase_add_unchecked_fixture(tc, server, NULL);                                         \
+            tcase_set_timeout(tc, 30); /* a server's round trips, under a loaded machine */        \
+        }                                                                                          \
+        tcase_add_checked_fixture(tc, fixture, teardown);                                          \
+        suite_add_tcase(s, tc);                                                                    \
+    } while (0)
+
+    NEW_TCASE("schema");
     tcase_add_test(tc, reopening_keeps_data_and_reapplies_nothing);
     tcase_add_test(tc, database_from_a_newer_version_is_refused);
-    tcase_add_test(tc, a_file_that_is_not_a_database_is_refused);
     tcase_add_test(tc, foreign_keys_are_enforced);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("tokens");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    NEW_TCASE("tokens");
     tcase_add_test(tc, token_resolves_to_its_subject);
     tcase_add_test(tc, revoked_token_is_dead_and_stays_dead);
     tcase_add_test(tc, token_bound_to_another_subject_is_a_conflict);
     tcase_add_test(tc, revoking_every_token_of_a_subject);
     tcase_add_test(tc, removing_an_account_kills_its_tokens);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("sessions_and_resources");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    NEW_TCASE("sessions_and_resources");
     tcase_add_test(tc, session_create_mints_an_id_and_resolves_the_chain);
     tcase_add_test(tc, session_create_refuses_bad_references_and_duplicates);
     tcase_add_test(tc, session_close_marks_it_closed);
@@ -661,26 +697,38 @@ Suite *store_suite(void)
     tcase_add_test(tc, runner_seq_persists_all_64_bits);
     tcase_add_test(tc, containers_of_a_runner);
     tcase_add_test(tc, runner_sessions_and_open_counts_are_one_read_each);
-    tcase_add_test(tc, change_generation_moves_for_other_connections_only);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("administration");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    NEW_TCASE("administration");
     tcase_add_test(tc, account_put_reports_whether_anything_changed);
     tcase_add_test(tc, only_agents_have_home_channels_and_own_containers);
     tcase_add_test(tc, removing_a_referenced_row_is_a_conflict);
     tcase_add_test(tc, membership_add_remove_and_check);
     tcase_add_test(tc, transaction_rollback_discards_writes);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("faults");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    NEW_TCASE("faults");
     tcase_add_test(tc, write_under_another_writers_lock_is_a_fault_after_the_busy_timeout);
-    tcase_add_test(tc, every_read_of_a_garbage_database_is_a_fault);
-    tcase_add_test(tc, garbage_main_file_alone_faults_reads_served_from_memory);
 #ifdef AGENTHUB_FAILPOINTS
     tcase_add_test(tc, named_failpoints_fault_their_reads);
 #endif
+#undef NEW_TCASE
+}
+
+Suite *store_suite(void)
+{
+    Suite *s = suite_create("store");
+    TCase *tc;
+
+    add_conformance(s, 0, setup, NULL);
+    add_conformance(s, 1, setup_pg, store_fixture_pg_server);
+
+    /* SQLite's own: the file, WAL mode, the shared-memory change counter. */
+    tc = tcase_create("sqlite_file");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, fresh_database_is_at_the_current_schema_in_wal_mode);
+    tcase_add_test(tc, a_file_that_is_not_a_database_is_refused);
+    tcase_add_test(tc, every_read_of_a_garbage_database_is_a_fault);
+    tcase_add_test(tc, garbage_main_file_alone_faults_reads_served_from_memory);
+    tcase_add_test(tc, change_generation_moves_for_other_connections_only);
     suite_add_tcase(s, tc);
     return s;
 }
