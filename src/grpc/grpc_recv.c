@@ -664,10 +664,13 @@ static ssize_t call_read_body(struct grpc_call *call, uint8_t *buf, size_t len, 
 /* Raw bytes taken per read in text mode. */
 #define TEXT_RAW_CHUNK (12 * 1024)
 
-/* The body as one base64 text: raw bytes are encoded into text_pending
- * (partial groups carried to the next read, padded only at the end) and
- * handed out from there in whatever sizes the transport asks for.  Returns
- * as call_read_body. */
+/* The body as base64 text: raw bytes are encoded into text_pending and
+ * handed out from there in whatever sizes the transport asks for.  A
+ * partial group is carried to the next read only while more raw bytes are
+ * queued; once the queue is drained it is padded, so a streaming client
+ * decodes every message as soon as it is sent, not when the next one comes
+ * (decoders read four characters at a time, and padding between groups is
+ * what gRPC-Web's own clients accept).  Returns as call_read_body. */
 static ssize_t call_read_text(struct grpc_call *call, uint8_t *buf, size_t len, uint32_t *flags)
 {
     size_t pending = byte_queue_length(&call->text_pending);
@@ -683,8 +686,8 @@ static ssize_t call_read_text(struct grpc_call *call, uint8_t *buf, size_t len, 
         if (!at)
             return H2_READ_ERROR;
         call->text_eof = (raw_flags & H2_READ_EOF_END_STREAM) != 0;
-        size_t written =
-            grpc_base64_encoder_feed(&call->text_out, raw, (size_t)n, call->text_eof, at);
+        int drained = call->text_eof || byte_queue_length(&call->out) == 0;
+        size_t written = grpc_base64_encoder_feed(&call->text_out, raw, (size_t)n, drained, at);
         call->text_pending.end = (size_t)(at - call->text_pending.data) + written;
         pending = written;
         if (pending == 0 && !call->text_eof) {
