@@ -10,7 +10,7 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time \
-  libgrpc++-dev protobuf-compiler-grpc g++
+  libgrpc++-dev protobuf-compiler-grpc g++ chromium chromium-driver python3-selenium
 # Node.js for the e2e suites' npm clients, only where there is none: a
 # machine whose nodejs package bundles npm (as NodeSource's does) conflicts
 # with Debian's separate npm package.
@@ -41,7 +41,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 PROTOS := $(shell cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
 GEN_SRC := $(patsubst %.proto,gen/%.pb-c.c,$(PROTOS)) gen/descriptor_set.c
 LIB_SRC := $(sort $(wildcard src/common/*.c src/h2/*.c src/grpc/*.c src/core/*.c \
-  src/store/*.c src/hub/*.c src/rpc/*.c)) $(GEN_SRC)
+  src/store/*.c src/hub/*.c src/rpc/*.c src/web/*.c)) $(GEN_SRC)
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB := $(BUILD)/libagenthub.a
 
@@ -52,6 +52,14 @@ RUNNER_SRC := $(sort $(wildcard src/runner/*.c))
 RUNNER_LIB := $(BUILD)/librunner.a
 RUNNER_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/runner/main.c,$(RUNNER_SRC)))
 PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner
+
+# The pane page agenthubd serves: web/dist (committed, made by `make web`)
+# as a C table generated at build time.
+WEB_DIST := $(sort $(wildcard web/dist/*))
+WEB_ASSETS_C := $(BUILD)/gen-web/web_assets.c
+WEB_ASSETS_OBJ := $(BUILD)/obj/$(BUILD)/gen-web/web_assets.o
+# What `make web` generates the page's protobuf code from.
+WEB_PROTOS := compass/v1/frames.proto compass/v1/services.proto
 
 # The CLI's modules without its main, for the unit suites (test_cli_*).
 CLI_LIB := $(BUILD)/libcli.a
@@ -66,7 +74,7 @@ UNIT_BIN := $(BUILD)/tests/unit_tests
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps gen check-gen test unit e2e run demo bench fuzz fuzz-smoke lint format clean
+.PHONY: all deps gen check-gen web web-bundle check-web test unit e2e run demo bench fuzz fuzz-smoke lint format clean
 all: $(PROGRAMS) $(UNIT_BIN)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
@@ -74,14 +82,14 @@ all: $(PROGRAMS) $(UNIT_BIN)
 # packages of the clients the e2e suites drive (tests/node, from its lock
 # file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time
+  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time chromium chromedriver
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	pkg-config --exists $(PKGS) check grpc++ 2>/dev/null || missing=1; \
 	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
 	  clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null || missing=1; \
-	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf' 2>/dev/null || missing=1; \
+	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf, selenium' 2>/dev/null || missing=1; \
 	if [ $$missing = 0 ]; then \
 	  echo "deps: already installed"; \
 	else \
@@ -95,6 +103,11 @@ deps:
 	else \
 	  cd tests/node && npm ci --no-audit --no-fund; \
 	fi
+	@if [ web/node_modules/.package-lock.json -nt web/package-lock.json ]; then \
+	  echo "deps: web is installed"; \
+	else \
+	  cd web && npm ci --no-audit --no-fund; \
+	fi
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -104,8 +117,12 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/agenthubd: $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRC)) $(LIB)
+$(BUILD)/agenthubd: $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRC)) $(WEB_ASSETS_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(WEB_ASSETS_C): $(WEB_DIST) tools/embed_web.sh
+	@mkdir -p $(dir $@)
+	tools/embed_web.sh web/dist > $@.tmp && mv $@.tmp $@
 $(BUILD)/agenthub: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC)) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/agenthub-runner: $(patsubst %.c,$(BUILD)/obj/%.o,$(RUNNER_SRC)) $(LIB)
@@ -144,6 +161,27 @@ check-gen:
 	@rm -f $(BUILD)/gen-check/descriptor_set.pb
 	@diff -r gen $(BUILD)/gen-check >/dev/null || { echo "gen/ is stale: run 'make gen' and commit it" >&2; exit 1; }
 	@echo "gen/ is up to date"
+
+# web/dist is committed.  `make web` installs the page's npm packages from
+# its lock file (into web/node_modules), generates its protobuf code with
+# protoc-gen-es, type-checks it and bundles it with esbuild; `make
+# check-web` rebuilds it elsewhere and fails when web/dist differs.
+web:
+	cd web && npm ci --no-audit --no-fund
+	$(MAKE) web-bundle WEB_OUT=web/dist
+
+web-bundle:
+	rm -rf web/src/gen && mkdir -p web/src/gen
+	protoc --plugin=protoc-gen-es=web/node_modules/.bin/protoc-gen-es --es_out=web/src/gen \
+	  --es_opt=target=ts -Iproto $(WEB_PROTOS)
+	web/node_modules/.bin/tsc -p web
+	node web/build.mjs $(abspath $(WEB_OUT))
+
+check-web:
+	@rm -rf $(BUILD)/web-check && mkdir -p $(BUILD)/web-check
+	@$(MAKE) -s web-bundle WEB_OUT=$(BUILD)/web-check >/dev/null
+	@diff -r web/dist $(BUILD)/web-check >/dev/null || { echo "web/dist is stale: run 'make web' and commit it" >&2; exit 1; }
+	@echo "web/dist is up to date"
 
 unit: $(UNIT_BIN)
 	@tests/run_unit.sh $(BUILD) /dev/null

@@ -37,6 +37,7 @@
     TEST_SUITE(runner_uploader)                                                                    \
     TEST_SUITE(session)                                                                            \
     TEST_SUITE(store)                                                                              \
+    TEST_SUITE(web)                                                                                \
     TEST_SUITE(wire_numbering)
 
 #endif
