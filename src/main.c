@@ -25,6 +25,11 @@
 #include "store/blob.h"
 #include "store/store.h"
 #include "server/metrics_http.h"
+#include "server/web_wire.h"
+#include "web/web.h"
+
+/* What --web off serves: nothing, so every path is 404. */
+static const struct web_site no_web = {NULL, 0};
 
 #define AGENTHUB_VERSION  "0.1.0"
 #define SHUTDOWN_GRACE_MS 4500
@@ -36,6 +41,7 @@ struct config {
     const char *metrics_listen;
     const char *blob_dir;
     struct h2_tls_config tls;
+    int web_off; /* --web off: no pane page on the public door */
     struct h2_limits h2;
     struct grpc_limits grpc;
     size_t agent_log_bytes;
@@ -121,6 +127,8 @@ static void usage(FILE *out)
           "  --total-recv-budget-bytes N   the same across the server (default 268435456)\n"
           "  --metrics-max-connections N   metrics listener connections (default 16)\n"
           "  --metrics-idle-timeout-ms N   metrics request and answer time (default 10000)\n"
+          "  --web on|off                  serve the pane page at GET / on the public door\n"
+          "                                (default on; off answers 404, docs/web.md)\n"
           "  --verbose                     debug logging\n"
           "  --version, --help\n"
           "\n"
@@ -217,6 +225,7 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_TOTAL_RECV_BUDGET,
         OPT_METRICS_MAX_CONNECTIONS,
         OPT_METRICS_IDLE_TIMEOUT,
+        OPT_WEB,
         OPT_VERBOSE,
         OPT_VERSION,
         OPT_HELP,
@@ -251,6 +260,7 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"total-recv-budget-bytes", required_argument, NULL, OPT_TOTAL_RECV_BUDGET},
         {"metrics-max-connections", required_argument, NULL, OPT_METRICS_MAX_CONNECTIONS},
         {"metrics-idle-timeout-ms", required_argument, NULL, OPT_METRICS_IDLE_TIMEOUT},
+        {"web", required_argument, NULL, OPT_WEB},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -287,6 +297,13 @@ static int parse_args(int argc, char **argv, struct config *config)
         switch (opt) {
         case OPT_DB:
             config->db_path = optarg;
+            break;
+        case OPT_WEB:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "agenthubd: --web: expected on or off, got '%s'\n", optarg);
+                return -1;
+            }
+            config->web_off = strcmp(optarg, "off") == 0;
             break;
         case OPT_LISTEN:
             config->listen = optarg;
@@ -695,6 +712,8 @@ int main(int argc, char **argv)
     grpc_server_set_request_check(server.grpc, rpc_validate_strings);
 
     public_door = grpc_door_new(server.grpc, "public", &server.hub);
+    if (public_door)
+        web_wire_install(public_door, server.config.web_off ? &no_web : &web_embedded_site);
     if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
     if (server.config.runner_listen) {

@@ -125,6 +125,30 @@ int grpc_door_has_method(const struct grpc_door *door, const char *path);
 void grpc_door_each_service(const struct grpc_door *door,
                             void (*fn)(const char *service, size_t len, void *arg), void *arg);
 
+/* --- Plain HTTP on a door ---------------------------------------------- */
+
+/* A request that is not gRPC at all (GET or HEAD: a browser asking for a
+ * page) on a door with a responder goes to it instead of being refused.
+ * The responder answers with grpc_call_http_respond (the request's headers
+ * through grpc_call_metadata); the call is a plain request, never started
+ * as gRPC, and is freed once the answer is out. */
+typedef void (*grpc_http_responder)(void *arg, struct grpc_call *call, const char *method,
+                                    const char *path);
+void grpc_door_set_http_responder(struct grpc_door *door, grpc_http_responder responder, void *arg);
+
+/* A plain HTTP header (lowercase name). */
+struct grpc_http_header {
+    const char *name;
+    const char *value;
+};
+
+/* Answers a plain request with STATUS, HEADERS and BODY (BODY_LEN bytes,
+ * which must stay valid until the call closes: static storage).  Returns 0,
+ * or -1 when the request is gone. */
+int grpc_call_http_respond(struct grpc_call *call, int status,
+                           const struct grpc_http_header *headers, size_t count,
+                           const uint8_t *body, size_t body_len);
+
 /* Starts a graceful stop: GOAWAY on every connection, every streaming call
  * still open ends UNAVAILABLE, unary calls finish normally. */
 void grpc_server_shutdown(struct grpc_server *server);

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/byte_queue.h"
 #include "grpc/grpc_compress.h"
@@ -40,7 +41,9 @@ struct grpc_door {
     /* Messages by grpc-encoding (enum grpc_encoding; identity not counted). */
     uint64_t compressed_received[GRPC_ENCODING_UNSUPPORTED];
     uint64_t compressed_sent[GRPC_ENCODING_UNSUPPORTED];
-    uint64_t decompress_refusals; /* a request that would not inflate within the limit */
+    uint64_t decompress_refusals;       /* a request that would not inflate within the limit */
+    grpc_http_responder http_responder; /* plain HTTP requests (GET, HEAD); NULL: none */
+    void *http_responder_arg;
     struct h2_listener *listener;
     struct grpc_door *next;
 };
@@ -75,6 +78,10 @@ struct grpc_call {
     struct grpc_call *prev, *next;
 
     struct header_list request_headers;
+    char http_method[8]; /* ":method", cut to fit */
+    /* A plain HTTP answer's body (grpc_call_http_respond): static storage. */
+    const uint8_t *http_body;
+    size_t http_body_left;
     unsigned is_post : 1;
     unsigned te_trailers : 1;
     unsigned grpc_content_type : 1;
@@ -142,6 +149,12 @@ struct door_method *grpc_door_find(const struct grpc_door *door, const char *pat
 /* A persistent timer on SERVER's base that cancels requests waiting longer
  * than limits.request_timeout_ms.  Returns NULL when short of memory. */
 struct event *grpc_request_sweep_new(struct grpc_server *server);
+
+/* Hands a plain HTTP request to the door's responder.  Returns 1 when it
+ * answered, 0 when the door has none (grpc_http.c). */
+int grpc_http_dispatch(struct grpc_call *call);
+/* stream_read of a plain HTTP answer: its body, then the end. */
+ssize_t grpc_http_read(struct grpc_call *call, uint8_t *buf, size_t len, uint32_t *flags);
 
 /* The h2 handler of every door (grpc_recv.c). */
 struct h2_handler;

@@ -142,6 +142,10 @@ static int call_stream_header(void *data, const uint8_t *name, size_t name_len,
     struct grpc_call *call = data;
 
     if (name_is(name, name_len, ":method")) {
+        size_t n =
+            value_len < sizeof(call->http_method) - 1 ? value_len : sizeof(call->http_method) - 1;
+        memcpy(call->http_method, value, n);
+        call->http_method[n] = '\0';
         call->is_post = value_len == 4 && memcmp(value, "POST", 4) == 0;
         return 0;
     }
@@ -252,6 +256,8 @@ static void call_stream_headers_done(void *data)
     const char *path = grpc_call_metadata(call, ":path");
     char message[256];
 
+    if (!call->is_post && grpc_http_dispatch(call))
+        return;
     if (!call->is_post) {
         call_reject_http(call, "405", GRPC_STATUS_UNIMPLEMENTED, "only POST is allowed");
         return;
@@ -554,6 +560,8 @@ static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *
     struct grpc_call *call = data;
     size_t available = byte_queue_length(&call->out);
 
+    if (call->http_body)
+        return grpc_http_read(call, buf, len, flags);
     if (available == 0 && !call->finished && call->started && call->entry->method->on_writable) {
         call->entry->method->on_writable(call);
         available = byte_queue_length(&call->out);
