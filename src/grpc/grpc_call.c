@@ -98,6 +98,39 @@ void grpc_call_send_trailers(struct grpc_call *call)
         call->transport->trailers(call->stream, headers, n);
 }
 
+/* The response content-type: the protocol's, or the request's own type
+ * without its parameters (gRPC-Web answers in the type it was asked in). */
+static struct h2_header call_content_type(const struct grpc_call *call)
+{
+    const char *type = call->protocol->response_content_type;
+    size_t len;
+
+    if (!type)
+        type = grpc_call_metadata(call, "content-type");
+    len = strcspn(type, "; \t");
+    return (struct h2_header){"content-type", 12, type, len};
+}
+
+/* Queues the status and trailing metadata as the body's last frame, for
+ * protocols that carry them there.  Returns 0 or -1 (memory). */
+static int call_queue_body_trailers(struct grpc_call *call)
+{
+    struct h2_header headers[32];
+    const char *names[32], *values[32];
+    char status_buf[12];
+    char message_buf[4096];
+    size_t n = status_headers(call, headers, 32, status_buf, message_buf, sizeof(message_buf),
+                              &call->trailing_metadata);
+
+    for (size_t i = 0; i < n; i++) {
+        names[i] = headers[i].name;
+        values[i] = headers[i].value;
+    }
+    call->trailers_sent = 1;
+    grpc_call_count_status(call, call->status);
+    return grpc_web_trailer_frame(&call->out, names, values, n);
+}
+
 /* Sends the response HEADERS: Trailers-Only when TRAILERS_ONLY. */
 static int call_send_headers(struct grpc_call *call, int trailers_only)
 {
@@ -109,8 +142,11 @@ static int call_send_headers(struct grpc_call *call, int trailers_only)
 
     if (!call->stream)
         return -1;
+    /* gRPC-Web's status always goes in the body, after no message. */
+    if (call->protocol->trailers_in_body)
+        trailers_only = 0;
     headers[n++] = (struct h2_header){":status", 7, "200", 3};
-    headers[n++] = (struct h2_header){"content-type", 12, "application/grpc", 16};
+    headers[n++] = call_content_type(call);
     if (!trailers_only) {
         const char *encoding = grpc_encoding_name((enum grpc_encoding)call->response_encoding);
         if (call->response_encoding != GRPC_ENCODING_IDENTITY)
@@ -306,6 +342,10 @@ void grpc_call_finish(struct grpc_call *call, int status, const char *message)
     grpc_call_drop_input(call);
     if (!call->stream)
         return;
+    if (call->protocol->trailers_in_body && call_queue_body_trailers(call) != 0) {
+        /* No trailer frame: the client must not take the body for whole. */
+        call->transport->reset_after_end(call->stream, H2_INTERNAL_ERROR);
+    }
     if (!call->headers_sent) {
         call_send_headers(call, 1);
     } else if (call->deferred) {

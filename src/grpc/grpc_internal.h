@@ -11,6 +11,7 @@
 #include "common/byte_queue.h"
 #include "grpc/grpc_compress.h"
 #include "grpc/grpc.h"
+#include "grpc/grpc_protocol.h"
 #include "grpc/grpc_transport.h"
 
 struct event;
@@ -41,7 +42,9 @@ struct grpc_door {
     /* Messages by grpc-encoding (enum grpc_encoding; identity not counted). */
     uint64_t compressed_received[GRPC_ENCODING_UNSUPPORTED];
     uint64_t compressed_sent[GRPC_ENCODING_UNSUPPORTED];
-    uint64_t decompress_refusals;       /* a request that would not inflate within the limit */
+    uint64_t decompress_refusals; /* a request that would not inflate within the limit */
+    /* Calls by protocol and transport, counted once their headers passed. */
+    uint64_t protocol_calls[GRPC_PROTOCOL_COUNT][GRPC_TRANSPORT_COUNT];
     grpc_http_responder http_responder; /* plain HTTP requests (GET, HEAD); NULL: none */
     void *http_responder_arg;
     struct h2_listener *listener;
@@ -78,13 +81,15 @@ struct grpc_call {
     struct grpc_call *prev, *next;
 
     struct header_list request_headers;
+    /* What the request's content-type selected (grpc_protocol.h); native
+     * gRPC until the header block is complete. */
+    const struct grpc_protocol *protocol;
     char http_method[8]; /* ":method", cut to fit */
     /* A plain HTTP answer's body (grpc_call_http_respond): static storage. */
     const uint8_t *http_body;
     size_t http_body_left;
     unsigned is_post : 1;
     unsigned te_trailers : 1;
-    unsigned grpc_content_type : 1;
     unsigned encoding_unsupported : 1;
     unsigned timeout_malformed : 1;
     unsigned has_timeout : 1;
@@ -111,6 +116,11 @@ struct grpc_call {
     struct event *resume;         /* delivers held input once the queue drains */
     uint64_t request_since_sweep; /* with request_waiting: the request sweep it began in */
     struct grpc_reader reader;
+    struct grpc_base64_decoder text_in;  /* grpc-web-text request body */
+    struct grpc_base64_encoder text_out; /* grpc-web-text response body */
+    struct byte_queue text_scratch;      /* decoded request bytes, grpc-web-text */
+    struct byte_queue text_pending;      /* encoded response text not yet taken */
+    unsigned text_eof : 1;               /* text_pending holds the end of the body */
     uint8_t *unary_request;
     size_t unary_request_len;
     unsigned message_count;

@@ -116,6 +116,7 @@ void *grpc_transport_call_open(struct grpc_door *door, const struct grpc_transpo
     call->server = door->server;
     call->door = door;
     call->transport = transport;
+    call->protocol = &grpc_protocol_grpc;
     call->stream = stream;
     grpc_reader_init(&call->reader, door->server->limits.max_recv_bytes);
     call->next = door->server->calls;
@@ -147,11 +148,6 @@ static int call_stream_header(void *data, const uint8_t *name, size_t name_len,
         memcpy(call->http_method, value, n);
         call->http_method[n] = '\0';
         call->is_post = value_len == 4 && memcmp(value, "POST", 4) == 0;
-        return 0;
-    }
-    if (name_is(name, name_len, "content-type")) {
-        call->grpc_content_type = value_len >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
-                                  (value_len == 16 || value[16] == '+' || value[16] == ';');
         return 0;
     }
     if (name_is(name, name_len, "te")) {
@@ -256,20 +252,30 @@ static void call_stream_headers_done(void *data)
     const char *path = grpc_call_metadata(call, ":path");
     char message[256];
 
+    const struct grpc_protocol *protocol =
+        grpc_protocol_find(grpc_call_metadata(call, "content-type"));
+
     if (!call->is_post && grpc_http_dispatch(call))
         return;
     if (!call->is_post) {
         call_reject_http(call, "405", GRPC_STATUS_UNIMPLEMENTED, "only POST is allowed");
         return;
     }
-    if (!call->grpc_content_type) {
-        call_reject_http(call, "415", GRPC_STATUS_UNKNOWN, "content-type must be application/grpc");
+    if (!protocol) {
+        call_reject_http(call, "415", GRPC_STATUS_UNKNOWN,
+                         "content-type must be application/grpc or application/grpc-web");
         return;
     }
-    if (!call->te_trailers) {
+    if (protocol->needs_http_trailers && !call->transport->carries_trailers) {
+        call_reject_http(call, "415", GRPC_STATUS_UNKNOWN,
+                         "application/grpc needs HTTP/2; over HTTP/1.1 use application/grpc-web");
+        return;
+    }
+    if (protocol->needs_te_trailers && !call->te_trailers) {
         call_reject_http(call, "400", GRPC_STATUS_INTERNAL, "te: trailers is required");
         return;
     }
+    call->protocol = protocol;
     call->entry = path ? grpc_door_find(call->door, path, strlen(path)) : NULL;
     if (!call->entry) {
         call->door->unknown_method_calls++;
@@ -278,6 +284,12 @@ static void call_stream_headers_done(void *data)
         return;
     }
     call->entry->started++;
+    call->door->protocol_calls[protocol->id][call->transport->index]++;
+    if (protocol->unary_requests_only && !method_is_unary_request(call->entry->method)) {
+        grpc_call_fail(call, GRPC_STATUS_UNIMPLEMENTED,
+                       "gRPC-Web carries unary and server-streaming methods only");
+        return;
+    }
     if (call->encoding_unsupported) {
         grpc_call_add_trailer(call, "grpc-accept-encoding",
                               (const uint8_t *)GRPC_ACCEPT_ENCODING_VALUE,
@@ -495,6 +507,20 @@ static void call_stream_data(void *data, const uint8_t *bytes, size_t len)
     }
     if (call->message_count == 0)
         request_timer_start(call);
+    if (call->protocol->base64) {
+        /* The request is one message (unary_requests_only), so the
+         * transport's bytes stay held until it is whole: no release here. */
+        int rv;
+        byte_queue_clear(&call->text_scratch);
+        rv = grpc_base64_decoder_feed(&call->text_in, bytes, len, &call->text_scratch);
+        if (rv != 0) {
+            grpc_call_fail(call, rv == -2 ? GRPC_STATUS_RESOURCE_EXHAUSTED : GRPC_STATUS_INTERNAL,
+                           rv == -2 ? "out of memory" : "the grpc-web-text request is not base64");
+            return;
+        }
+        bytes = call->text_scratch.data + call->text_scratch.start;
+        len = byte_queue_length(&call->text_scratch);
+    }
     if (call->input_paused || byte_queue_length(&call->in) > 0) {
         call_queue_input(call, bytes, len);
         return;
@@ -513,6 +539,11 @@ static void call_stream_end(void *data)
         return;
     if (call->input_paused || byte_queue_length(&call->in) > 0) {
         call->end_pending = 1; /* after the held messages */
+        return;
+    }
+    if (call->protocol->base64 && !grpc_base64_decoder_done(&call->text_in)) {
+        grpc_call_fail(call, GRPC_STATUS_INTERNAL,
+                       "the grpc-web-text request ended inside a base64 group");
         return;
     }
     if (!grpc_reader_idle(&call->reader)) {
@@ -555,9 +586,12 @@ static void call_consume(struct grpc_call *call, size_t len)
     }
 }
 
-static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *flags)
+/* Copies queued response bytes into BUF (up to LEN).  Returns the count, or
+ * H2_READ_DEFERRED when nothing is queued yet; at the end of the body sets
+ * H2_READ_EOF (trailers follow, sent from here) or, when the protocol put
+ * them in the body, H2_READ_EOF_END_STREAM. */
+static ssize_t call_read_body(struct grpc_call *call, uint8_t *buf, size_t len, uint32_t *flags)
 {
-    struct grpc_call *call = data;
     size_t available = byte_queue_length(&call->out);
 
     if (call->http_body)
@@ -579,11 +613,68 @@ static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *
     /* Delivery resumes from the loop, not from inside nghttp2's send. */
     if (call->input_paused && !grpc_call_over_bound(call))
         event_active(call->resume, EV_WRITE, 0);
-    if (byte_queue_length(&call->out) == 0 && call->finished && !call->trailers_sent) {
-        *flags |= H2_READ_EOF;
-        grpc_call_send_trailers(call);
+    if (byte_queue_length(&call->out) == 0 && call->finished) {
+        if (call->protocol->trailers_in_body) {
+            *flags |= H2_READ_EOF_END_STREAM;
+        } else if (!call->trailers_sent) {
+            *flags |= H2_READ_EOF;
+            grpc_call_send_trailers(call);
+        }
     }
     return (ssize_t)len;
+}
+
+/* Raw bytes taken per read in text mode. */
+#define TEXT_RAW_CHUNK (12 * 1024)
+
+/* The body as one base64 text: raw bytes are encoded into text_pending
+ * (partial groups carried to the next read, padded only at the end) and
+ * handed out from there in whatever sizes the transport asks for.  Returns
+ * as call_read_body. */
+static ssize_t call_read_text(struct grpc_call *call, uint8_t *buf, size_t len, uint32_t *flags)
+{
+    size_t pending = byte_queue_length(&call->text_pending);
+
+    if (pending == 0 && !call->text_eof) {
+        uint8_t raw[TEXT_RAW_CHUNK];
+        uint32_t raw_flags = 0;
+        ssize_t n = call_read_body(call, raw, sizeof(raw), &raw_flags);
+        uint8_t *at;
+        if (n < 0)
+            return n;
+        at = byte_queue_reserve(&call->text_pending, ((size_t)n + 2) / 3 * 4 + 8);
+        if (!at)
+            return H2_READ_ERROR;
+        call->text_eof = (raw_flags & H2_READ_EOF_END_STREAM) != 0;
+        size_t written =
+            grpc_base64_encoder_feed(&call->text_out, raw, (size_t)n, call->text_eof, at);
+        call->text_pending.end = (size_t)(at - call->text_pending.data) + written;
+        pending = written;
+        if (pending == 0 && !call->text_eof) {
+            /* One or two bytes wait in the carry for the next message. */
+            byte_queue_clear(&call->text_pending);
+            call->deferred = 1;
+            return H2_READ_DEFERRED;
+        }
+    }
+    if (len > pending)
+        len = pending;
+    if (len > 0) {
+        memcpy(buf, call->text_pending.data + call->text_pending.start, len);
+        byte_queue_consume(&call->text_pending, len);
+    }
+    if (call->text_eof && byte_queue_length(&call->text_pending) == 0)
+        *flags |= H2_READ_EOF_END_STREAM;
+    return (ssize_t)len;
+}
+
+static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *flags)
+{
+    struct grpc_call *call = data;
+
+    if (call->protocol->base64)
+        return call_read_text(call, buf, len, flags);
+    return call_read_body(call, buf, len, flags);
 }
 
 static void call_stream_close(void *data, uint32_t error_code)
@@ -617,6 +708,8 @@ static void call_stream_close(void *data, uint32_t error_code)
     free(call->caller);
     byte_queue_free(&call->in);
     byte_queue_free(&call->out);
+    byte_queue_free(&call->text_scratch);
+    byte_queue_free(&call->text_pending);
     grpc_header_list_free(&call->request_headers);
     grpc_header_list_free(&call->initial_metadata);
     grpc_header_list_free(&call->trailing_metadata);

@@ -197,6 +197,25 @@ static void door_write_limit_metrics(const struct grpc_server *server, FILE *out
     }
 }
 
+/* Calls by protocol (gRPC, gRPC-Web, ...) and transport (h2, http1). */
+static void door_write_protocol_metrics(const struct grpc_server *server, FILE *out)
+{
+    static const char *const transports[GRPC_TRANSPORT_COUNT] = {"h2", "http1"};
+
+    fputs("# HELP agenthub_grpc_protocol_calls_total calls whose headers were accepted, by door, "
+          "protocol and transport.\n"
+          "# TYPE agenthub_grpc_protocol_calls_total counter\n",
+          out);
+    for (const struct grpc_door *door = server->doors; door; door = door->next)
+        for (int p = 0; p < GRPC_PROTOCOL_COUNT; p++)
+            for (int t = 0; t < GRPC_TRANSPORT_COUNT; t++)
+                fprintf(out,
+                        "agenthub_grpc_protocol_calls_total{door=\"%s\",protocol=\"%s\","
+                        "transport=\"%s\"} %llu\n",
+                        door->name, grpc_protocol_name((enum grpc_protocol_id)p), transports[t],
+                        (unsigned long long)door->protocol_calls[p][t]);
+}
+
 void grpc_server_write_metrics(const struct grpc_server *server, FILE *out)
 {
     fputs("# HELP agenthub_grpc_calls_total gRPC calls finished, by door, method and status.\n"
@@ -223,6 +242,7 @@ void grpc_server_write_metrics(const struct grpc_server *server, FILE *out)
                     (unsigned long long)door->rejected_calls);
     }
     door_write_limit_metrics(server, out);
+    door_write_protocol_metrics(server, out);
     fprintf(out,
             "# HELP agenthub_grpc_calls_open gRPC calls in flight.\n"
             "# TYPE agenthub_grpc_calls_open gauge\n"

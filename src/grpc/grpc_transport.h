@@ -19,6 +19,11 @@ struct grpc_door;
 /* STREAM is the transport's own handle for one call.  Headers are name and
  * value pairs (struct h2_header is only the pair; no HTTP/2 meaning). */
 struct grpc_transport {
+    const char *name; /* the metrics label: "h2", "http1" */
+    int index;        /* below GRPC_TRANSPORT_COUNT, for per-transport counters */
+    /* 1 when responses can carry HTTP trailers (HTTP/2); native gRPC needs
+     * them, gRPC-Web does not. */
+    int carries_trailers;
     /* Sends the response headers; with has_body the body is then pulled
      * through the call's read callback, else the headers end the response
      * (Trailers-Only).  Returns 0, or -1 when the stream is gone. */
@@ -40,6 +45,8 @@ struct grpc_transport {
     /* Bytes queued on the stream's connection and not yet written. */
     size_t (*backlog)(const void *stream);
 };
+
+#define GRPC_TRANSPORT_COUNT 2
 
 /* HTTP/2 on h2 streams. */
 extern const struct grpc_transport grpc_transport_h2;

@@ -37,6 +37,9 @@ static size_t h2t_backlog(const void *stream)
 }
 
 const struct grpc_transport grpc_transport_h2 = {
+    .name = "h2",
+    .index = 0,
+    .carries_trailers = 1,
     .respond = h2t_respond,
     .trailers = h2t_trailers,
     .resume = h2t_resume,

@@ -92,6 +92,8 @@ static size_t fake_backlog(const void *stream)
 }
 
 static const struct grpc_transport fake_transport = {
+    .name = "fake",
+    .carries_trailers = 1,
     .respond = fake_respond,
     .trailers = fake_trailers,
     .resume = fake_resume,
