@@ -1,6 +1,6 @@
 // Builds the pane page into OUT (default dist/): app-<hash>.js and
-// app-<hash>.css bundled by esbuild from src/, and index.html from
-// index.html with their names filled in.  The same sources always give the
+// app-<hash>.css bundled by esbuild from src/, index.html from index.html
+// with their names filled in, and favicon.svg.  The same sources always give the
 // same bytes (no timestamps, no absolute paths), so the committed bundle can
 // be checked by rebuilding it elsewhere and comparing.
 import { createHash } from "node:crypto";
@@ -44,3 +44,4 @@ for (const old of readdirSync(out)) rmSync(join(out, old));
 writeFileSync(join(out, js.name), js.contents);
 writeFileSync(join(out, css.name), css.contents);
 writeFileSync(join(out, "index.html"), html);
+writeFileSync(join(out, "favicon.svg"), readFileSync(join(here, "favicon.svg")));

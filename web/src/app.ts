@@ -416,6 +416,9 @@ class Page {
 
   private renderBatch(): void {
     const pending = this.openId !== "" && this.batchCount > 0;
+    // What the server said about the caller's control: "true", "false", or
+    // "null" while not known yet.
+    $("batch").dataset.mayControl = String(this.mayControl);
     $("batch").hidden = !pending;
     $("skip-batch").hidden = !(pending && this.mayControl === true);
     if (!pending) return;

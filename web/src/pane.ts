@@ -95,6 +95,7 @@ export class PaneView {
     this.byKey.clear();
     this.frameCount = 0;
     this.dropped = 0;
+    this.state = AgentSessionState.UNSPECIFIED;
     this.root.replaceChildren();
   }
 
@@ -180,12 +181,15 @@ export class PaneView {
   }
 
   private log = "";
+  private state: number = AgentSessionState.UNSPECIFIED;
 
   private render(frame: AgentSessionFrame, log: string): void {
     this.log = log;
     const type = frameType(frame);
     const ev = frame.event?.event;
-    const blocked = frame.state === AgentSessionState.BLOCKED;
+    if (frame.state !== AgentSessionState.UNSPECIFIED) this.state = frame.state;
+    // A permission wait: the frame that blocks, and what comes while blocked.
+    const blocked = this.state === AgentSessionState.BLOCKED;
     switch (ev?.case) {
       case "thinking":
       case "assistantText": {
@@ -266,9 +270,8 @@ export class PaneView {
       }
       default: {
         const name = stateName(frame.state);
-        const e = this.frameEl("div", "state-change", frame, type);
-        const badge = el("span", "badge state-" + name + (blocked ? " attention" : ""), name);
-        e.appendChild(badge);
+        const e = this.frameEl("div", blocked ? "state-change attention" : "state-change", frame, type);
+        e.appendChild(el("span", "badge state-" + name, name));
         if (blocked) e.appendChild(el("span", "", " waiting for permission"));
         this.addBlock({ el: e, key: "", frames: 1 });
         return;
