@@ -122,3 +122,369 @@ def test_web_flag_refuses_other_values(start_server):
                            "--web", "maybe"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2, proc.stderr
     assert "--web: expected on or off, got 'maybe'" in proc.stderr
+
+
+# --- In headless Chromium -------------------------------------------------------
+#
+# Chromium speaks HTTP/2 only over TLS, so these serve the public door with
+# TLS (deploy/make-tls.sh's self-signed certificate, which the browser is
+# told to accept) and the Runner connects with --tls.
+
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from urllib.parse import urlsplit  # noqa: E402
+
+import grpc  # noqa: E402
+
+import harness  # noqa: E402
+from harness import BUILD, wait_for  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+AGENT = os.path.join(REPO, "tests", "agents", "scripted-agent")
+PY = "/usr/bin/python3"
+COMPASS = "/compass.v1.CompassService/"
+WAIT = 30.0
+
+
+class WebWorld:
+    """agenthubd on the demo world, TLS on its doors; Runners for sess-1;
+    unary CompassService calls for the test itself."""
+
+    def __init__(self, tmp, tls):
+        self.tmp = tmp
+        self.tls = tls
+        self.server = harness.Server(world=True, workdir=tmp / "agenthubd", stop_timeout=15.0,
+                                     flags=["--tls-cert", tls.server_crt,
+                                            "--tls-key", tls.server_key])
+        self.runners = []
+        self._channel = None
+
+    @property
+    def url(self):
+        return "https://%s/" % self.server.public
+
+    def channel(self):
+        if self._channel is None:
+            with open(self.tls.server_crt, "rb") as f:
+                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+            self._channel = grpc.secure_channel(self.server.public, creds)
+        return self._channel
+
+    def call(self, method, request, response_type, token="t-alice"):
+        fn = self.channel().unary_unary(COMPASS + method,
+                                        request_serializer=request.SerializeToString,
+                                        response_deserializer=response_type.FromString)
+        return fn(request, metadata=[("authorization", "Bearer " + token)], timeout=20)
+
+    def runner(self, agent, *extra):
+        log = open(self.tmp / ("runner-%d.log" % len(self.runners)), "w")
+        proc = subprocess.Popen(
+            [str(BUILD / "agenthub-runner"), "--addr", self.server.runner_addr, "--tls", "--ca",
+             self.tls.server_crt, "--token", "t-runner-1", "--session", "sess-1", "--agent",
+             agent, *extra], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        self.runners.append((proc, log))
+        return proc
+
+    def runner_log(self):
+        return "\n".join(open(log.name).read() for _, log in self.runners)
+
+    def close(self):
+        if self._channel is not None:
+            self._channel.close()
+        for proc, log in self.runners:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.wait(timeout=15)
+            log.close()
+        if not self.server.stopped:
+            self.server.stop()
+
+
+@pytest.fixture
+def web(tmp_path, tls_dir):
+    world = WebWorld(tmp_path, tls_dir)
+    try:
+        yield world
+    finally:
+        world.close()
+
+
+class Browser:
+    """One headless Chromium (as root: --no-sandbox) through chromedriver,
+    with its console and network logs on."""
+
+    def __init__(self, tmp):
+        from selenium import webdriver
+        from selenium.webdriver.chrome.options import Options
+        from selenium.webdriver.chrome.service import Service
+        opts = Options()
+        opts.binary_location = CHROMIUM
+        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--ignore-certificate-errors", "--window-size=1280,900", "--no-first-run",
+                    "--no-default-browser-check", "--disable-extensions", "--disable-sync",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--user-data-dir=%s" % (tmp / "chromium-profile")):
+            opts.add_argument(arg)
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER,
+                                                       log_path=str(tmp / "chromedriver.log")),
+                                       options=opts)
+        self.driver.set_page_load_timeout(WAIT)
+        self.driver.set_script_timeout(WAIT)
+        self.requests = []  # (document, URL) of every request (the network log)
+        self.console = []
+
+    def quit(self):
+        self.driver.quit()
+
+    def new_tab(self):
+        """A second tab: its own sessionStorage, so its own token."""
+        self.driver.switch_to.new_window("tab")
+        return self.driver.current_window_handle
+
+    def tab(self, handle):
+        self.driver.switch_to.window(handle)
+
+    def collect_logs(self):
+        for entry in self.driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message.get("method") == "Network.requestWillBeSent":
+                params = message["params"]
+                self.requests.append((params.get("documentURL", ""), params["request"]["url"]))
+        self.console.extend(self.driver.get_log("browser"))
+
+    def js(self, script, *args):
+        return self.driver.execute_script(script, *args)
+
+    def js_async(self, script, *args):
+        return self.driver.execute_async_script(script, *args)
+
+    def text(self, css):
+        return self.js("const e = document.querySelector(arguments[0]);"
+                       "return e ? e.textContent : null;", css)
+
+    def status(self):
+        return self.text("#status")
+
+    def visible(self, css):
+        return self.js("const e = document.querySelector(arguments[0]);"
+                       "return !!e && e.offsetParent !== null;", css)
+
+    def wait(self, predicate, what, timeout=WAIT):
+        return wait_for(predicate, timeout, 0.05, what=lambda: "%s (status %r)\n%s" % (
+            what, self.status(), self.pane_dump()))
+
+    def sign_in(self, url, token):
+        self.driver.get(url)
+        self.wait(lambda: self.status() == "signed out", "the sign-in form")
+        self.driver.find_element("css selector", "#token").send_keys(token)
+        self.driver.find_element("css selector", "#login").click()
+        self.wait(lambda: self.status() in ("live", "reconnecting"), "signing in")
+        self.wait(lambda: self.status() == "live", "the sessions stream")
+
+    def open(self, session_id):
+        self.js("location.hash = '#session=' + encodeURIComponent(arguments[0]);", session_id)
+
+    def sessions(self):
+        return self.js("return [...document.querySelectorAll('#sessions [data-session-id]')]"
+                       ".map(e => [e.dataset.sessionId, e.dataset.state]);")
+
+    def frames(self):
+        """[(seq, type, log, text)] of the pane's frame elements, in order."""
+        return [(int(s), t, log, text) for s, t, log, text in self.js(
+            "return [...document.querySelectorAll('#pane [data-seq]')]"
+            ".map(e => [e.dataset.seq, e.dataset.type, e.dataset.log, e.textContent]);")]
+
+    def pane_dump(self):
+        try:
+            return "pane: %s" % (self.frames()[-12:],)
+        except Exception as e:  # the page may be gone
+            return "pane: (%s)" % e
+
+
+@pytest.fixture
+def browser(tmp_path):
+    b = Browser(tmp_path)
+    try:
+        yield b
+    finally:
+        b.quit()
+
+
+def assert_consecutive(frames):
+    """Seqs within each log strictly +1: nothing twice, nothing skipped."""
+    by_log = {}
+    for seq, _, log, _ in frames:
+        by_log.setdefault(log, []).append(seq)
+    for log, seqs in by_log.items():
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), (log, seqs)
+
+
+def test_bob_watches_sess1_live_frames_in_seq_order(web, browser, tmp_path, pb):
+    browser.sign_in(web.url, "t-bob")
+    browser.wait(lambda: any(s[0] == "sess-1" for s in browser.sessions()), "sess-1 in the list")
+    browser.driver.find_element("css selector", '#sessions [data-session-id="sess-1"] a').click()
+    browser.wait(lambda: browser.status() == "live", "the pane")
+    assert browser.frames() == []
+    web.runner("%s %s --speed 2" % (PY, AGENT))
+    # Frames show while the agent runs, not only once it is done.
+    browser.wait(lambda: 0 < len(browser.frames()) and "Fixed:" not in browser.text("#pane"),
+                 "the first frames")
+    browser.wait(lambda: "and the unit suite passes." in browser.text("#pane"),
+                 "the script's last words", timeout=60)
+    browser.wait(lambda: browser.frames()[-1][1] == "state", "the final state")
+    frames = browser.frames()
+    assert frames[0][0] == 1
+    assert_consecutive(frames)
+    types = {f[1] for f in frames}
+    assert {"state", "thinking", "assistant_text", "plan", "tool_call", "tool_call_update",
+            "record", "notice"} <= types, types
+    # The same frames a native gRPC subscriber replays, in the same order.
+    frames_pb, services = pb.frames, pb.services
+    stream = web.channel().unary_stream(
+        COMPASS + "SubscribeAgentSession",
+        request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
+        response_deserializer=frames_pb.AgentSessionFrame.FromString)(
+            services.SubscribeAgentSessionRequest(session_id="sess-1", tail=1000),
+            metadata=[("authorization", "Bearer t-bob")], timeout=20)
+    native = []
+    for frame in stream:
+        native.append(frame.seq)
+        if frame.seq == frames[-1][0]:
+            break
+    stream.cancel()
+    assert [f[0] for f in frames] == native
+    # Streamed text joins one paragraph per message; tool updates join their call.
+    assert browser.js("return [...document.querySelectorAll('#pane p.assistant')]"
+                      ".map(p => p.dataset.messageId)") == ["m2", "m3"]
+    assert browser.js("return [...document.querySelectorAll('#pane p.thinking')]"
+                      ".map(p => p.dataset.messageId)") == ["m1"]
+    assert browser.js("return document.querySelector('#pane .tool[data-tool-call-id=\"t1\"]')"
+                      ".querySelectorAll('[data-seq]').length") == 2
+    assert browser.js("return document.querySelectorAll('#pane .attention').length") >= 2
+    shot = tmp_path / "pane.png"
+    assert browser.driver.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    browser.collect_logs()
+    assert not [e for e in browser.console if e["level"] == "SEVERE"], browser.console
+
+
+def test_carol_sees_the_same_not_found_for_sess1_as_for_an_unknown_id(web, browser):
+    web.runner("%s %s --script idle" % (PY, AGENT))
+    browser.sign_in(web.url, "t-carol")
+    for session_id in ("sess-1", "no-such-session"):
+        browser.open(session_id)
+        browser.wait(lambda: browser.status() == "not found", "not found for " + session_id)
+        assert browser.frames() == []
+        assert browser.text("#pane-title") == session_id
+    assert all(s[0] != "sess-1" for s in browser.sessions())
+    # The gRPC-Web answers themselves are the same bytes (the page cannot
+    # tell them apart, nor can anyone else).
+    browser.open("")
+    bodies = browser.js_async("""
+        const done = arguments[arguments.length - 1];
+        const frame = (id) => { const s = new TextEncoder().encode(id);
+            const b = new Uint8Array(7 + s.length); b[4] = 2 + s.length; b[5] = 10; b[6] = s.length;
+            b.set(s, 7); return b; };
+        const ask = (id) => fetch('/compass.v1.CompassService/SubscribeAgentSession', {method: 'POST',
+            headers: {'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1',
+                      'authorization': 'Bearer t-carol'}, body: frame(id)})
+            .then(r => r.arrayBuffer()).then(b => Array.from(new Uint8Array(b)));
+        Promise.all([ask('sess-1'), ask('no-such-session')]).then(done, e => done(String(e)));
+    """)
+    assert isinstance(bodies, list) and bodies[0] == bodies[1], bodies
+    assert b"grpc-status:5" in bytes(bodies[0])
+
+
+def test_alice_skips_the_batch_window_and_bob_never_sees_the_button(web, browser, pb):
+    web.runner("%s %s --script idle" % (PY, AGENT), "--batch-window-ms", "60000")
+    alice = browser.driver.current_window_handle
+    browser.sign_in(web.url, "t-alice")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.text("#state") == "ready", "the idle agent")
+    browser.wait(lambda: browser.js("return document.querySelector('#batch').dataset.mayControl")
+                 == "true", "alice's control")
+    bob = browser.new_tab()
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.js("return document.querySelector('#batch').dataset.mayControl")
+                 == "false", "bob's lack of control")
+    services = pb.services
+    web.call("SendAgentMessage", services.SendAgentMessageRequest(session_id="sess-1",
+                                                                  text="please also lint"),
+             services.SendAgentMessageResponse)
+    browser.wait(lambda: browser.visible("#batch") and browser.text("#batch-count") == "1",
+                 "bob sees the pending batch")
+    assert not browser.visible("#skip-batch")
+    browser.tab(alice)
+    browser.wait(lambda: browser.visible("#skip-batch"), "alice's button")
+    assert browser.text("#batch-count") == "1"
+    assert "delivered in" in browser.text("#batch-countdown")
+    browser.driver.find_element("css selector", "#skip-batch").click()
+    # The batch fires long before its 60 s window: the agent answers it.
+    browser.wait(lambda: any(f[3].startswith("Got 1 message(s): please also lint")
+                             for f in browser.frames()), "the agent's answer", timeout=20)
+    assert not browser.visible("#batch")
+    browser.tab(bob)
+    browser.wait(lambda: any(f[3].startswith("Got 1 message(s)") for f in browser.frames()),
+                 "bob sees the answer")
+    assert not browser.visible("#skip-batch") and not browser.visible("#batch")
+
+
+HOSTILE_AGENT = r'''
+import json, sys
+HOSTILE = ["<img src=x onerror=\"window.__pwned='img'\">",
+           "<script>window.__pwned='script'</script>",
+           "<img src=\"https://example.invalid/pixel.png\">",
+           "<a href=\"javascript:window.__pwned='link'\">x</a><b>bold</b>&amp;"]
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit({"state": "WORKING"})
+for i, h in enumerate(HOSTILE):
+    emit({"assistant_text": {"text": h, "message_id": "m%d" % i}})
+    emit({"thinking": {"text": h, "message_id": "t%d" % i}})
+    emit({"tool_call": {"tool_call_id": "c%d" % i, "title": h, "status": "IN_PROGRESS"}})
+    emit({"tool_call_update": {"tool_call_id": "c%d" % i, "status": "COMPLETED", "output": h}})
+    emit({"notice": {"text": h}})
+    emit({"plan": {"entries": [{"content": h, "status": "PENDING"}]}})
+emit({"record": {"type": "ask", "data": {"tool_name": HOSTILE[0]}}, "state": "BLOCKED"})
+emit({"state": "READY"})
+for line in sys.stdin:
+    pass
+'''
+
+
+def test_html_in_frames_is_shown_as_text_and_runs_nothing(web, browser, tmp_path):
+    from selenium.common.exceptions import NoAlertPresentException
+    agent = tmp_path / "hostile_agent.py"
+    agent.write_text(HOSTILE_AGENT)
+    web.runner("%s %s" % (PY, agent))
+    browser.sign_in(web.url, "t-alice")
+    browser.open("sess-1")
+    browser.wait(lambda: len(browser.frames()) >= 4 * 6 + 3, "every hostile frame")
+    texts = [f[3] for f in browser.frames()]
+    for needle in ("<img src=x onerror=\"window.__pwned='img'\">",
+                   "<script>window.__pwned='script'</script>",
+                   "<img src=\"https://example.invalid/pixel.png\">",
+                   "<a href=\"javascript:window.__pwned='link'\">x</a><b>bold</b>&amp;"):
+        assert sum(needle in t for t in texts) >= 5, (needle, texts)
+    assert browser.js("return document.querySelectorAll('#pane img, #pane script, #pane a, "
+                      "#pane b, #pane iframe').length") == 0
+    assert browser.js("return window.__pwned === undefined")
+    try:
+        browser.driver.switch_to.alert
+        raise AssertionError("a dialog opened")
+    except NoAlertPresentException:
+        pass
+    browser.collect_logs()
+    origin = urlsplit(web.url)
+    ours = [url for document, url in browser.requests
+            if urlsplit(document)[:2] == origin[:2]]
+    assert ours, browser.requests
+    for url in ours:
+        assert urlsplit(url)[:2] == origin[:2], url
+    assert not [e for e in browser.console if "Content Security Policy" in e["message"]], \
+        browser.console
