@@ -488,3 +488,64 @@ def test_html_in_frames_is_shown_as_text_and_runs_nothing(web, browser, tmp_path
         assert urlsplit(url)[:2] == origin[:2], url
     assert not [e for e in browser.console if "Content Security Policy" in e["message"]], \
         browser.console
+
+
+# Emits "frame N" as assistant text while the file GO exists; while it does
+# not, it says how many it has written in the file PAUSED.
+GATED_AGENT = r'''
+import json, os, sys, time
+go, paused = sys.argv[1], sys.argv[2]
+n = 0
+print(json.dumps({"state": "WORKING"}), flush=True)
+while True:
+    if os.path.exists(go):
+        if os.path.exists(paused):
+            os.unlink(paused)
+        n += 1
+        print(json.dumps({"assistant_text": {"text": "frame %d" % n, "message_id": "m%d" % n}}),
+              flush=True)
+        time.sleep(0.005)
+    else:
+        if not os.path.exists(paused):
+            with open(paused + ".tmp", "w") as f:
+                f.write(str(n))
+            os.replace(paused + ".tmp", paused)
+        time.sleep(0.01)
+'''
+
+
+def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web, browser, tmp_path):
+    agent, go, paused = tmp_path / "gated_agent.py", tmp_path / "go", tmp_path / "paused"
+    agent.write_text(GATED_AGENT)
+    go.touch()
+    web.runner("%s %s %s %s" % (PY, agent, go, paused))
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+
+    def shown():
+        return [f[3] for f in browser.frames() if f[1] == "assistant_text"]
+
+    def pause():
+        """Stops the agent; returns how many frames it wrote."""
+        go.unlink()
+        wait_for(paused.exists, WAIT, 0.02, what="the agent to pause")
+        return int(paused.read_text())
+
+    browser.wait(lambda: len(shown()) >= 30, "frames before the restart")
+    before = pause()
+    browser.wait(lambda: shown()[-1:] == ["frame %d" % before], "frame %d" % before)
+    web.server.stop()
+    browser.wait(lambda: browser.status() == "reconnecting", "the page to notice")
+    go.touch()  # the agent goes on while the server is down: its Runner holds the frames
+    wait_for(lambda: not paused.exists(), WAIT, 0.02, what="the agent to resume")
+    web.server.start()
+    browser.wait(lambda: browser.status() == "live", "the page to reconnect")
+    browser.wait(lambda: len(shown()) >= before + 50, "frames after the restart")
+    after = pause()
+    browser.wait(lambda: shown()[-1:] == ["frame %d" % after], "frame %d" % after)
+    assert shown() == ["frame %d" % n for n in range(1, after + 1)]
+    frames = browser.frames()
+    assert_consecutive(frames)
+    assert len({f[2] for f in frames}) == 2  # two logs: before and after the restart
+    assert browser.js("return document.querySelectorAll('#pane [data-marker=restarted]').length") \
+        == 1
