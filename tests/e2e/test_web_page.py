@@ -549,3 +549,46 @@ def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web, brow
     assert len({f[2] for f in frames}) == 2  # two logs: before and after the restart
     assert browser.js("return document.querySelectorAll('#pane [data-marker=restarted]').length") \
         == 1
+
+
+# 5,000 frames at about 1,000 a second, then as fast as the pipe takes them
+# up to TOTAL; then it waits.
+FLOOD_AGENT = r'''
+import json, sys, time
+total = int(sys.argv[1])
+out = sys.stdout
+print(json.dumps({"state": "WORKING"}), flush=True)
+start = time.monotonic()
+for n in range(1, total + 1):
+    out.write(json.dumps({"assistant_text": {"text": "frame %d" % n, "message_id": "m%d" % (n // 50)}}) + "\n")
+    if n <= 5000 and n % 10 == 0:
+        out.flush()
+        time.sleep(max(0.0, start + n / 1000.0 - time.monotonic()))
+out.flush()
+for line in sys.stdin:
+    pass
+'''
+
+
+def test_the_pane_keeps_up_with_a_100000_frame_session_and_caps_its_dom(web, browser, tmp_path):
+    total = 100000
+    agent = tmp_path / "flood_agent.py"
+    agent.write_text(FLOOD_AGENT)
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.status() == "live", "the pane")
+    web.runner("%s %s %d" % (PY, agent, total))
+    started = time.monotonic()
+    browser.wait(lambda: "frame %d" % total in (browser.text("#pane") or ""),
+                 "the last frame", timeout=240)
+    took = time.monotonic() - started
+    count = browser.js("return document.querySelectorAll('#pane [data-seq]').length")
+    assert 0 < count <= 2000, count
+    frames = browser.frames()
+    # Whatever is shown is in order; frames skipped for speed or evicted by
+    # the server are said so by a marker, never silently.
+    seqs = [f[0] for f in frames]
+    assert seqs == sorted(set(seqs))
+    if seqs != list(range(seqs[0], seqs[0] + len(seqs))):
+        assert browser.js("return document.querySelectorAll('#pane [data-marker]').length") > 0
+    print("100000 frames shown in %.1f s (%.0f frames/s)" % (took, total / took))
