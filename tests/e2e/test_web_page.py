@@ -153,12 +153,12 @@ class WebWorld:
     """agenthubd on the demo world, TLS on its doors; Runners for sess-1;
     unary CompassService calls for the test itself."""
 
-    def __init__(self, tmp, tls):
+    def __init__(self, tmp, tls, flags=()):
         self.tmp = tmp
         self.tls = tls
         self.server = harness.Server(world=True, workdir=tmp / "agenthubd", stop_timeout=15.0,
                                      flags=["--tls-cert", tls.server_crt,
-                                            "--tls-key", tls.server_key])
+                                            "--tls-key", tls.server_key] + list(flags))
         self.runners = []
         self._channel = None
 
@@ -204,12 +204,121 @@ class WebWorld:
 
 
 @pytest.fixture
-def web(tmp_path, tls_dir):
-    world = WebWorld(tmp_path, tls_dir)
+def make_web(tmp_path, tls_dir):
+    """make_web(*agenthubd_flags) -> a WebWorld, closed at teardown."""
+    worlds = []
+
+    def make(*flags):
+        worlds.append(WebWorld(tmp_path, tls_dir, flags))
+        return worlds[-1]
+
     try:
-        yield world
+        yield make
     finally:
-        world.close()
+        for world in worlds:
+            world.close()
+
+
+@pytest.fixture
+def web(make_web):
+    return make_web()
+
+
+class Cutter:
+    """A TCP relay in front of the public door that can cut every
+    connection through it and refuse new ones for a while: a network drop
+    the browser cannot tell from a real one."""
+
+    def __init__(self, target):
+        import socket
+        import threading
+        self.target = target
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.down = False
+        self.closed = False
+        self.pairs = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.down:
+                client.close()
+                continue
+            host, _, port = self.target.rpartition(":")
+            try:
+                upstream = socket.create_connection((host, int(port)), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.pairs.append((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+
+    def _pump(self, a, b):
+        import select
+        socks = [a, b]
+        try:
+            while True:
+                readable, _, _ = select.select(socks, [], [], 1.0)
+                if self.closed:
+                    break
+                for s in readable:
+                    data = s.recv(65536)
+                    if not data:
+                        return
+                    (b if s is a else a).sendall(data)
+        except (OSError, ValueError):
+            pass
+        finally:
+            a.close()
+            b.close()
+
+    def cut(self):
+        """Closes every connection and refuses new ones until restore()."""
+        import socket
+        self.down = True
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for a, b in pairs:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def restore(self):
+        self.down = False
+
+    def close(self):
+        self.closed = True
+        self.cut()
+        self.listener.close()
+
+
+@pytest.fixture
+def cutter_for():
+    cutters = []
+
+    def make(web):
+        cutters.append(Cutter(web.server.public))
+        return cutters[-1]
+
+    try:
+        yield make
+    finally:
+        for c in cutters:
+            c.close()
 
 
 class Browser:
@@ -514,22 +623,87 @@ while True:
 '''
 
 
+class Gated:
+    """GATED_AGENT under a Runner, and the page's view of its frames."""
+
+    def __init__(self, web, browser, tmp_path):
+        self.browser = browser
+        self.go, self.paused = tmp_path / "go", tmp_path / "paused"
+        agent = tmp_path / "gated_agent.py"
+        agent.write_text(GATED_AGENT)
+        self.go.touch()
+        web.runner("%s %s %s %s" % (PY, agent, self.go, self.paused))
+
+    def shown(self):
+        return [f[3] for f in self.browser.frames() if f[1] == "assistant_text"]
+
+    def pause(self):
+        """Stops the agent; returns how many frames it wrote."""
+        self.go.unlink()
+        wait_for(self.paused.exists, WAIT, 0.02, what="the agent to pause")
+        return int(self.paused.read_text())
+
+    def resume(self):
+        self.go.touch()
+        wait_for(lambda: not self.paused.exists(), WAIT, 0.02, what="the agent to resume")
+
+
+def test_a_network_drop_resumes_from_the_last_frame_shown(web, browser, tmp_path, cutter_for):
+    gated = Gated(web, browser, tmp_path)
+    net = cutter_for(web)
+    browser.sign_in("https://%s/" % net.address, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: len(gated.shown()) >= 30, "frames before the drop")
+    net.cut()
+    browser.wait(lambda: browser.status() == "reconnecting", "the page to notice")
+    net.restore()
+    browser.wait(lambda: len(gated.shown()) >= 200, "frames after the drop")
+    last = gated.pause()
+    browser.wait(lambda: gated.shown()[-1:] == ["frame %d" % last], "frame %d" % last)
+    assert gated.shown() == ["frame %d" % n for n in range(1, last + 1)]
+    frames = browser.frames()
+    assert_consecutive(frames)
+    assert len({f[2] for f in frames}) == 1
+    assert browser.js("return document.querySelectorAll('#pane [data-marker]').length") == 0
+
+
+def test_frames_evicted_while_away_get_a_marker_then_a_fresh_tail(make_web, browser, tmp_path,
+                                                                  cutter_for):
+    web = make_web("--agent-log-bytes", "65536", "--session-log-budget-bytes", "65536")
+    gated = Gated(web, browser, tmp_path)
+    net = cutter_for(web)
+    browser.sign_in("https://%s/" % net.address, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: len(gated.shown()) >= 30, "frames before the drop")
+    before = gated.pause()
+    browser.wait(lambda: gated.shown()[-1:] == ["frame %d" % before], "frame %d" % before)
+    net.cut()
+    browser.wait(lambda: browser.status() == "reconnecting", "the page to notice")
+    gated.resume()
+    # Far more than the 64 KiB log holds, so what came after the page's
+    # last frame is gone by the time it is back.
+    wait_for(lambda: web.server.metric("agenthub_frames_accepted_total") >= before + 3000, WAIT,
+             0.1, what="frames while the page is away")
+    after = gated.pause()
+    net.restore()
+    browser.wait(lambda: gated.shown()[-1:] == ["frame %d" % after], "frame %d" % after)
+    marker = browser.js("const m = document.querySelector('#pane [data-marker=evicted]');"
+                        "return m && m.textContent;")
+    assert marker and "frames were evicted" in marker
+    shown = gated.shown()
+    first_after = int(shown[before].split()[1])
+    assert shown[:before] == ["frame %d" % n for n in range(1, before + 1)]
+    assert first_after > before + 1
+    assert shown[before:] == ["frame %d" % n for n in range(first_after, after + 1)]
+    assert_consecutive(browser.frames()[:before + 1])
+
+
 def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web, browser, tmp_path):
-    agent, go, paused = tmp_path / "gated_agent.py", tmp_path / "go", tmp_path / "paused"
-    agent.write_text(GATED_AGENT)
-    go.touch()
-    web.runner("%s %s %s %s" % (PY, agent, go, paused))
+    gated = Gated(web, browser, tmp_path)
+    go, shown, pause = gated.go, gated.shown, gated.pause
+    paused = gated.paused
     browser.sign_in(web.url, "t-bob")
     browser.open("sess-1")
-
-    def shown():
-        return [f[3] for f in browser.frames() if f[1] == "assistant_text"]
-
-    def pause():
-        """Stops the agent; returns how many frames it wrote."""
-        go.unlink()
-        wait_for(paused.exists, WAIT, 0.02, what="the agent to pause")
-        return int(paused.read_text())
 
     browser.wait(lambda: len(shown()) >= 30, "frames before the restart")
     before = pause()
