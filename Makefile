@@ -6,7 +6,7 @@
 CC ?= cc
 PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib
 DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-dev \
-  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
+  libhttp-parser-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time \
@@ -35,12 +35,12 @@ ifeq ($(FAILPOINTS),1)
 CFLAGS += -DAGENTHUB_FAILPOINTS=1
 endif
 LDFLAGS := $(filter -fsanitize=%,$(OPT))
-LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 PROTOS := $(shell cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
 GEN_SRC := $(patsubst %.proto,gen/%.pb-c.c,$(PROTOS)) gen/descriptor_set.c
-LIB_SRC := $(sort $(wildcard src/common/*.c src/h2/*.c src/grpc/*.c src/core/*.c \
+LIB_SRC := $(sort $(wildcard src/common/*.c src/h2/*.c src/http1/*.c src/grpc/*.c src/core/*.c \
   src/store/*.c src/hub/*.c src/rpc/*.c src/web/*.c)) $(GEN_SRC)
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB := $(BUILD)/libagenthub.a
@@ -87,6 +87,7 @@ deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	pkg-config --exists $(PKGS) check grpc++ 2>/dev/null || missing=1; \
+	[ -f /usr/include/http_parser.h ] || missing=1; \
 	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
 	  clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null || missing=1; \
 	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf, selenium' 2>/dev/null || missing=1; \

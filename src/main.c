@@ -33,6 +33,8 @@ static const struct web_site no_web = {NULL, 0};
 
 #define AGENTHUB_VERSION  "0.1.0"
 #define SHUTDOWN_GRACE_MS 4500
+/* --cors-origin may be given this many times. */
+#define CORS_ORIGINS_MAX 32
 
 struct config {
     const char *db_path;
@@ -56,7 +58,9 @@ struct config {
     size_t command_timeout_ms;
     size_t max_report_sessions;
     struct metrics_http_limits metrics;
-    int max_connections_set; /* --max-connections given */
+    int max_connections_set;                    /* --max-connections given */
+    const char *cors_origins[CORS_ORIGINS_MAX]; /* --cors-origin, in order */
+    size_t cors_origin_count;
 };
 
 struct server {
@@ -127,6 +131,10 @@ static void usage(FILE *out)
           "  --total-recv-budget-bytes N   the same across the server (default 268435456)\n"
           "  --metrics-max-connections N   metrics listener connections (default 16)\n"
           "  --metrics-idle-timeout-ms N   metrics request and answer time (default 10000)\n"
+          "  --cors-origin ORIGIN          let pages from ORIGIN (scheme://host[:port]) call\n"
+          "                                the public door with gRPC-Web: CORS preflights\n"
+          "                                answered, Access-Control-* headers on answers\n"
+          "                                (repeatable; none by default)\n"
           "  --web on|off                  serve the pane page at GET / on the public door\n"
           "                                (default on; off answers 404, docs/web.md)\n"
           "  --verbose                     debug logging\n"
@@ -227,6 +235,7 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_METRICS_IDLE_TIMEOUT,
         OPT_WEB,
         OPT_VERBOSE,
+        OPT_CORS_ORIGIN,
         OPT_VERSION,
         OPT_HELP,
     };
@@ -262,6 +271,7 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"metrics-idle-timeout-ms", required_argument, NULL, OPT_METRICS_IDLE_TIMEOUT},
         {"web", required_argument, NULL, OPT_WEB},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
+        {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -313,6 +323,20 @@ static int parse_args(int argc, char **argv, struct config *config)
             break;
         case OPT_METRICS_LISTEN:
             config->metrics_listen = optarg;
+            break;
+        case OPT_CORS_ORIGIN:
+            if (config->cors_origin_count == CORS_ORIGINS_MAX) {
+                fprintf(stderr, "agenthubd: --cors-origin: at most %d origins\n", CORS_ORIGINS_MAX);
+                return -1;
+            }
+            if (!grpc_cors_origin_valid(optarg)) {
+                fprintf(stderr,
+                        "agenthubd: --cors-origin %s: not an origin (scheme://host[:port], "
+                        "http or https, no path)\n",
+                        optarg);
+                return -1;
+            }
+            config->cors_origins[config->cors_origin_count++] = optarg;
             break;
         case OPT_BLOB_DIR:
             config->blob_dir = optarg;
@@ -573,7 +597,8 @@ static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)
 {
     struct server *server = arg;
 
-    if (h2_server_connection_count(server->h2) == 0)
+    /* HTTP/1.1 calls hold no h2 connection: wait for them too. */
+    if (h2_server_connection_count(server->h2) == 0 && grpc_server_call_count(server->grpc) == 0)
         event_base_loopbreak(server->base);
 }
 
@@ -716,6 +741,11 @@ int main(int argc, char **argv)
         web_wire_install(public_door, server.config.web_off ? &no_web : &web_embedded_site);
     if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
+    for (size_t i = 0; i < server.config.cors_origin_count; i++)
+        if (grpc_door_add_cors_origin(public_door, server.config.cors_origins[i]) != 0) {
+            log_error("--cors-origin %s: out of memory", server.config.cors_origins[i]);
+            goto fail;
+        }
     if (server.config.runner_listen) {
         runner_door = grpc_door_new(server.grpc, "runner", &server.hub);
         if (runner_door)

@@ -125,29 +125,48 @@ int grpc_door_has_method(const struct grpc_door *door, const char *path);
 void grpc_door_each_service(const struct grpc_door *door,
                             void (*fn)(const char *service, size_t len, void *arg), void *arg);
 
-/* --- Plain HTTP on a door ---------------------------------------------- */
+/* --- Browsers: CORS and plain HTTP answers on a door --------------------- */
 
-/* A request that is not gRPC at all (GET or HEAD: a browser asking for a
- * page) on a door with a responder goes to it instead of being refused.
- * The responder answers with grpc_call_http_respond (the request's headers
- * through grpc_call_metadata); the call is a plain request, never started
- * as gRPC, and is freed once the answer is out. */
-typedef void (*grpc_http_responder)(void *arg, struct grpc_call *call, const char *method,
-                                    const char *path);
-void grpc_door_set_http_responder(struct grpc_door *door, grpc_http_responder responder, void *arg);
+/* Lets pages served from ORIGIN ("https://ui.example.com", scheme, host and
+ * optional port, no path) call DOOR: CORS preflights (OPTIONS) from it are
+ * answered, and responses to its requests carry Access-Control-Allow-Origin
+ * and expose grpc-status, grpc-message and agenthub-last-seq.  Requests
+ * from other origins get no CORS headers (a preflight gets 403).  Returns 0,
+ * or -1 when ORIGIN is malformed or memory is short. */
+int grpc_door_add_cors_origin(struct grpc_door *door, const char *origin);
+/* 1 when ORIGIN is one grpc_door_add_cors_origin takes. */
+int grpc_cors_origin_valid(const char *origin);
 
-/* A plain HTTP header (lowercase name). */
+/* A plain HTTP answer, for a request on the door that is not a gRPC call
+ * (GET /, say), on HTTP/2 and HTTP/1.1 alike.  Header names are lowercase;
+ * content-length is added from body_len.  HEADERS and BODY are copied before
+ * the responder returns. */
 struct grpc_http_header {
     const char *name;
     const char *value;
 };
 
-/* Answers a plain request with STATUS, HEADERS and BODY (BODY_LEN bytes,
- * which must stay valid until the call closes: static storage).  Returns 0,
- * or -1 when the request is gone. */
-int grpc_call_http_respond(struct grpc_call *call, int status,
-                           const struct grpc_http_header *headers, size_t count,
-                           const uint8_t *body, size_t body_len);
+struct grpc_http_response {
+    int status; /* 200, 304, 404, ... */
+    const struct grpc_http_header *headers;
+    size_t header_count;
+    const uint8_t *body;
+    size_t body_len;
+};
+
+/* Called once a request's header block is complete, for any request that is
+ * not a gRPC or gRPC-Web call (not POST, or a content-type of neither):
+ * METHOD ("GET", "HEAD", ...) and PATH (the request target, query included);
+ * request headers through grpc_call_metadata(CALL, name).  Returns 1 with
+ * *OUT filled to answer, or 0 to leave the request to the door's usual
+ * refusal (HTTP 405 or 415 with a grpc-status).  The request's body, if
+ * any, is not read: the answer goes out at once.  HEAD requests get the
+ * headers only. */
+typedef int (*grpc_http_responder)(void *arg, struct grpc_call *call, const char *method,
+                                   const char *path, struct grpc_http_response *out);
+
+/* Installs DOOR's responder (one per door; NULL removes it). */
+void grpc_door_set_http_responder(struct grpc_door *door, grpc_http_responder responder, void *arg);
 
 /* Starts a graceful stop: GOAWAY on every connection, every streaming call
  * still open ends UNAVAILABLE, unary calls finish normally. */

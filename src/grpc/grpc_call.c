@@ -156,6 +156,7 @@ static int call_send_headers(struct grpc_call *call, int trailers_only)
     }
     while (n < 16 && grpc_header_list_next(&call->initial_metadata, &offset, &name, &value))
         headers[n++] = (struct h2_header){name, strlen(name), value, strlen(value)};
+    n += grpc_http_cors_headers(call, headers + n, 20 - n);
     if (trailers_only) {
         n += status_headers(call, headers + n, 40 - n, status_buf, message_buf, sizeof(message_buf),
                             &call->trailing_metadata);

@@ -6,7 +6,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "common/byte_queue.h"
 #include "grpc/grpc_compress.h"
@@ -16,6 +15,7 @@
 
 struct event;
 struct h2_listener;
+struct http1_server;
 
 struct door_method {
     const struct grpc_method *method;
@@ -45,9 +45,14 @@ struct grpc_door {
     uint64_t decompress_refusals; /* a request that would not inflate within the limit */
     /* Calls by protocol and transport, counted once their headers passed. */
     uint64_t protocol_calls[GRPC_PROTOCOL_COUNT][GRPC_TRANSPORT_COUNT];
-    grpc_http_responder http_responder; /* plain HTTP requests (GET, HEAD); NULL: none */
-    void *http_responder_arg;
     struct h2_listener *listener;
+    struct http1_server *http1; /* HTTP/1.1 on the same plaintext listener */
+    char **cors_origins;        /* grpc_door_add_cors_origin */
+    size_t cors_origin_count;
+    grpc_http_responder responder; /* grpc_door_set_http_responder */
+    void *responder_arg;
+    uint64_t cors_preflights[2]; /* answered: refused (0), allowed (1) */
+    uint64_t plain_answers;      /* requests the responder answered */
     struct grpc_door *next;
 };
 
@@ -85,10 +90,8 @@ struct grpc_call {
      * gRPC until the header block is complete. */
     const struct grpc_protocol *protocol;
     char http_method[8]; /* ":method", cut to fit */
-    /* A plain HTTP answer's body (grpc_call_http_respond): static storage. */
-    const uint8_t *http_body;
-    size_t http_body_left;
     unsigned is_post : 1;
+    unsigned plain : 1; /* a plain HTTP answer: call->out is its raw body */
     unsigned te_trailers : 1;
     unsigned encoding_unsupported : 1;
     unsigned timeout_malformed : 1;
@@ -153,6 +156,17 @@ void grpc_call_fail(struct grpc_call *call, int status, const char *message);
 /* The call finished: request bytes still held are thrown away. */
 void grpc_call_drop_input(struct grpc_call *call);
 
+/* --- Browsers (grpc_http.c) --- */
+
+/* Answers CALL when it is a CORS preflight or a request the door's plain
+ * HTTP responder takes (PROTOCOL: what its content-type selected, or NULL).
+ * Returns 1 when answered (the call is finished), else 0. */
+int grpc_http_dispatch(struct grpc_call *call, const struct grpc_protocol *protocol);
+/* The CORS headers of a response to CALL (none when its origin is not
+ * allowed), into OUT (up to MAX).  Returns the count. */
+size_t grpc_http_cors_headers(const struct grpc_call *call, struct h2_header *out, size_t max);
+void grpc_http_door_free(struct grpc_door *door);
+
 /* DOOR's method at PATH (LEN bytes), or NULL. */
 struct door_method *grpc_door_find(const struct grpc_door *door, const char *path, size_t len);
 
@@ -160,14 +174,13 @@ struct door_method *grpc_door_find(const struct grpc_door *door, const char *pat
  * than limits.request_timeout_ms.  Returns NULL when short of memory. */
 struct event *grpc_request_sweep_new(struct grpc_server *server);
 
-/* Hands a plain HTTP request to the door's responder.  Returns 1 when it
- * answered, 0 when the door has none (grpc_http.c). */
-int grpc_http_dispatch(struct grpc_call *call);
-/* stream_read of a plain HTTP answer: its body, then the end. */
-ssize_t grpc_http_read(struct grpc_call *call, uint8_t *buf, size_t len, uint32_t *flags);
-
 /* The h2 handler of every door (grpc_recv.c). */
 struct h2_handler;
 extern const struct h2_handler grpc_h2_handler;
+
+/* The http1 handler of every door's HTTP/1.1 connections
+ * (grpc_transport_http1.c): the same calls over grpc_transport_http1. */
+struct http1_handler;
+extern const struct http1_handler grpc_http1_handler;
 
 #endif

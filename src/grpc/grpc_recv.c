@@ -179,17 +179,19 @@ static int call_stream_header(void *data, const uint8_t *name, size_t name_len,
 static void call_reject_http(struct grpc_call *call, const char *http_status, int grpc_status,
                              const char *message)
 {
-    struct h2_header headers[4];
+    struct h2_header headers[8];
     char status_buf[12];
+    size_t n = 3;
 
     snprintf(status_buf, sizeof(status_buf), "%d", grpc_status);
     headers[0] = (struct h2_header){":status", 7, http_status, strlen(http_status)};
     headers[1] = (struct h2_header){"grpc-status", 11, status_buf, strlen(status_buf)};
     headers[2] = (struct h2_header){"grpc-message", 12, message, strlen(message)};
+    n += grpc_http_cors_headers(call, headers + n, 8 - n);
     call->finished = call->headers_sent = call->trailers_sent = 1;
     call->status = grpc_status;
     call->door->rejected_calls++;
-    call->transport->respond(call->stream, headers, 3, 0);
+    call->transport->respond(call->stream, headers, n, 0);
     if (!call->half_closed)
         call->transport->reset_after_end(call->stream, H2_NO_ERROR);
 }
@@ -255,7 +257,8 @@ static void call_stream_headers_done(void *data)
     const struct grpc_protocol *protocol =
         grpc_protocol_find(grpc_call_metadata(call, "content-type"));
 
-    if (!call->is_post && grpc_http_dispatch(call))
+    /* CORS preflights, and what the door's plain HTTP responder takes. */
+    if (grpc_http_dispatch(call, protocol))
         return;
     if (!call->is_post) {
         call_reject_http(call, "405", GRPC_STATUS_UNIMPLEMENTED, "only POST is allowed");
@@ -594,8 +597,6 @@ static ssize_t call_read_body(struct grpc_call *call, uint8_t *buf, size_t len, 
 {
     size_t available = byte_queue_length(&call->out);
 
-    if (call->http_body)
-        return grpc_http_read(call, buf, len, flags);
     if (available == 0 && !call->finished && call->started && call->entry->method->on_writable) {
         call->entry->method->on_writable(call);
         available = byte_queue_length(&call->out);
@@ -668,10 +669,28 @@ static ssize_t call_read_text(struct grpc_call *call, uint8_t *buf, size_t len, 
     return (ssize_t)len;
 }
 
+/* A plain HTTP answer's body, as it is. */
+static ssize_t call_read_plain(struct grpc_call *call, uint8_t *buf, size_t len, uint32_t *flags)
+{
+    size_t available = byte_queue_length(&call->out);
+
+    if (len > available)
+        len = available;
+    if (len > 0) {
+        memcpy(buf, call->out.data + call->out.start, len);
+        byte_queue_consume(&call->out, len);
+    }
+    if (byte_queue_length(&call->out) == 0)
+        *flags |= H2_READ_EOF_END_STREAM;
+    return (ssize_t)len;
+}
+
 static ssize_t call_stream_read(void *data, uint8_t *buf, size_t len, uint32_t *flags)
 {
     struct grpc_call *call = data;
 
+    if (call->plain)
+        return call_read_plain(call, buf, len, flags);
     if (call->protocol->base64)
         return call_read_text(call, buf, len, flags);
     return call_read_body(call, buf, len, flags);

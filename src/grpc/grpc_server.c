@@ -9,6 +9,7 @@
 
 #include "grpc/grpc_internal.h"
 #include "h2/h2.h"
+#include "http1/http1.h"
 
 /* --- Server, doors and method tables ------------------------------------ */
 
@@ -40,6 +41,8 @@ void grpc_server_free(struct grpc_server *server)
     while (server->doors) {
         struct grpc_door *door = server->doors;
         server->doors = door->next;
+        http1_server_free(door->http1);
+        grpc_http_door_free(door);
         free(door->methods);
         free(door);
     }
@@ -216,6 +219,52 @@ static void door_write_protocol_metrics(const struct grpc_server *server, FILE *
                         (unsigned long long)door->protocol_calls[p][t]);
 }
 
+/* HTTP/1.1 connections of each door. */
+static void door_write_http1_metrics(const struct grpc_server *server, FILE *out)
+{
+    fputs("# HELP agenthub_http1_connections_open HTTP/1.1 connections open, by door.\n"
+          "# TYPE agenthub_http1_connections_open gauge\n"
+          "# HELP agenthub_http1_requests_total HTTP/1.1 requests whose header block was read, by "
+          "door.\n"
+          "# TYPE agenthub_http1_requests_total counter\n"
+          "# HELP agenthub_http1_request_timeouts_total HTTP/1.1 connections closed: a request "
+          "header block not complete within the header timeout.\n"
+          "# TYPE agenthub_http1_request_timeouts_total counter\n"
+          "# HELP agenthub_http1_disconnects_total HTTP/1.1 responses cut short: the client "
+          "went away.\n"
+
+          "# TYPE agenthub_http1_disconnects_total counter\n"
+          "# HELP agenthub_http_cors_preflights_total CORS preflights answered, by door and "
+          "whether the origin was allowed.\n"
+          "# TYPE agenthub_http_cors_preflights_total counter\n"
+          "# HELP agenthub_http_plain_answers_total requests answered by the door's plain HTTP "
+          "responder.\n"
+          "# TYPE agenthub_http_plain_answers_total counter\n",
+          out);
+    for (const struct grpc_door *door = server->doors; door; door = door->next) {
+        const struct http1_stats *st;
+        fprintf(out,
+                "agenthub_http_cors_preflights_total{door=\"%s\",answer=\"refused\"} %llu\n"
+                "agenthub_http_cors_preflights_total{door=\"%s\",answer=\"allowed\"} %llu\n"
+                "agenthub_http_plain_answers_total{door=\"%s\"} %llu\n",
+                door->name, (unsigned long long)door->cors_preflights[0], door->name,
+                (unsigned long long)door->cors_preflights[1], door->name,
+                (unsigned long long)door->plain_answers);
+        if (!door->http1)
+            continue;
+        st = http1_server_stats(door->http1);
+        fprintf(out,
+                "agenthub_http1_connections_open{door=\"%s\"} %llu\n"
+                "agenthub_http1_requests_total{door=\"%s\"} %llu\n"
+                "agenthub_http1_request_timeouts_total{door=\"%s\"} %llu\n"
+                "agenthub_http1_disconnects_total{door=\"%s\"} %llu\n",
+                door->name, (unsigned long long)st->connections_open, door->name,
+                (unsigned long long)st->requests_total, door->name,
+                (unsigned long long)st->request_timeouts, door->name,
+                (unsigned long long)st->disconnects);
+    }
+}
+
 void grpc_server_write_metrics(const struct grpc_server *server, FILE *out)
 {
     fputs("# HELP agenthub_grpc_calls_total gRPC calls finished, by door, method and status.\n"
@@ -243,6 +292,7 @@ void grpc_server_write_metrics(const struct grpc_server *server, FILE *out)
     }
     door_write_limit_metrics(server, out);
     door_write_protocol_metrics(server, out);
+    door_write_http1_metrics(server, out);
     fprintf(out,
             "# HELP agenthub_grpc_calls_open gRPC calls in flight.\n"
             "# TYPE agenthub_grpc_calls_open gauge\n"
@@ -250,12 +300,54 @@ void grpc_server_write_metrics(const struct grpc_server *server, FILE *out)
             server->call_count);
 }
 
+static void door_http1_released(void *listener)
+{
+    h2_listener_release(listener);
+}
+
+/* The door's listener found an HTTP/1.1 client: http1 takes the socket. */
+static void door_adopt_http1(void *arg, struct h2_listener *listener, int fd,
+                             struct bufferevent *bev)
+{
+    struct grpc_door *door = arg;
+
+    if (http1_server_adopt(door->http1, fd, bev, door_http1_released, listener) != 0)
+        h2_listener_release(listener);
+}
+
+/* HTTP/1.1 bounds from the HTTP/2 ones: the same header size and header
+ * timeout, a body of one request message (text mode's base64 included),
+ * and a stalled response write closes after the idle timeout. */
+static struct http1_limits door_http1_limits(const struct grpc_door *door)
+{
+    const struct h2_limits *h2 = h2_server_limits(door->server->h2);
+    size_t message = door->server->limits.max_recv_bytes + GRPC_FRAME_HEADER_LEN;
+    struct http1_limits limits = {
+        .max_header_bytes = h2->max_header_list_bytes,
+        .max_body_bytes = message / 3 * 4 + 8,
+        .request_timeout_ms = h2->header_timeout_ms,
+        .write_timeout_ms = h2->idle_timeout_ms,
+    };
+    return limits;
+}
+
 int grpc_door_listen(struct grpc_door *door, const char *host_port, const struct h2_tls_config *tls,
                      char *err, size_t err_size)
 {
     door->listener = h2_listen(door->server->h2, door->name, host_port, tls, &grpc_h2_handler, door,
                                err, err_size);
-    return door->listener ? 0 : -1;
+    if (!door->listener)
+        return -1;
+    if (!tls || !tls->cert_file) {
+        struct http1_limits limits = door_http1_limits(door);
+        door->http1 = http1_server_new(door->server->base, &limits, &grpc_http1_handler, door);
+        if (!door->http1) {
+            snprintf(err, err_size, "out of memory");
+            return -1;
+        }
+        h2_listener_set_fallback(door->listener, door_adopt_http1, door);
+    }
+    return 0;
 }
 
 const char *grpc_door_address(const struct grpc_door *door)

@@ -51,6 +51,9 @@ struct grpc_transport {
 /* HTTP/2 on h2 streams. */
 extern const struct grpc_transport grpc_transport_h2;
 
+/* HTTP/1.1 on http1's requests (gRPC-Web only: no trailers). */
+extern const struct grpc_transport grpc_transport_http1;
+
 /* A new request on DOOR, carried by TRANSPORT's STREAM.  Returns the call
  * to pass to the inbound callbacks, or NULL when out of memory (refuse the
  * stream). */

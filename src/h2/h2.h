@@ -137,6 +137,24 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
  * the reason (naming the file) in ERR. */
 int h2_tls_check(const struct h2_tls_config *tls, char *err, size_t err_size);
 
+/* Hands a plaintext listener's connections that are not HTTP/2 to another
+ * layer.  Each accepted socket is peeked at (MSG_PEEK: no byte is taken
+ * from it) until it either starts like the HTTP/2 connection preface or
+ * cannot; then FN(ARG, LISTENER, FD, NULL) owns FD.  (BEV is for a TLS
+ * connection whose ALPN chose http/1.1: FN owns that bufferevent.)  The listener keeps counting
+ * the connection against max_connections until its new owner calls
+ * h2_listener_release.  The peek is bounded by header_timeout_ms.  A TLS
+ * listener does not use it. */
+struct bufferevent;
+typedef void (*h2_fallback_fn)(void *arg, struct h2_listener *listener, int fd,
+                               struct bufferevent *bev);
+void h2_listener_set_fallback(struct h2_listener *listener, h2_fallback_fn fn, void *arg);
+/* A connection handed over through the fallback is gone. */
+void h2_listener_release(struct h2_listener *listener);
+
+/* The limits the server was made with (defaults filled in). */
+const struct h2_limits *h2_server_limits(const struct h2_server *server);
+
 /* "127.0.0.1:43121" of a bound listener. */
 const char *h2_listener_address(const struct h2_listener *listener);
 

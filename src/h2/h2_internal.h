@@ -76,8 +76,20 @@ struct h2_listener {
     struct h2_handler handler;
     void *listener_data;
     size_t connection_count;
+    h2_fallback_fn fallback; /* h2_listener_set_fallback */
+    void *fallback_arg;
+    struct h2_sniff *sniffs; /* accepted sockets not yet told apart */
     struct h2_listener *next;
 };
+
+/* --- Telling HTTP/2 from other protocols (h2_sniff.c) --- */
+
+struct h2_sniff;
+/* Peeks at FD, accepted on LISTENER (counted already), until it is known
+ * to be HTTP/2 (h2_conn_accept) or not (the listener's fallback). */
+void h2_sniff_start(struct h2_listener *listener, evutil_socket_t fd);
+/* Closes every socket LISTENER is still peeking at. */
+void h2_sniff_free_all(struct h2_listener *listener);
 
 struct h2_conn {
     struct h2_server *server;

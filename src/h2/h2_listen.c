@@ -36,6 +36,11 @@ static void on_accept(struct evconnlistener *evlistener, evutil_socket_t fd, str
         evutil_closesocket(fd);
         return;
     }
+    if (listener->fallback && !listener->ssl_ctx) {
+        listener->connection_count++;
+        h2_sniff_start(listener, fd);
+        return;
+    }
     h2_conn_accept(listener, fd);
 }
 
@@ -89,6 +94,7 @@ struct h2_server *h2_server_new(struct event_base *base, const struct h2_limits 
 
 static void listener_free(struct h2_listener *listener)
 {
+    h2_sniff_free_all(listener);
     if (listener->evlistener)
         evconnlistener_free(listener->evlistener);
     if (listener->accept_pause)
@@ -162,6 +168,22 @@ fail:
     return NULL;
 }
 
+void h2_listener_set_fallback(struct h2_listener *listener, h2_fallback_fn fn, void *arg)
+{
+    listener->fallback = fn;
+    listener->fallback_arg = arg;
+}
+
+void h2_listener_release(struct h2_listener *listener)
+{
+    listener->connection_count--;
+}
+
+const struct h2_limits *h2_server_limits(const struct h2_server *server)
+{
+    return &server->limits;
+}
+
 const char *h2_listener_address(const struct h2_listener *listener)
 {
     return listener->address;
@@ -176,6 +198,7 @@ void h2_server_drain(struct h2_server *server)
         if (l->evlistener)
             evconnlistener_disable(l->evlistener);
         event_del(l->accept_pause);
+        h2_sniff_free_all(l);
     }
     for (conn = server->conns; conn; conn = next) {
         next = conn->next;

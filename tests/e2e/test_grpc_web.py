@@ -129,3 +129,252 @@ def test_h2_grpc_web_refuses_client_streaming(server, pb):
     sid = h2_web(raw, "/agenthub.testing.v1.EchoService/ClientStream", frame(b""))
     _, trailers = web_result(bytes(raw.wait_closed(sid).data))
     assert trailers["grpc-status"] == "12"
+
+
+# --- HTTP/1.1 ---------------------------------------------------------------
+
+class Http1:
+    """A raw HTTP/1.1 client on one connection: requests are written as
+    bytes, responses parsed by hand (chunked or content-length)."""
+
+    def __init__(self, address, timeout=5.0):
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def request(self, path, body=b"", content_type=WEB, method="POST", headers=(),
+                send=True):
+        lines = ["%s %s HTTP/1.1" % (method, path), "Host: localhost"]
+        if content_type:
+            lines.append("Content-Type: " + content_type)
+        if method in ("POST", "PUT"):
+            lines.append("Content-Length: %d" % len(body))
+        lines.extend("%s: %s" % h for h in headers)
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+        if send:
+            self.send(data)
+        return data
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError("connection closed")
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def head(self):
+        status = self._line().decode()
+        headers = {}
+        while True:
+            line = self._line().decode()
+            if not line:
+                break
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+        return int(status.split()[1]), headers
+
+    def chunks(self):
+        """Yields the body's chunks as they arrive (chunked responses)."""
+        while True:
+            size = int(self._line().split(b";")[0], 16)
+            if size == 0:
+                self._line()
+                return
+            data = self._exact(size)
+            self._line()
+            yield data
+
+    def response(self):
+        status, headers = self.head()
+        if headers.get("transfer-encoding") == "chunked":
+            body = b"".join(self.chunks())
+        else:
+            body = self._exact(int(headers.get("content-length", "0")))
+        return status, headers, body
+
+    def closed_by_peer(self, timeout=5.0):
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                self._fill()
+        except EOFError:
+            return True
+        except (socket.timeout, ConnectionResetError):
+            return False
+
+
+@pytest.fixture
+def h1(server):
+    clients = []
+
+    def connect(address=None):
+        c = Http1(address or server.public)
+        clients.append(c)
+        return c
+
+    yield connect
+    for c in clients:
+        c.close()
+
+
+def test_http1_unary_chunked_with_trailer_frame(server, pb, h1):
+    c = h1()
+    c.request(UNARY, frame(pb.echo.EchoRequest(payload=b"one").SerializeToString()))
+    status, headers, body = c.response()
+    assert status == 200
+    assert headers["content-type"] == WEB
+    assert headers["transfer-encoding"] == "chunked"
+    messages, trailers = web_result(body)
+    assert trailers["grpc-status"] == "0"
+    assert pb.echo.EchoResponse.FromString(messages[0]).payload == b"one"
+    # keep-alive: a second call on the same connection
+    c.request(CHECK, frame(pb.health.HealthCheckRequest().SerializeToString()),
+              content_type="application/grpc-web")
+    status, headers, body = c.response()
+    assert web_result(body)[1]["grpc-status"] == "0"
+
+
+def test_http1_server_stream_is_flushed_frame_by_frame(server, pb, h1):
+    c = h1()
+    req = pb.echo.EchoRequest(response_count=1, response_size=10, hold_open=True)
+    c.request(SERVER_STREAM, frame(req.SerializeToString()))
+    status, headers = c.head()
+    assert status == 200 and headers["transfer-encoding"] == "chunked"
+    first = next(c.chunks())
+    flag, body = split_web_body(first)[0]
+    assert flag == 0 and len(pb.echo.EchoResponse.FromString(body).payload) == 10
+
+
+def test_http1_text_mode(server, pb, h1):
+    c = h1()
+    req = pb.echo.EchoRequest(response_count=3, response_size=4)
+    c.request(SERVER_STREAM, base64.b64encode(frame(req.SerializeToString())),
+              content_type=TEXT)
+    status, headers, body = c.response()
+    assert headers["content-type"] == TEXT
+    messages, trailers = web_result(base64.b64decode(body))
+    assert len(messages) == 3 and trailers["grpc-status"] == "0"
+
+
+def test_http1_native_grpc_is_refused_with_415(server, h1):
+    c = h1()
+    c.request(CHECK, frame(b""), content_type="application/grpc")
+    status, headers, _ = c.response()
+    assert status == 415
+    assert "grpc-web" in headers["grpc-message"]
+
+
+def test_http1_request_that_is_not_grpc_web_gets_an_http_error(server, h1):
+    c = h1()
+    c.request("/nope", method="GET", content_type=None)  # GET / is the pane page
+    status, headers, _ = c.response()
+    assert status in (404, 405)
+    c2 = h1()
+    c2.send(b"garbage\r\n\r\n")
+    status, _, _ = c2.response()
+    assert status == 400
+
+
+def test_http1_and_h2_share_the_listener(server, pb, h1):
+    raw = server.raw()
+    sid = h2_web(raw, CHECK, frame(pb.health.HealthCheckRequest().SerializeToString()))
+    assert web_result(bytes(raw.wait_closed(sid).data))[1]["grpc-status"] == "0"
+    c = h1()
+    c.request(CHECK, frame(pb.health.HealthCheckRequest().SerializeToString()))
+    assert web_result(c.response()[2])[1]["grpc-status"] == "0"
+
+
+# --- CORS --------------------------------------------------------------------
+
+ALLOWED = "https://ui.example.com"
+
+
+@pytest.fixture
+def cors_server(start_server):
+    return start_server("--cors-origin", ALLOWED, "--cors-origin", "http://localhost:8080")
+
+
+def preflight(c, origin):
+    headers = [("Origin", origin), ("Access-Control-Request-Method", "POST"),
+               ("Access-Control-Request-Headers", "content-type,x-grpc-web,authorization")]
+    c.request(UNARY, method="OPTIONS", content_type=None, headers=headers)
+    return c.response()
+
+
+def test_cors_preflight_from_an_allowed_origin_over_http1(cors_server):
+    c = Http1(cors_server.public)
+    status, headers, _ = preflight(c, ALLOWED)
+    assert status == 204
+    assert headers["access-control-allow-origin"] == ALLOWED
+    allowed = [h.strip() for h in headers["access-control-allow-headers"].split(",")]
+    for name in ("authorization", "content-type", "x-grpc-web", "x-user-agent", "grpc-timeout"):
+        assert name in allowed
+    assert "POST" in headers["access-control-allow-methods"]
+    assert int(headers["access-control-max-age"]) > 0
+    c.close()
+
+
+def test_cors_preflight_from_a_refused_origin_gets_403_without_cors_headers(cors_server):
+    c = Http1(cors_server.public)
+    status, headers, _ = preflight(c, "https://evil.example.com")
+    assert status == 403
+    assert not [h for h in headers if h.startswith("access-control-")]
+    c.close()
+
+
+def test_cors_actual_response_carries_allow_origin_and_exposed_headers(cors_server, pb):
+    c = Http1(cors_server.public)
+    c.request(UNARY, frame(pb.echo.EchoRequest(payload=b"x").SerializeToString()),
+              headers=[("Origin", ALLOWED)])
+    status, headers, body = c.response()
+    assert headers["access-control-allow-origin"] == ALLOWED
+    exposed = [h.strip() for h in headers["access-control-expose-headers"].split(",")]
+    for name in ("grpc-status", "grpc-message", "agenthub-last-seq"):
+        assert name in exposed
+    assert web_result(body)[1]["grpc-status"] == "0"
+    c.request(UNARY, frame(pb.echo.EchoRequest(payload=b"x").SerializeToString()),
+              headers=[("Origin", "https://evil.example.com")])
+    status, headers, body = c.response()
+    assert "access-control-allow-origin" not in headers
+    c.close()
+
+
+def test_cors_preflight_over_h2(cors_server):
+    raw = cors_server.raw()
+    sid = raw.new_stream_id()
+    raw.send_headers(sid, [(":method", "OPTIONS"), (":scheme", "http"), (":path", UNARY),
+                           (":authority", "localhost"), ("origin", ALLOWED),
+                           ("access-control-request-method", "POST")], end_stream=True)
+    stream = raw.wait_closed(sid)
+    assert stream.http_status == 204
+    assert stream.headers["access-control-allow-origin"] == ALLOWED
+
+
+def test_no_cors_origin_by_default_refuses_every_preflight(server):
+    c = Http1(server.public)
+    status, headers, _ = preflight(c, ALLOWED)
+    assert status == 403
+    c.close()
+
+
+def test_a_malformed_cors_origin_is_a_usage_error(start_server):
+    with pytest.raises(AssertionError) as info:
+        start_server("--cors-origin", "https://ui.example.com/path")
+    assert "--cors-origin" in str(info.value)

@@ -454,12 +454,13 @@ def test_an_unfinished_header_block_is_cut(start_server, pb):
     assert raw.wait_eof(timeout=3)
     assert raw.goaway is not None and raw.goaway[2] == b"header timeout"
     assert time.monotonic() - started < 2
-    # A connection that never sends its preface is cut the same way.
+    # A connection that never sends its preface is cut the same way.  The
+    # listener also serves HTTP/1.1, so it says nothing until the client's
+    # first bytes tell which protocol it speaks.
     host, port = server.public.rsplit(":", 1)
     silent = socket.create_connection((host, int(port)))
     silent.settimeout(3)
-    assert silent.recv(65536)  # the server's SETTINGS
-    assert recv_until_eof(silent)
+    assert silent.recv(65536) == b""
     silent.close()
     good.assert_served()
     assert metric(server, "agenthub_header_timeouts_total") == 2

@@ -50,14 +50,17 @@ struct h2_server {
     uint32_t next_id;
     size_t stream_count;
     struct h2_stats stats;
+    struct h2_limits limits;
 };
 
 struct h2_server *h2_server_new(struct event_base *base, const struct h2_limits *limits)
 {
     struct h2_server *server = calloc(1, sizeof(*server));
 
-    if (server)
+    if (server) {
         server->base = base;
+        server->limits = *limits;
+    }
     return server;
 }
 
@@ -144,6 +147,20 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
     l->next = server->listeners;
     server->listeners = l;
     return l;
+}
+
+/* The fake has no sockets: nothing is ever handed over. */
+void h2_listener_set_fallback(struct h2_listener *listener, h2_fallback_fn fn, void *arg)
+{
+}
+
+void h2_listener_release(struct h2_listener *listener)
+{
+}
+
+const struct h2_limits *h2_server_limits(const struct h2_server *server)
+{
+    return &server->limits;
 }
 
 const char *h2_listener_address(const struct h2_listener *listener)

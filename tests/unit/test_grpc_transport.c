@@ -187,12 +187,93 @@ START_TEST(test_a_unary_call_runs_over_a_transport_that_is_not_h2)
 }
 END_TEST
 
+/* The door's plain HTTP responder: answers GET /, leaves the rest. */
+static int page_responder(void *arg, struct grpc_call *call, const char *method, const char *path,
+                          struct grpc_http_response *out)
+{
+    static const struct grpc_http_header headers[] = {{"content-type", "text/html"}};
+    static const char page[] = "<p>pane</p>";
+
+    (*(int *)arg)++;
+    if (strcmp(path, "/") != 0)
+        return 0;
+    out->status = 200;
+    out->headers = headers;
+    out->header_count = 1;
+    out->body = (const uint8_t *)page;
+    out->body_len = sizeof(page) - 1;
+    return 1;
+}
+
+/* Opens a body-less request with METHOD and PATH on DOOR. */
+static void *plain_request(struct grpc_door *door, struct fake_stream *fake, const char *method,
+                           const char *path)
+{
+    void *call = grpc_transport_call_open(door, &fake_transport, fake);
+
+    ck_assert_ptr_nonnull(call);
+    header(call, ":method", method);
+    header(call, ":path", path);
+    grpc_h2_handler.stream_headers_done(call);
+    grpc_h2_handler.stream_end(call);
+    return call;
+}
+
+START_TEST(test_a_plain_http_responder_answers_what_is_not_grpc)
+{
+    struct h2_limits h2_limits = {.max_header_list_bytes = 16384, .max_connections = 10};
+    struct grpc_limits grpc_limits = {.max_recv_bytes = 1024, .send_bound_bytes = 1024};
+    struct event_base *base = event_base_new();
+    struct h2_server *h2 = h2_server_new(base, &h2_limits);
+    struct grpc_server *grpc = grpc_server_new(base, h2, &grpc_limits);
+    struct grpc_door *door = grpc_door_new(grpc, "public", NULL);
+    struct fake_stream fake;
+    uint8_t body[64];
+    uint32_t flags = 0;
+    int asked = 0;
+    ssize_t n;
+    void *call;
+
+    grpc_door_set_http_responder(door, page_responder, &asked);
+    memset(&fake, 0, sizeof(fake));
+    call = plain_request(door, &fake, "GET", "/");
+    ck_assert_int_eq(asked, 1);
+    ck_assert_str_eq(fake.status, "200");
+    ck_assert_int_eq(fake.has_body, 1);
+    n = grpc_h2_handler.stream_read(call, body, sizeof(body), &flags);
+    ck_assert_int_eq(n, 11);
+    ck_assert_mem_eq(body, "<p>pane</p>", 11);
+    ck_assert_uint_eq(flags & H2_READ_EOF_END_STREAM, H2_READ_EOF_END_STREAM);
+    grpc_h2_handler.stream_close(call, H2_NO_ERROR);
+
+    /* HEAD: the head only. */
+    memset(&fake, 0, sizeof(fake));
+    call = plain_request(door, &fake, "HEAD", "/");
+    ck_assert_str_eq(fake.status, "200");
+    ck_assert_int_eq(fake.has_body, 0);
+    grpc_h2_handler.stream_close(call, H2_NO_ERROR);
+
+    /* A path it does not take gets the door's usual refusal. */
+    memset(&fake, 0, sizeof(fake));
+    call = plain_request(door, &fake, "GET", "/elsewhere");
+    ck_assert_str_eq(fake.status, "405");
+    ck_assert_str_eq(fake.grpc_status, "12");
+    grpc_h2_handler.stream_close(call, H2_NO_ERROR);
+    ck_assert_int_eq(asked, 3);
+
+    h2_server_free(h2);
+    grpc_server_free(grpc);
+    event_base_free(base);
+}
+END_TEST
+
 Suite *grpc_transport_suite(void)
 {
     Suite *suite = suite_create("grpc_transport");
     TCase *tc = tcase_create("transport");
 
     tcase_add_test(tc, test_a_unary_call_runs_over_a_transport_that_is_not_h2);
+    tcase_add_test(tc, test_a_plain_http_responder_answers_what_is_not_grpc);
     suite_add_tcase(suite, tc);
     return suite;
 }
