@@ -115,6 +115,43 @@ def test_web_off_answers_404_and_grpc_is_served_beside_the_page(start_server, pb
     assert Health(on.channel(), pb).status() == Health.SERVING
 
 
+def h1_get(server, path, method="GET", headers=None):
+    """(status, {lowercase header: value}, body) of one HTTP/1.1 request."""
+    import http.client
+    host, _, port = server.public.rpartition(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request(method, path, headers=headers or {})
+        resp = conn.getresponse()
+        body = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+    finally:
+        conn.close()
+
+
+def test_the_page_over_http1_on_the_same_listener(start_server):
+    server = start_server()
+    files = dist_files()
+    status, headers, body = h1_get(server, "/")
+    assert status == 200 and body == files["/"]
+    assert headers["content-security-policy"] == CSP
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["cache-control"] == "no-cache"
+    status, headers304, body = h1_get(server, "/", headers={"If-None-Match": headers["etag"]})
+    assert status == 304 and body == b"" and headers304["etag"] == headers["etag"]
+    for path in hashed_assets():
+        status, headers, body = h1_get(server, path)
+        assert status == 200 and body == files[path]
+        assert headers["cache-control"] == "public, max-age=31536000, immutable"
+    status, headers, body = h1_get(server, "/", method="HEAD")
+    assert status == 200 and body == b""
+    assert headers["content-length"] == str(len(files["/"]))
+    status, headers, _ = h1_get(server, "/nope")
+    assert status == 404 and headers["content-security-policy"] == CSP
+    off = start_server("--web", "off")
+    assert h1_get(off, "/")[0] == 404
+
+
 def test_web_flag_refuses_other_values(start_server):
     import subprocess
     from harness import AGENTHUBD
@@ -126,9 +163,11 @@ def test_web_flag_refuses_other_values(start_server):
 
 # --- In headless Chromium -------------------------------------------------------
 #
-# Chromium speaks HTTP/2 only over TLS, so these serve the public door with
-# TLS (deploy/make-tls.sh's self-signed certificate, which the browser is
-# told to accept) and the Runner connects with --tls.
+# Over plaintext the browser speaks HTTP/1.1 to the public door (gRPC-Web
+# with chunked server streams); it speaks HTTP/2 only over TLS, so the
+# "h2" runs serve the door with TLS (deploy/make-tls.sh's self-signed
+# certificate, which the browser is told to accept) and the Runner
+# connects with --tls.
 
 import json  # noqa: E402
 import subprocess  # noqa: E402
@@ -150,27 +189,33 @@ WAIT = 30.0
 
 
 class WebWorld:
-    """agenthubd on the demo world, TLS on its doors; Runners for sess-1;
-    unary CompassService calls for the test itself."""
+    """agenthubd on the demo world (TLS on its doors when TLS is given);
+    Runners for sess-1; unary CompassService calls for the test itself."""
 
     def __init__(self, tmp, tls, flags=()):
         self.tmp = tmp
         self.tls = tls
+        tls_flags = ["--tls-cert", tls.server_crt, "--tls-key", tls.server_key] if tls else []
         self.server = harness.Server(world=True, workdir=tmp / "agenthubd", stop_timeout=15.0,
-                                     flags=["--tls-cert", tls.server_crt,
-                                            "--tls-key", tls.server_key] + list(flags))
+                                     flags=tls_flags + list(flags))
         self.runners = []
         self._channel = None
 
     @property
+    def scheme(self):
+        return "https" if self.tls else "http"
+
+    @property
     def url(self):
-        return "https://%s/" % self.server.public
+        return "%s://%s/" % (self.scheme, self.server.public)
 
     def channel(self):
-        if self._channel is None:
+        if self._channel is None and self.tls:
             with open(self.tls.server_crt, "rb") as f:
                 creds = grpc.ssl_channel_credentials(root_certificates=f.read())
             self._channel = grpc.secure_channel(self.server.public, creds)
+        elif self._channel is None:
+            self._channel = grpc.insecure_channel(self.server.public)
         return self._channel
 
     def call(self, method, request, response_type, token="t-alice"):
@@ -181,10 +226,11 @@ class WebWorld:
 
     def runner(self, agent, *extra):
         log = open(self.tmp / ("runner-%d.log" % len(self.runners)), "w")
+        tls = ["--tls", "--ca", self.tls.server_crt] if self.tls else []
         proc = subprocess.Popen(
-            [str(BUILD / "agenthub-runner"), "--addr", self.server.runner_addr, "--tls", "--ca",
-             self.tls.server_crt, "--token", "t-runner-1", "--session", "sess-1", "--agent",
-             agent, *extra], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+            [str(BUILD / "agenthub-runner"), "--addr", self.server.runner_addr, *tls, "--token",
+             "t-runner-1", "--session", "sess-1", "--agent", agent, *extra],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         self.runners.append((proc, log))
         return proc
 
@@ -205,11 +251,13 @@ class WebWorld:
 
 @pytest.fixture
 def make_web(tmp_path, tls_dir):
-    """make_web(*agenthubd_flags) -> a WebWorld, closed at teardown."""
+    """make_web(*agenthubd_flags, tls=False) -> a WebWorld, closed at
+    teardown: plaintext (the browser speaks HTTP/1.1), or with tls TLS (the
+    browser speaks HTTP/2)."""
     worlds = []
 
-    def make(*flags):
-        worlds.append(WebWorld(tmp_path, tls_dir, flags))
+    def make(*flags, tls=False):
+        worlds.append(WebWorld(tmp_path, tls_dir if tls else None, flags))
         return worlds[-1]
 
     try:
@@ -221,7 +269,14 @@ def make_web(tmp_path, tls_dir):
 
 @pytest.fixture
 def web(make_web):
+    """Plaintext: the browser speaks HTTP/1.1."""
     return make_web()
+
+
+@pytest.fixture(params=["http1", "h2"])
+def web_both(request, make_web):
+    """Each test twice: HTTP/1.1 (plaintext), then HTTP/2 (TLS)."""
+    return make_web(tls=request.param == "h2")
 
 
 class Cutter:
@@ -432,7 +487,8 @@ def assert_consecutive(frames):
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), (log, seqs)
 
 
-def test_bob_watches_sess1_live_frames_in_seq_order(web, browser, tmp_path, pb):
+def test_bob_watches_sess1_live_frames_in_seq_order(web_both, browser, tmp_path, pb):
+    web = web_both
     browser.sign_in(web.url, "t-bob")
     browser.wait(lambda: any(s[0] == "sess-1" for s in browser.sessions()), "sess-1 in the list")
     browser.driver.find_element("css selector", '#sessions [data-session-id="sess-1"] a').click()
@@ -651,7 +707,7 @@ class Gated:
 def test_a_network_drop_resumes_from_the_last_frame_shown(web, browser, tmp_path, cutter_for):
     gated = Gated(web, browser, tmp_path)
     net = cutter_for(web)
-    browser.sign_in("https://%s/" % net.address, "t-bob")
+    browser.sign_in("%s://%s/" % (web.scheme, net.address), "t-bob")
     browser.open("sess-1")
     browser.wait(lambda: len(gated.shown()) >= 30, "frames before the drop")
     net.cut()
@@ -672,7 +728,7 @@ def test_frames_evicted_while_away_get_a_marker_then_a_fresh_tail(make_web, brow
     web = make_web("--agent-log-bytes", "65536", "--session-log-budget-bytes", "65536")
     gated = Gated(web, browser, tmp_path)
     net = cutter_for(web)
-    browser.sign_in("https://%s/" % net.address, "t-bob")
+    browser.sign_in("%s://%s/" % (web.scheme, net.address), "t-bob")
     browser.open("sess-1")
     browser.wait(lambda: len(gated.shown()) >= 30, "frames before the drop")
     before = gated.pause()
@@ -698,7 +754,9 @@ def test_frames_evicted_while_away_get_a_marker_then_a_fresh_tail(make_web, brow
     assert_consecutive(browser.frames()[:before + 1])
 
 
-def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web, browser, tmp_path):
+def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web_both, browser,
+                                                                       tmp_path):
+    web = web_both
     gated = Gated(web, browser, tmp_path)
     go, shown, pause = gated.go, gated.shown, gated.pause
     paused = gated.paused
