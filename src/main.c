@@ -136,7 +136,7 @@ static void usage(FILE *out)
           "                                answered, Access-Control-* headers on answers\n"
           "                                (repeatable; none by default)\n"
           "  --web on|off                  serve the pane page at GET / on the public door\n"
-          "                                (default on; off answers 404, docs/web.md)\n"
+          "                                (default on; off answers 404, docs/web-page.md)\n"
           "  --verbose                     debug logging\n"
           "  --version, --help\n"
           "\n"
