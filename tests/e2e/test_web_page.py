@@ -535,6 +535,45 @@ def test_bob_watches_sess1_live_frames_in_seq_order(web_both, browser, tmp_path,
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     browser.collect_logs()
     assert not [e for e in browser.console if e["level"] == "SEVERE"], browser.console
+    # The token stays in this tab's sessionStorage and off every URL.
+    assert browser.js("return sessionStorage.getItem('agenthub-token')") == "t-bob"
+    assert browser.js("return localStorage.length") == 0
+    assert browser.requests and not [u for _, u in browser.requests if "t-bob" in u]
+
+
+def test_a_refused_token_signs_out_and_sign_out_forgets_the_token(web, browser):
+    browser.driver.get(web.url)
+    browser.wait(lambda: browser.status() == "signed out", "the sign-in form")
+    browser.driver.find_element("css selector", "#token").send_keys("t-wrong")
+    browser.driver.find_element("css selector", "#login").click()
+    browser.wait(lambda: "refused" in (browser.text("#signin-error") or ""), "the refusal")
+    assert browser.status() == "signed out"
+    assert browser.js("return sessionStorage.getItem('agenthub-token')") is None
+    browser.sign_in(web.url, "t-bob")
+    assert browser.text("#whoami") in ("bob", "")
+    browser.wait(lambda: browser.text("#whoami") == "bob", "WhoAmI")
+    # A reload keeps the tab signed in; signing out forgets the token.
+    browser.driver.refresh()
+    browser.wait(lambda: browser.status() == "live", "signed in after a reload")
+    browser.driver.find_element("css selector", "#logout").click()
+    browser.wait(lambda: browser.status() == "signed out", "signed out")
+    assert browser.js("return sessionStorage.getItem('agenthub-token')") is None
+
+
+def test_an_ended_session_shows_as_ended(web, browser):
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.status() == "live", "the pane")
+    web.runner("%s %s --script idle --exit-after-script" % (PY, AGENT))
+    browser.wait(lambda: browser.status() == "ended", "the end", timeout=60)
+    assert browser.text("#state") in ("stopped", "errored")
+    browser.wait(lambda: ["sess-1", browser.text("#state")] in browser.sessions(),
+                 "the list's state")
+    # Opened afterwards, it replays what is retained and shows ended too.
+    browser.open("")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.status() == "ended", "ended on reopening")
+    assert browser.frames()
 
 
 def test_carol_sees_the_same_not_found_for_sess1_as_for_an_unknown_id(web, browser):
@@ -564,7 +603,7 @@ def test_carol_sees_the_same_not_found_for_sess1_as_for_an_unknown_id(web, brows
     assert b"grpc-status:5" in bytes(bodies[0])
 
 
-def test_alice_skips_the_batch_window_and_bob_never_sees_the_button(web, browser, pb):
+def test_alice_skips_the_batch_window_and_bob_never_sees_the_button(web, browser):
     web.runner("%s %s --script idle" % (PY, AGENT), "--batch-window-ms", "60000")
     alice = browser.driver.current_window_handle
     browser.sign_in(web.url, "t-alice")
@@ -577,10 +616,16 @@ def test_alice_skips_the_batch_window_and_bob_never_sees_the_button(web, browser
     browser.open("sess-1")
     browser.wait(lambda: browser.js("return document.querySelector('#batch').dataset.mayControl")
                  == "false", "bob's lack of control")
-    services = pb.services
-    web.call("SendAgentMessage", services.SendAgentMessageRequest(session_id="sess-1",
-                                                                  text="please also lint"),
-             services.SendAgentMessageResponse)
+    # Bob may not send: the server's refusal shows beside the box.
+    browser.driver.find_element("css selector", "#send").send_keys("from bob")
+    browser.driver.find_element("css selector", "#send-button").click()
+    browser.wait(lambda: (browser.text("#send-result") or "").startswith("not sent"),
+                 "bob's refusal")
+    browser.tab(alice)
+    browser.driver.find_element("css selector", "#send").send_keys("please also lint")
+    browser.driver.find_element("css selector", "#send-button").click()
+    browser.wait(lambda: browser.text("#send-result") == "sent", "alice's message")
+    browser.tab(bob)
     browser.wait(lambda: browser.visible("#batch") and browser.text("#batch-count") == "1",
                  "bob sees the pending batch")
     assert not browser.visible("#skip-batch")
