@@ -170,6 +170,14 @@ class Page {
   private async snapshot(signal: AbortSignal): Promise<void> {
     try {
       const r = await this.client.getAgentStatus({ sessionId: "" }, { headers: this.headers(), signal });
+      const seen = new Set(r.statuses.map((s) => s.sessionId));
+      // Sessions the caller may no longer see leave the list.
+      for (const [id, li] of this.sessions) {
+        if (!seen.has(id)) {
+          li.remove();
+          this.sessions.delete(id);
+        }
+      }
       for (const s of r.statuses) this.setSession(s.sessionId, s.state);
     } catch (e) {
       this.failed(e);
