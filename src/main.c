@@ -741,6 +741,7 @@ int main(int argc, char **argv)
         web_wire_install(public_door, server.config.web_off ? &no_web : &web_embedded_site);
     if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
+    grpc_door_serve_http1(public_door); /* browsers: gRPC-Web over HTTP/1.1 */
     for (size_t i = 0; i < server.config.cors_origin_count; i++)
         if (grpc_door_add_cors_origin(public_door, server.config.cors_origins[i]) != 0) {
             log_error("--cors-origin %s: out of memory", server.config.cors_origins[i]);

@@ -109,6 +109,12 @@ void grpc_door_set_authenticator(struct grpc_door *door, const struct grpc_authe
  * -1 when the path is already registered or memory is short. */
 int grpc_door_register(struct grpc_door *door, const struct grpc_method *method);
 
+/* DOOR's listener also serves HTTP/1.1 (for gRPC-Web and plain answers):
+ * plaintext connections are told apart by their first bytes (the HTTP/2
+ * preface or not), TLS ones by ALPN ("h2" preferred, "http/1.1", or none).
+ * Call before grpc_door_listen. */
+void grpc_door_serve_http1(struct grpc_door *door);
+
 /* Binds HOST:PORT for DOOR (TLS when tls_cert is set).  Returns 0, or -1
  * with a reason in ERR.  The bound address is in grpc_door_address. */
 struct h2_tls_config;

@@ -46,7 +46,8 @@ struct grpc_door {
     /* Calls by protocol and transport, counted once their headers passed. */
     uint64_t protocol_calls[GRPC_PROTOCOL_COUNT][GRPC_TRANSPORT_COUNT];
     struct h2_listener *listener;
-    struct http1_server *http1; /* HTTP/1.1 on the same plaintext listener */
+    int serve_http1;            /* grpc_door_serve_http1 */
+    struct http1_server *http1; /* HTTP/1.1 on the same listener */
     char **cors_origins;        /* grpc_door_add_cors_origin */
     size_t cors_origin_count;
     grpc_http_responder responder; /* grpc_door_set_http_responder */

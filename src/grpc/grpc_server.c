@@ -331,6 +331,11 @@ static struct http1_limits door_http1_limits(const struct grpc_door *door)
     return limits;
 }
 
+void grpc_door_serve_http1(struct grpc_door *door)
+{
+    door->serve_http1 = 1;
+}
+
 int grpc_door_listen(struct grpc_door *door, const char *host_port, const struct h2_tls_config *tls,
                      char *err, size_t err_size)
 {
@@ -338,7 +343,7 @@ int grpc_door_listen(struct grpc_door *door, const char *host_port, const struct
                                err, err_size);
     if (!door->listener)
         return -1;
-    if (!tls || !tls->cert_file) {
+    if (door->serve_http1) {
         struct http1_limits limits = door_http1_limits(door);
         door->http1 = http1_server_new(door->server->base, &limits, &grpc_http1_handler, door);
         if (!door->http1) {

@@ -38,9 +38,11 @@ static void h1t_resume(void *stream)
     http1_request_resume(stream);
 }
 
+/* HTTP/1.1 has no stream to reset: http1 reads and drops whatever is left
+ * of the request body after the response (bounded), and the connection
+ * goes on. */
 static void h1t_reset_after_end(void *stream, uint32_t error_code)
 {
-    http1_request_close_after(stream);
 }
 
 /* evhttp holds a request's whole body (bounded) before the call sees it:

@@ -140,11 +140,12 @@ int h2_tls_check(const struct h2_tls_config *tls, char *err, size_t err_size);
 /* Hands a plaintext listener's connections that are not HTTP/2 to another
  * layer.  Each accepted socket is peeked at (MSG_PEEK: no byte is taken
  * from it) until it either starts like the HTTP/2 connection preface or
- * cannot; then FN(ARG, LISTENER, FD, NULL) owns FD.  (BEV is for a TLS
- * connection whose ALPN chose http/1.1: FN owns that bufferevent.)  The listener keeps counting
+ * cannot; then FN(ARG, LISTENER, FD, NULL) owns FD.  The listener keeps counting
  * the connection against max_connections until its new owner calls
  * h2_listener_release.  The peek is bounded by header_timeout_ms.  A TLS
- * listener does not use it. */
+ * listener offers ALPN "http/1.1" besides "h2" and hands over a connection
+ * whose handshake chose it (or no protocol): FN(ARG, LISTENER, -1, BEV)
+ * then owns the TLS bufferevent. */
 struct bufferevent;
 typedef void (*h2_fallback_fn)(void *arg, struct h2_listener *listener, int fd,
                                struct bufferevent *bev);

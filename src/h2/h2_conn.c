@@ -53,6 +53,18 @@ int h2_pump_alpn_ok(struct bufferevent *bev)
     return alpn_len == 2 && memcmp(alpn, "h2", 2) == 0;
 }
 
+int h2_pump_alpn_http1(struct bufferevent *bev)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    const unsigned char *alpn = NULL;
+    unsigned int alpn_len = 0;
+
+    if (!ssl)
+        return 0;
+    SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+    return alpn_len == 0 || (alpn_len == 8 && memcmp(alpn, "http/1.1", 8) == 0);
+}
+
 int h2_pump_recv(nghttp2_session *session, struct evbuffer *in, uint64_t *bytes_in)
 {
     struct evbuffer_iovec vec[8];

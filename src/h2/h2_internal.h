@@ -33,6 +33,8 @@ struct bufferevent *h2_pump_bev_new(struct event_base *base, evutil_socket_t fd,
                                     int accepting);
 /* 1 when BEV is plain TCP or its TLS handshake agreed on ALPN "h2". */
 int h2_pump_alpn_ok(struct bufferevent *bev);
+/* 1 when BEV's TLS handshake agreed on "http/1.1" or on no protocol. */
+int h2_pump_alpn_http1(struct bufferevent *bev);
 /* Feeds every byte of IN to SESSION, counting them into *BYTES_IN.
  * Returns 0, or -1 when nghttp2 failed (the connection must go). */
 int h2_pump_recv(nghttp2_session *session, struct evbuffer *in, uint64_t *bytes_in);

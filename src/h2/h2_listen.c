@@ -172,6 +172,8 @@ void h2_listener_set_fallback(struct h2_listener *listener, h2_fallback_fn fn, v
 {
     listener->fallback = fn;
     listener->fallback_arg = arg;
+    if (listener->ssl_ctx)
+        h2_tls_offer_http1(listener->ssl_ctx);
 }
 
 void h2_listener_release(struct h2_listener *listener)

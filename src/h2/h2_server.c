@@ -428,7 +428,8 @@ void h2_conn_free(struct h2_conn *conn)
     event_free(conn->flush_event);
     event_free(conn->idle_event);
     event_free(conn->header_event);
-    bufferevent_free(conn->bev);
+    if (conn->bev) /* NULL: handed over to the fallback */
+        bufferevent_free(conn->bev);
     free(conn);
     /* What it held is free now: others may have waited for it. */
     h2_budget_server_freed(server);
@@ -524,11 +525,30 @@ static void on_write(struct bufferevent *bev, void *arg)
     h2_conn_flush(conn);
 }
 
+/* TLS chose http/1.1 (or no protocol): the connection, not one byte of it
+ * read by nghttp2 yet, goes to the listener's fallback with its bufferevent,
+ * still counted against the listener until the fallback releases it. */
+static void conn_hand_over(struct h2_conn *conn)
+{
+    struct h2_listener *listener = conn->listener;
+    struct bufferevent *bev = conn->bev;
+
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    conn->bev = NULL;
+    h2_conn_free(conn);
+    listener->connection_count++;
+    listener->fallback(listener->fallback_arg, listener, -1, bev);
+}
+
 static void on_event(struct bufferevent *bev, short events, void *arg)
 {
     struct h2_conn *conn = arg;
 
     if (events & BEV_EVENT_CONNECTED) {
+        if (conn->listener->fallback && h2_pump_alpn_http1(bev)) {
+            conn_hand_over(conn);
+            return;
+        }
         if (!h2_pump_alpn_ok(bev)) {
             conn_close(conn);
             return;

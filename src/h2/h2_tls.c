@@ -16,6 +16,26 @@ static int on_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *ou
     return SSL_TLSEXT_ERR_OK;
 }
 
+/* With a fallback for HTTP/1.1: "h2" when the client offers it, else
+ * "http/1.1"; a client offering neither is refused. */
+static int on_alpn_select_http1(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                const unsigned char *in, unsigned int inlen, void *arg)
+{
+    static const unsigned char http1[] = "\x08http/1.1";
+
+    if (nghttp2_select_next_protocol((unsigned char **)out, outlen, in, inlen) == 1)
+        return SSL_TLSEXT_ERR_OK;
+    if (SSL_select_next_proto((unsigned char **)out, outlen, http1, sizeof(http1) - 1, in, inlen) ==
+        OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_OK;
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+void h2_tls_offer_http1(SSL_CTX *ctx)
+{
+    SSL_CTX_set_alpn_select_cb(ctx, on_alpn_select_http1, NULL);
+}
+
 SSL_CTX *h2_tls_context_new(const struct h2_tls_config *tls, char *err, size_t err_size)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());

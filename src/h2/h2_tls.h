@@ -1,5 +1,5 @@
 /* h2_tls: the server's TLS context: TLS 1.2+ with h2's cipher suites, ALPN
- * h2 only, optional client certificates, session resumption. */
+ * h2 (and http/1.1 with a fallback), optional client certificates, session resumption. */
 #ifndef AGENTHUB_H2_TLS_H
 #define AGENTHUB_H2_TLS_H
 
@@ -18,5 +18,9 @@
 /* Builds a context from TLS's files.  Returns NULL with a reason in ERR
  * (which file failed to load). */
 SSL_CTX *h2_tls_context_new(const struct h2_tls_config *tls, char *err, size_t err_size);
+
+/* Offers ALPN "http/1.1" besides "h2" (preferred), for a listener with a
+ * fallback. */
+void h2_tls_offer_http1(SSL_CTX *ctx);
 
 #endif

@@ -229,6 +229,10 @@ static int on_headers_complete(http_parser *p)
     } else if (b->in_value && block_terminate(b) != 0) {
         return -1;
     }
+    if (p->http_major != 1) {
+        conn->refused_status = 505; /* HTTP/2 comes by its preface, not here */
+        return -1;
+    }
     if (p->content_length != ULLONG_MAX && p->content_length > server->limits.max_body_bytes) {
         conn->refused_status = 413;
         return -1;
@@ -324,9 +328,12 @@ static void request_finish(struct http1_request *r)
     struct http1_conn *conn = r->conn;
 
     r->response_done = 1;
-    /* A request answered before its body was read whole leaves the rest
-     * of the body unread: the connection cannot be reused. */
-    if (!r->message_done || !http_should_keep_alive(&conn->parser))
+    /* A request answered before its body was read whole (a refusal from
+     * its headers) keeps the connection: the rest of the body is read and
+     * dropped (bounded by max_body_bytes and the header timeout, which
+     * runs again from here), so a client still sending sees its answer
+     * rather than a reset. */
+    if (!http_should_keep_alive(&conn->parser))
         conn->close_after = 1;
     if (conn->close_after) {
         conn->closing = 1;
@@ -444,9 +451,6 @@ int http1_request_respond(struct http1_request *r, const struct http1_header *he
     if (status < 100 || status > 999)
         status = 500;
     r->responded = 1;
-    /* The answer may come before the body is read: no reuse then. */
-    if (!r->message_done)
-        conn->close_after = 1;
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
                         http_status_str((enum http_status)status));
     for (size_t i = 0; i < count; i++) {

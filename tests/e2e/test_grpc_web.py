@@ -3,15 +3,17 @@ frames (rawh2) and raw HTTP/1.1 bytes on the same listener: framing, the
 trailer frame, text mode, errors, deadlines, cancellation, the lag drop,
 the membership gate, CORS and hostile input."""
 import base64
+import os
 import socket
+import ssl
 import struct
-import time
+import subprocess
 
 import pytest
 
 import rawh2
 from helpers import CHECK, SERVER_STREAM, UNARY
-from harness import wait_for
+from harness import REPO
 
 WEB = "application/grpc-web+proto"
 TEXT = "application/grpc-web-text"
@@ -137,9 +139,13 @@ class Http1:
     """A raw HTTP/1.1 client on one connection: requests are written as
     bytes, responses parsed by hand (chunked or content-length)."""
 
-    def __init__(self, address, timeout=5.0):
+    def __init__(self, address, timeout=5.0, rcvbuf=None):
         host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.socket()
+        if rcvbuf:  # before connecting, so the window stays small
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, int(port)))
         self.buf = b""
 
     def close(self):
@@ -214,9 +220,9 @@ class Http1:
         try:
             while True:
                 self._fill()
-        except EOFError:
-            return True
-        except (socket.timeout, ConnectionResetError):
+        except (EOFError, ConnectionResetError):
+            return True  # a reset: the server closed with input unread
+        except socket.timeout:
             return False
 
 
@@ -290,6 +296,25 @@ def test_http1_request_that_is_not_grpc_web_gets_an_http_error(server, h1):
     c2.send(b"garbage\r\n\r\n")
     status, _, _ = c2.response()
     assert status == 400
+
+
+def test_http1_over_tls_when_alpn_chooses_it(start_server, tls_dir, pb):
+    server = start_server("--tls-cert", tls_dir.server_crt, "--tls-key", tls_dir.server_key)
+    host, port = server.public.rsplit(":", 1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])
+    c = Http1.__new__(Http1)
+    c.sock = ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=5))
+    c.buf = b""
+    assert c.sock.selected_alpn_protocol() == "http/1.1"
+    for _ in range(2):  # keep-alive over TLS
+        c.request(CHECK, frame(pb.health.HealthCheckRequest().SerializeToString()))
+        status, headers, body = c.response()
+        assert status == 200
+        assert web_result(body)[1]["grpc-status"] == "0"
+    c.close()
 
 
 def test_http1_and_h2_share_the_listener(server, pb, h1):
@@ -378,3 +403,41 @@ def test_a_malformed_cors_origin_is_a_usage_error(start_server):
     with pytest.raises(AssertionError) as info:
         start_server("--cors-origin", "https://ui.example.com/path")
     assert "--cors-origin" in str(info.value)
+
+
+# --- Connect's gRPC-Web client for Node ----------------------------------------
+
+NODE_DIR = os.path.join(REPO, "tests", "node")
+
+
+def test_node_connect_grpc_web_transport_over_http1_and_h2(start_server):
+    """@connectrpc/connect-node's createGrpcWebTransport, httpVersion "1.1"
+    and "2", with the code protoc-gen-es made for proto/ (tests/node/gen,
+    committed; checked for staleness below)."""
+    from rpc_harness import Hub, text
+    h = Hub(flags=["--cors-origin", "http://localhost:5173"])
+    try:
+        h.runner("runner-1").publish("sess-1", text("hello"))
+        out = subprocess.run(["node", os.path.join(NODE_DIR, "grpc_web.mjs"), "http://" + h.public,
+                              "http://localhost:5173"], capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "ok: gRPC-Web over HTTP/1.1" in out.stdout
+        assert "ok: gRPC-Web over HTTP/2" in out.stdout
+        assert "ok: CORS preflights" in out.stdout
+        key = 'agenthub_grpc_protocol_calls_total{door="public",protocol="grpc-web",transport="%s"}'
+        assert h.metric(key % "http1") > 0 and h.metric(key % "h2") > 0
+    finally:
+        h.stop()
+
+
+def test_node_generated_code_is_up_to_date(tmp_path):
+    plugin = os.path.join(NODE_DIR, "node_modules", ".bin", "protoc-gen-es")
+    files = ["compass/v1/services.proto", "compass/v1/frames.proto", "grpc/health/v1/health.proto",
+             "agenthub/testing/v1/echo.proto"]
+    subprocess.run(["protoc", "--plugin=protoc-gen-es=" + plugin, "--es_out=" + str(tmp_path),
+                    "--es_opt=target=js,import_extension=js", "-I" + os.path.join(REPO, "proto")]
+                   + files, check=True)
+    out = subprocess.run(["diff", "-r", str(tmp_path), os.path.join(NODE_DIR, "gen")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, "tests/node/gen is stale; regenerate it:\n" + out.stdout

@@ -72,8 +72,13 @@ def test_tls_negotiates_h2_by_alpn_and_refuses_clients_without_it(start_server, 
     protocol, version = tls_handshake(server.public, ["http/1.1", "h2"])
     assert protocol == "h2"
     assert version in ("TLSv1.2", "TLSv1.3")
+    # The public door serves browsers over HTTP/1.1 too (gRPC-Web); the
+    # Runner door speaks HTTP/2 only.
+    assert tls_handshake(server.public, ["http/1.1"])[0] == "http/1.1"
     with pytest.raises(ssl.SSLError):
-        tls_handshake(server.public, ["http/1.1"])
+        tls_handshake(server.public, ["spdy/3"])
+    with pytest.raises(ssl.SSLError):
+        tls_handshake(server.runner_addr, ["http/1.1"])
 
 
 def test_tls_below_1_2_is_refused(start_server, tls_dir):
