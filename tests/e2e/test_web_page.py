@@ -535,6 +535,11 @@ def test_bob_watches_sess1_live_frames_in_seq_order(web_both, browser, tmp_path,
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     browser.collect_logs()
     assert not [e for e in browser.console if e["level"] == "SEVERE"], browser.console
+    # The browser spoke what the door was meant to give it.
+    protocols = set(browser.js("return performance.getEntriesByType('navigation')"
+                               ".concat(performance.getEntriesByType('resource'))"
+                               ".map(e => e.nextHopProtocol);"))
+    assert protocols == {"h2" if web.tls else "http/1.1"}, protocols
     # The token stays in this tab's sessionStorage and off every URL.
     assert browser.js("return sessionStorage.getItem('agenthub-token')") == "t-bob"
     assert browser.js("return localStorage.length") == 0
