@@ -5,11 +5,21 @@
  *
  *   fanout --public ADDR --runner ADDR --token T --runner-token RT --session S
  *          [-k SUBSCRIBERS] [-n FRAMES] [--size BYTES] [--rate FRAMES_PER_S]
- *          [--idle] [--server-pid PID]
+ *          [--idle] [--server-pid PID] [--web]
+ *
+ * With --web the subscribers speak gRPC-Web over HTTP/1.1 (one connection
+ * each, libevent's evhttp client reading the chunked body as it comes)
+ * instead of native gRPC over HTTP/2.  Native subscribers share HTTP/2
+ * connections, STREAMS_PER_CONNECTION (90) to each unless
+ * --streams-per-connection says otherwise (1: a connection each, as the
+ * gRPC-Web ones have).
  *
  * With --idle it only opens K subscriptions, waits until the server holds
  * them, and prints the server's RSS. */
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,6 +48,8 @@ struct options {
     int rate;
     int idle;
     int server_pid;
+    int web;
+    int streams_per_connection; /* native subscribers per HTTP/2 connection */
 };
 
 struct bench;
@@ -45,6 +57,9 @@ struct bench;
 struct subscriber {
     struct bench *bench;
     struct grpc_client_call *call;
+    struct evhttp_connection *web; /* --web: its HTTP/1.1 connection */
+    struct evhttp_request *web_request;
+    struct evbuffer *web_pending; /* --web: body bytes not yet a whole frame */
     int received;
     int done;
 };
@@ -127,6 +142,102 @@ static void subscriber_on_done(void *arg, const struct grpc_client_result *resul
         if (bench->subscribers_done == bench->opt.subscribers)
             event_base_loopbreak(bench->base);
     }
+}
+
+/* --- gRPC-Web subscribers (--web) ---------------------------------------- */
+
+static void web_subscriber_ended(struct subscriber *sub, const char *why)
+{
+    struct bench *bench = sub->bench;
+
+    if (sub->done)
+        return;
+    sub->done = 1;
+    if (bench->finished)
+        return;
+    if (why)
+        fprintf(stderr, "fanout: a gRPC-Web subscriber ended: %s\n", why);
+    if (bench->opt.frames > 0 && sub->received < bench->opt.frames) {
+        bench->dropped++;
+        bench->subscribers_done++;
+        if (bench->subscribers_done == bench->opt.subscribers)
+            event_base_loopbreak(bench->base);
+    }
+}
+
+/* Body bytes arrived: whole gRPC-Web frames are messages, or the trailers. */
+static void web_on_chunk(struct evhttp_request *req, void *arg)
+{
+    struct subscriber *sub = arg;
+    struct evbuffer *pending = sub->web_pending;
+
+    evbuffer_add_buffer(pending, evhttp_request_get_input_buffer(req));
+    while (evbuffer_get_length(pending) >= 5) {
+        uint8_t head[5];
+        size_t len;
+        evbuffer_copyout(pending, head, 5);
+        len = (size_t)head[1] << 24 | (size_t)head[2] << 16 | (size_t)head[3] << 8 | head[4];
+        if (evbuffer_get_length(pending) < 5 + len)
+            break;
+        evbuffer_drain(pending, 5);
+        if (head[0] & 0x80) {
+            char trailers[256];
+            size_t n = len < sizeof(trailers) - 1 ? len : sizeof(trailers) - 1;
+            evbuffer_remove(pending, trailers, n);
+            evbuffer_drain(pending, len - n);
+            trailers[n] = '\0';
+            web_subscriber_ended(sub, strstr(trailers, "grpc-status:0\r\n") ? NULL : trailers);
+            continue;
+        }
+        subscriber_on_message(sub, evbuffer_pullup(pending, (ev_ssize_t)len), len);
+        evbuffer_drain(pending, len);
+    }
+}
+
+static void web_on_done(struct evhttp_request *req, void *arg)
+{
+    struct subscriber *sub = arg;
+
+    sub->web_request = NULL;
+    web_subscriber_ended(sub, req ? NULL : "connection failed");
+}
+
+/* Starts a SubscribeAgentSession call over HTTP/1.1 gRPC-Web.  Returns 0 or
+ * -1. */
+static int web_subscribe(struct bench *bench, struct subscriber *sub, const char *host, int port,
+                         const uint8_t *message, size_t len)
+{
+    struct evhttp_request *req;
+    struct evkeyvalq *headers;
+    uint8_t head[5] = {0, (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+                       (uint8_t)len};
+    char auth[256];
+
+    sub->web = evhttp_connection_base_new(bench->base, NULL, host, (unsigned short)port);
+    sub->web_pending = evbuffer_new();
+    req = evhttp_request_new(web_on_done, sub);
+    if (!sub->web || !sub->web_pending || !req)
+        return -1;
+    evhttp_connection_set_timeout(sub->web, 600);
+    evhttp_request_set_chunked_cb(req, web_on_chunk);
+    headers = evhttp_request_get_output_headers(req);
+    snprintf(auth, sizeof(auth), "Bearer %s", bench->opt.token);
+    evhttp_add_header(headers, "Host", host);
+    evhttp_add_header(headers, "Content-Type", "application/grpc-web+proto");
+    evhttp_add_header(headers, "Authorization", auth);
+    evbuffer_add(evhttp_request_get_output_buffer(req), head, 5);
+    evbuffer_add(evhttp_request_get_output_buffer(req), message, len);
+    sub->web_request = req;
+    return evhttp_make_request(sub->web, req, EVHTTP_REQ_POST,
+                               "/compass.v1.CompassService/SubscribeAgentSession");
+}
+
+static void web_subscriber_free(struct subscriber *sub)
+{
+    if (sub->web)
+        evhttp_connection_free(sub->web); /* frees a request still open */
+    if (sub->web_pending)
+        evbuffer_free(sub->web_pending);
 }
 
 static void publisher_on_done(void *arg, const struct grpc_client_result *result)
@@ -270,12 +381,15 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"rate", required_argument, NULL, 'R'},
         {"idle", no_argument, NULL, 'i'},
         {"server-pid", required_argument, NULL, 'P'},
+        {"web", no_argument, NULL, 'w'},
+        {"streams-per-connection", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
 
     opt->subscribers = 100;
+    opt->streams_per_connection = STREAMS_PER_CONNECTION;
     opt->frames = 10000;
     opt->size = 200;
     while ((c = getopt_long(argc, argv, "k:n:h", options, NULL)) != -1) {
@@ -285,6 +399,14 @@ static int parse_options(int argc, char **argv, struct options *opt)
             break;
         case 'r':
             opt->runner_addr = optarg;
+            break;
+        case 'w':
+            opt->web = 1;
+            break;
+        case 'S':
+            opt->streams_per_connection = atoi(optarg);
+            if (opt->streams_per_connection < 1)
+                opt->streams_per_connection = 1;
             break;
         case 't':
             opt->token = optarg;
@@ -315,7 +437,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
             break;
         default:
             fputs("usage: fanout --public ADDR --runner ADDR --token T --runner-token RT "
-                  "--session S [-k K] [-n N] [--size B] [--rate R] [--idle] [--server-pid PID]\n",
+                  "--session S [-k K] [-n N] [--size B] [--rate R] [--idle] [--server-pid PID] "
+                  "[--web] [--streams-per-connection N]\n",
                   c == 'h' ? stdout : stderr);
             return c == 'h' ? 1 : -1;
         }
@@ -351,8 +474,10 @@ int main(int argc, char **argv)
     if (rv != 0)
         return rv > 0 ? 0 : 2;
     bench.base = event_base_new();
-    bench.client_count =
-        (bench.opt.subscribers + STREAMS_PER_CONNECTION - 1) / STREAMS_PER_CONNECTION;
+    bench.client_count = bench.opt.web
+                             ? 0
+                             : (bench.opt.subscribers + bench.opt.streams_per_connection - 1) /
+                                   bench.opt.streams_per_connection;
     bench.clients = calloc((size_t)bench.client_count, sizeof(*bench.clients));
     bench.subscribers = calloc((size_t)bench.opt.subscribers, sizeof(*bench.subscribers));
     bench.text = calloc(1, (size_t)bench.opt.size + 1);
@@ -366,10 +491,27 @@ int main(int argc, char **argv)
         }
     }
     request.session_id = (char *)bench.opt.session;
-    for (int i = 0; i < bench.opt.subscribers; i++) {
+    if (bench.opt.web) {
+        /* HTTP/1.1: one connection per subscriber, no h2 client needed. */
+        uint8_t packed[512];
+        size_t packed_len = protobuf_c_message_pack(&request.base, packed);
+        char host[256];
+        const char *colon = strrchr(bench.opt.public_addr, ':');
+        snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - bench.opt.public_addr) : 0,
+                 bench.opt.public_addr);
+        for (int i = 0; i < bench.opt.subscribers; i++) {
+            bench.subscribers[i].bench = &bench;
+            if (!colon || web_subscribe(&bench, &bench.subscribers[i], host, atoi(colon + 1),
+                                        packed, packed_len) != 0) {
+                fprintf(stderr, "fanout: cannot start gRPC-Web subscriber %d\n", i);
+                return 1;
+            }
+        }
+    }
+    for (int i = 0; i < bench.opt.subscribers && !bench.opt.web; i++) {
         struct subscriber *sub = &bench.subscribers[i];
         sub->bench = &bench;
-        sub->call = grpc_client_call_start(bench.clients[i / STREAMS_PER_CONNECTION],
+        sub->call = grpc_client_call_start(bench.clients[i / bench.opt.streams_per_connection],
                                            "/compass.v1.CompassService/SubscribeAgentSession",
                                            bench.opt.token, 0, &subscriber_handler, sub);
         if (!sub->call) {
@@ -416,8 +558,10 @@ int main(int argc, char **argv)
     }
     bench.finished = 1;
     seconds = (double)(bench.last_delivery_ns - bench.first_publish_ns) / 1e9;
-    printf("fanout: K=%d frames=%d size=%d rate=%s\n", bench.opt.subscribers, bench.opt.frames,
-           bench.opt.size, bench.opt.rate ? "paced" : "max");
+    printf("fanout: K=%d frames=%d size=%d rate=%s subscribers=%s, %d per connection\n",
+           bench.opt.subscribers, bench.opt.frames, bench.opt.size,
+           bench.opt.rate ? "paced" : "max", bench.opt.web ? "grpc-web/http1.1" : "grpc/h2",
+           bench.opt.web ? 1 : bench.opt.streams_per_connection);
     printf("  deliveries: %" PRIu64 " of %" PRIu64 " in %.3f s = %.0f deliveries/s\n",
            bench.deliveries, (uint64_t)bench.opt.frames * (uint64_t)bench.opt.subscribers, seconds,
            seconds > 0 ? (double)bench.deliveries / seconds : 0.0);
@@ -438,6 +582,8 @@ out:
     for (int i = 0; i < bench.opt.subscribers; i++)
         if (bench.subscribers[i].call)
             grpc_client_call_cancel(bench.subscribers[i].call);
+    for (int i = 0; i < bench.opt.subscribers; i++)
+        web_subscriber_free(&bench.subscribers[i]);
     run_for(bench.base, 50);
     for (int i = 0; i < bench.client_count; i++)
         grpc_client_free(bench.clients[i]);

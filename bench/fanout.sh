@@ -45,6 +45,33 @@ for k in 10 100 1000; do
 done
 stop_server
 
+echo "== gRPC-Web over HTTP/1.1 next to native gRPC, K=100, same server"
+# gRPC-Web subscribers need a connection each (HTTP/1.1 carries one call at a
+# time); native ones share HTTP/2 connections (90 streams each) unless
+# --streams-per-connection 1 gives them one each too.
+start_agenthubd --agent-log-bytes 536870912 --subscriber-buffer-bytes 268435456
+for mode in native web native1; do
+    case $mode in
+    native) flags="" ;;
+    web) flags="--web" ;;
+    native1) flags="--streams-per-connection 1" ;;
+    esac
+    # shellcheck disable=SC2086
+    build/bench/fanout --public "$public" --runner "$runner" --token t-admin \
+        --runner-token t-runner-1 --session sess-1 -k 100 -n 20000 \
+        --server-pid "$server_pid" $flags | tee "$work/web-$mode.txt"
+done
+stop_server
+cpu_of() { sed -n 's/.*server CPU per delivery: \([0-9.]*\) us/\1/p' "$work/web-$1.txt"; }
+rate_of() { sed -n 's/.* = \([0-9]*\) deliveries\/s/\1/p' "$work/web-$1.txt"; }
+echo "K=100 gRPC-Web/HTTP1.1: $(rate_of web) deliveries/s, $(cpu_of web) us server CPU per delivery"
+echo "K=100 native gRPC/h2:   $(rate_of native) deliveries/s, $(cpu_of native) us (90 streams per connection);" \
+    "$(rate_of native1) deliveries/s, $(cpu_of native1) us (a connection each)"
+echo "K=100 gRPC-Web CPU per delivery / native: $(awk -v a="$(cpu_of web)" -v b="$(cpu_of native)" \
+    'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }') (shared connections)," \
+    "$(awk -v a="$(cpu_of web)" -v b="$(cpu_of native1)" \
+    'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }') (a connection each; target 1.5x)"
+
 echo "== agenthubd, latency at 1,000 frames/s into 100 subscribers (default flags)"
 start_agenthubd
 build/bench/fanout --public "$public" --runner "$runner" --token t-admin \

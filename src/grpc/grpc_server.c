@@ -234,6 +234,9 @@ static void door_write_http1_metrics(const struct grpc_server *server, FILE *out
           "went away.\n"
 
           "# TYPE agenthub_http1_disconnects_total counter\n"
+          "# HELP agenthub_http1_bad_requests_total HTTP/1.1 requests refused as malformed or "
+          "over a size bound (400, 413, 431, 505).\n"
+          "# TYPE agenthub_http1_bad_requests_total counter\n"
           "# HELP agenthub_http_cors_preflights_total CORS preflights answered, by door and "
           "whether the origin was allowed.\n"
           "# TYPE agenthub_http_cors_preflights_total counter\n"
@@ -257,11 +260,13 @@ static void door_write_http1_metrics(const struct grpc_server *server, FILE *out
                 "agenthub_http1_connections_open{door=\"%s\"} %llu\n"
                 "agenthub_http1_requests_total{door=\"%s\"} %llu\n"
                 "agenthub_http1_request_timeouts_total{door=\"%s\"} %llu\n"
-                "agenthub_http1_disconnects_total{door=\"%s\"} %llu\n",
+                "agenthub_http1_disconnects_total{door=\"%s\"} %llu\n"
+                "agenthub_http1_bad_requests_total{door=\"%s\"} %llu\n",
                 door->name, (unsigned long long)st->connections_open, door->name,
                 (unsigned long long)st->requests_total, door->name,
                 (unsigned long long)st->request_timeouts, door->name,
-                (unsigned long long)st->disconnects);
+                (unsigned long long)st->disconnects, door->name,
+                (unsigned long long)st->bad_requests);
     }
 }
 

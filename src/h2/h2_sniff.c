@@ -135,6 +135,8 @@ void h2_sniff_start(struct h2_listener *listener, evutil_socket_t fd)
 
 void h2_sniff_free_all(struct h2_listener *listener)
 {
-    while (listener->sniffs)
-        sniff_close(listener->sniffs);
+    for (struct h2_sniff *sniff = listener->sniffs, *next; sniff; sniff = next) {
+        next = sniff->next;
+        sniff_close(sniff);
+    }
 }

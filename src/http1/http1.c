@@ -358,6 +358,23 @@ static void request_complete(struct http1_request *r)
     conn_process(conn);
 }
 
+/* A chunk head of fixed width ("0000abcd\r\n": leading zeros are allowed),
+ * so it can be written after the data it counts. */
+#define CHUNK_HEAD_LEN 10
+
+static void chunk_head(void *at, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    char *p = at;
+
+    for (int i = 7; i >= 0; i--) {
+        p[i] = hex[len & 0xf];
+        len >>= 4;
+    }
+    p[8] = '\r';
+    p[9] = '\n';
+}
+
 static void on_pump(evutil_socket_t fd, short what, void *arg)
 {
     struct http1_request *r = arg;
@@ -375,30 +392,39 @@ static void request_pump(struct http1_request *r)
 {
     struct http1_conn *conn = r->conn;
     struct evbuffer *out = bufferevent_get_output(conn->bev);
-    uint8_t buf[HTTP1_READ_CHUNK];
 
     while (!r->response_done && evbuffer_get_length(out) < HTTP1_OUTPUT_HIGH_WATER) {
+        struct evbuffer_iovec vec;
         uint32_t flags = 0;
-        ssize_t n = conn->server->handler.request_read(r->data, buf, sizeof(buf), &flags);
+        size_t head = r->chunked ? CHUNK_HEAD_LEN : 0;
+        ssize_t n;
+
+        /* Read straight into the output, after room for the chunk head. */
+        if (evbuffer_reserve_space(out, (ev_ssize_t)(head + HTTP1_READ_CHUNK + 2), &vec, 1) < 1)
+            goto fail;
+        n = conn->server->handler.request_read(r->data, (uint8_t *)vec.iov_base + head,
+                                               HTTP1_READ_CHUNK, &flags);
         if (n == HTTP1_READ_DEFERRED) {
             r->deferred = 1;
-            return;
+            return; /* nothing committed */
         }
-        if (n < 0) {
-            /* The body cannot be finished: a client must not take it for
-             * whole, so the connection goes without its last chunk. */
-            conn_free(conn, 1);
-            return;
-        }
+        if (n < 0)
+            goto fail;
         /* Each pull goes out as its own chunk, flushed by the loop: a
          * stream's messages are not held back waiting for more. */
+        vec.iov_len = 0;
         if (n > 0 && !r->no_body) {
-            if (r->chunked)
-                evbuffer_add_printf(out, "%zx\r\n", (size_t)n);
-            evbuffer_add(out, buf, (size_t)n);
-            if (r->chunked)
-                evbuffer_add(out, "\r\n", 2);
+            if (r->chunked) {
+                chunk_head(vec.iov_base, (size_t)n);
+                memcpy((uint8_t *)vec.iov_base + head + (size_t)n, "\r\n", 2);
+                vec.iov_len = head + (size_t)n + 2;
+            } else {
+                memmove(vec.iov_base, (uint8_t *)vec.iov_base + head, (size_t)n);
+                vec.iov_len = (size_t)n;
+            }
         }
+        if (evbuffer_commit_space(out, &vec, 1) != 0)
+            goto fail;
         if (flags & HTTP1_READ_EOF) {
             if (r->chunked && !r->no_body)
                 evbuffer_add(out, "0\r\n\r\n", 5);
@@ -406,6 +432,11 @@ static void request_pump(struct http1_request *r)
             return;
         }
     }
+    return;
+fail:
+    /* The body cannot be finished: a client must not take it for whole, so
+     * the connection goes without its last chunk. */
+    conn_free(conn, 1);
 }
 
 void http1_request_resume(struct http1_request *r)
@@ -737,10 +768,11 @@ void http1_server_free(struct http1_server *server)
 {
     if (!server)
         return;
-    while (server->conns) {
+    for (struct http1_conn *conn = server->conns, *next; conn; conn = next) {
+        next = conn->next;
         /* The listener that handed it over is going away too. */
-        server->conns->on_close = NULL;
-        conn_free(server->conns, 1);
+        conn->on_close = NULL;
+        conn_free(conn, 1);
     }
     free(server);
 }

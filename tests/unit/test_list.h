@@ -22,6 +22,7 @@
     TEST_SUITE(gate)                                                                               \
     TEST_SUITE(grpc_compress)                                                                      \
     TEST_SUITE(grpc_loopback)                                                                      \
+    TEST_SUITE(grpc_protocol)                                                                      \
     TEST_SUITE(grpc_transport)                                                                     \
     TEST_SUITE(grpc_wire)                                                                          \
     TEST_SUITE(h2_server)                                                                          \
