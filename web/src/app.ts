@@ -23,6 +23,7 @@ const EPOCH_PROBE_SEQ = 0xffffffffffffffffn;
 const ALL_RETAINED = 0xffffffff;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
+const PROBE_RETRY_MS = 5000;
 
 type Compass = Client<typeof CompassService>;
 
@@ -60,6 +61,7 @@ class Page {
   private batchFiresAt = 0;
   private mayControl: boolean | null = null;
   private probing = false;
+  private probedAt = 0;
 
   constructor() {
     const transport = createGrpcWebTransport({ baseUrl: location.origin, useBinaryFormat: true });
@@ -268,6 +270,7 @@ class Page {
     this.batchCount = 0;
     this.mayControl = null;
     this.probing = false;
+    this.probedAt = 0;
     $("pane-title").textContent = "No session open";
     $("state").textContent = "";
     $("send-form").hidden = true;
@@ -388,6 +391,9 @@ class Page {
   private onFrame(f: AgentSessionFrame, logEpoch: string): void {
     this.pane.push(f, logEpoch);
     if (f.state !== AgentSessionState.UNSPECIFIED) this.showState(f.state);
+    // A probe the server could not answer yet (its Runner away) is tried
+    // again as the session moves, at most every few seconds.
+    if (this.mayControl === null && Date.now() - this.probedAt > PROBE_RETRY_MS) void this.maybeProbeControl();
     const ev = f.event?.event;
     if (ev?.case === "batchPending") {
       this.batchCount = ev.value.count;
@@ -409,6 +415,7 @@ class Page {
     const id = this.openId;
     const signal = this.paneCtl!.signal;
     this.probing = true;
+    this.probedAt = Date.now();
     try {
       await this.client.skipBatchWindow({ sessionId: id }, { headers: this.headers(), signal });
       this.mayControl = true;
