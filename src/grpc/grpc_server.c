@@ -237,6 +237,11 @@ static void door_write_http1_metrics(const struct grpc_server *server, FILE *out
           "# HELP agenthub_http1_bad_requests_total HTTP/1.1 requests refused as malformed or "
           "over a size bound (400, 413, 431, 505).\n"
           "# TYPE agenthub_http1_bad_requests_total counter\n"
+          "# HELP agenthub_http1_budget_refusals_total HTTP/1.1 requests refused 503: request "
+          "bodies held across the door over the server's receive budget.\n"
+          "# TYPE agenthub_http1_budget_refusals_total counter\n"
+          "# HELP agenthub_http1_recv_held_bytes HTTP/1.1 request body bytes held, by door.\n"
+          "# TYPE agenthub_http1_recv_held_bytes gauge\n"
           "# HELP agenthub_http_cors_preflights_total CORS preflights answered, by door and "
           "whether the origin was allowed.\n"
           "# TYPE agenthub_http_cors_preflights_total counter\n"
@@ -261,12 +266,16 @@ static void door_write_http1_metrics(const struct grpc_server *server, FILE *out
                 "agenthub_http1_requests_total{door=\"%s\"} %llu\n"
                 "agenthub_http1_request_timeouts_total{door=\"%s\"} %llu\n"
                 "agenthub_http1_disconnects_total{door=\"%s\"} %llu\n"
-                "agenthub_http1_bad_requests_total{door=\"%s\"} %llu\n",
+                "agenthub_http1_bad_requests_total{door=\"%s\"} %llu\n"
+                "agenthub_http1_budget_refusals_total{door=\"%s\"} %llu\n"
+                "agenthub_http1_recv_held_bytes{door=\"%s\"} %llu\n",
                 door->name, (unsigned long long)st->connections_open, door->name,
                 (unsigned long long)st->requests_total, door->name,
                 (unsigned long long)st->request_timeouts, door->name,
                 (unsigned long long)st->disconnects, door->name,
-                (unsigned long long)st->bad_requests);
+                (unsigned long long)st->bad_requests, door->name,
+                (unsigned long long)st->budget_refusals, door->name,
+                (unsigned long long)st->recv_held);
     }
 }
 
@@ -332,6 +341,7 @@ static struct http1_limits door_http1_limits(const struct grpc_door *door)
         .max_body_bytes = message / 3 * 4 + 8,
         .request_timeout_ms = h2->header_timeout_ms,
         .write_timeout_ms = h2->idle_timeout_ms,
+        .server_recv_budget = h2->server_recv_budget,
     };
     return limits;
 }

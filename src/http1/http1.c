@@ -37,6 +37,7 @@ struct http1_request {
     struct http1_conn *conn;
     void *data; /* the handler's */
     struct event *pump;
+    size_t held; /* body bytes counted in the server's recv_held */
     unsigned responded : 1;
     unsigned chunked : 1;       /* the body goes out in chunks */
     unsigned no_body : 1;       /* HEAD: the head only */
@@ -237,6 +238,13 @@ static int on_headers_complete(http_parser *p)
         conn->refused_status = 413;
         return -1;
     }
+    if (server->limits.server_recv_budget &&
+        server->stats.recv_held >= server->limits.server_recv_budget) {
+        /* As h2 refuses new streams over its budget: the client may retry. */
+        server->stats.budget_refusals++;
+        conn->refused_status = 503;
+        return -1;
+    }
     server->stats.requests_total++;
     r = calloc(1, sizeof(*r));
     if (!r)
@@ -290,8 +298,11 @@ static int on_body(http_parser *p, const char *at, size_t len)
         return -1;
     }
     /* An answered request's body is read and dropped. */
-    if (r && !r->response_done)
+    if (r && !r->response_done) {
+        r->held += len;
+        conn->server->stats.recv_held += len;
         conn->server->handler.request_data(r->data, (const uint8_t *)at, len);
+    }
     return 0;
 }
 
@@ -314,8 +325,11 @@ static int on_message_complete(http_parser *p)
 
 static void request_free(struct http1_request *r)
 {
-    if (r->conn && r->conn->request == r)
-        r->conn->request = NULL;
+    if (r->conn) {
+        r->conn->server->stats.recv_held -= r->held;
+        if (r->conn->request == r)
+            r->conn->request = NULL;
+    }
     event_free(r->pump);
     free(r);
 }
@@ -647,6 +661,7 @@ static void conn_free(struct http1_conn *conn, int aborted)
     }
     if (r) {
         conn->request = NULL;
+        server->stats.recv_held -= r->held;
         r->conn = NULL;
         server->handler.request_close(r->data, 1);
         event_free(r->pump);

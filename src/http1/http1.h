@@ -76,6 +76,10 @@ struct http1_limits {
     uint32_t request_timeout_ms;
     /* Longest a response write may make no progress (0: 60 s). */
     uint32_t write_timeout_ms;
+    /* Request body bytes held across the server (read, and their request
+     * not yet closed).  Over it, new requests are refused 503 until some
+     * close (0: no bound). */
+    size_t server_recv_budget;
 };
 
 struct http1_stats {
@@ -85,6 +89,8 @@ struct http1_stats {
     uint64_t request_timeouts; /* closed: a header block not complete in time */
     uint64_t disconnects;      /* closed by the client with a response open */
     uint64_t bad_requests;     /* refused: malformed, or over a size bound */
+    uint64_t budget_refusals;  /* refused 503: over server_recv_budget */
+    uint64_t recv_held;        /* gauge: body bytes held (server_recv_budget) */
 };
 
 /* Returns NULL when memory is short. */

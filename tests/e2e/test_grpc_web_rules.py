@@ -224,3 +224,28 @@ def test_a_refusal_from_the_headers_comes_before_the_body_and_keeps_the_connecti
     c.request("/grpc.health.v1.Health/Check",
               frame(pb.health.HealthCheckRequest().SerializeToString()))
     assert web_result(c.response()[2])[1]["grpc-status"] == "0"
+
+
+def test_new_requests_are_refused_503_over_the_server_receive_budget(start_hub, pb):
+    h = start_hub(flags=["--total-recv-budget-bytes", "1000"])
+    from helpers import UNARY
+    body = frame(pb.echo.EchoRequest(payload=b"p" * 3000).SerializeToString())
+    held = Http1(h.public)
+    held.send(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/grpc-web\r\n"
+              b"Content-Length: %d\r\n\r\n" % (UNARY.encode(), len(body)) + body[:2000])
+    wait_for(lambda: h.metric('agenthub_http1_recv_held_bytes{door="public"}') >= 2000,
+             what="the first body held")
+    other = Http1(h.public)
+    other.request("/grpc.health.v1.Health/Check",
+                  frame(pb.health.HealthCheckRequest().SerializeToString()))
+    assert other.response()[0] == 503
+    held.send(body[2000:])
+    messages, trailers = web_result(held.response()[2])
+    assert trailers["grpc-status"] == "0"
+    wait_for(lambda: h.metric('agenthub_http1_recv_held_bytes{door="public"}') == 0,
+             what="the budget given back")
+    again = Http1(h.public)
+    again.request("/grpc.health.v1.Health/Check",
+                  frame(pb.health.HealthCheckRequest().SerializeToString()))
+    assert again.response()[0] == 200
+    assert h.metric('agenthub_http1_budget_refusals_total{door="public"}') == 1

@@ -353,12 +353,21 @@ def test_malformed_frame_gets_goaway_and_others_are_still_served(server, pb, nam
     server.wait_metric("agenthub_connections_open", lambda v: v == 1)  # `before`
 
 
-@pytest.mark.parametrize("garbage", [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
-                                     b"\x00" * 100, os.urandom(4096)])
+@pytest.mark.parametrize("garbage", [b"\x00" * 100, os.urandom(4096)])
 def test_garbage_instead_of_the_preface_is_dropped(server, pb, garbage):
     raw = server.raw(preface=False)
     raw.send(garbage)
     assert raw.wait_eof(timeout=5)
+    assert_still_served(server, pb)
+
+
+def test_an_http1_request_gets_an_http1_answer_not_http2_bytes(server, pb):
+    """The public listener serves HTTP/1.1 too (gRPC-Web): a plain GET is
+    answered in HTTP/1.1 (405: not a call), never with HTTP/2 frames."""
+    host, port = server.public.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 405 ")
     assert_still_served(server, pb)
 
 
