@@ -1,12 +1,18 @@
 """The pane page: served by agenthubd on the public door (its headers,
 caching, HEAD, 404, --web off), then driven in headless Chromium against a
 real agenthubd with the reference Runner hosting the scripted agent."""
+import json
 import os
 import re
+import subprocess
+import time
+from urllib.parse import urlsplit
 
+import grpc
 import pytest
 
-from harness import REPO
+import harness
+from harness import BUILD, REPO, wait_for
 
 DIST = os.path.join(REPO, "web", "dist")
 CSP = "default-src 'self'"
@@ -153,7 +159,6 @@ def test_the_page_over_http1_on_the_same_listener(start_server):
 
 
 def test_web_flag_refuses_other_values(start_server):
-    import subprocess
     from harness import AGENTHUBD
     proc = subprocess.run([str(AGENTHUBD), "--db", "/nonexistent", "--listen", "127.0.0.1:0",
                            "--web", "maybe"], capture_output=True, text=True, timeout=30)
@@ -168,17 +173,6 @@ def test_web_flag_refuses_other_values(start_server):
 # "h2" runs serve the door with TLS (deploy/make-tls.sh's self-signed
 # certificate, which the browser is told to accept) and the Runner
 # connects with --tls.
-
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from urllib.parse import urlsplit  # noqa: E402
-
-import grpc  # noqa: E402
-
-import harness  # noqa: E402
-from harness import BUILD, wait_for  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
