@@ -15,7 +15,7 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time curl \
-  libgrpc++-dev protobuf-compiler-grpc g++
+  libgrpc++-dev protobuf-compiler-grpc g++ chromium chromium-driver python3-selenium
 # Node.js for the e2e suites' npm clients, only where there is none: a
 # machine whose nodejs package bundles npm (as NodeSource's does) conflicts
 # with Debian's separate npm package.
@@ -50,7 +50,7 @@ GEN_SRC := $(patsubst %.proto,gen/%.pb-c.c,$(PROTOS)) gen/descriptor_set.c
 # layer whose directory does not exist yet is skipped, so a new layer is
 # one word here and one row in tools/check_layers.py.  Programs link the
 # archives highest first; a lower layer calling up fails to link.
-LAYERS := $(foreach l,common h2 http1 grpc core store hub rpc,$(if $(wildcard src/$(l)/*.c),$(l)))
+LAYERS := $(foreach l,common web h2 http1 grpc core store hub rpc,$(if $(wildcard src/$(l)/*.c),$(l)))
 layer_src = $(sort $(wildcard src/$(1)/*.c)) $(if $(filter common,$(1)),$(GEN_SRC))
 layer_lib = $(patsubst %,$(BUILD)/lib%.a,$(1))
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
@@ -58,7 +58,7 @@ LIB_SRC := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
 # agenthubd links every layer; the CLI and the Runner talk to the server
 # over gRPC and link no handler (rpc) or session-path (hub) object.
 SERVER_LIBS := $(call layer_lib,$(call reverse,$(LAYERS)))
-CLIENT_LIBS := $(call layer_lib,$(call reverse,$(filter-out hub rpc,$(LAYERS))))
+CLIENT_LIBS := $(call layer_lib,$(call reverse,$(filter-out hub rpc web,$(LAYERS))))
 
 SERVER_SRC := src/main.c $(sort $(wildcard src/server/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -70,6 +70,14 @@ RUNNER_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/runner/main.c
 CLI_LIB := $(BUILD)/libcli.a
 CLI_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/cli/main.c,$(CLI_SRC)))
 PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner
+
+# The pane page agenthubd serves: web/dist (committed, made by `make web`)
+# as a C table generated at build time.
+WEB_DIST := $(sort $(wildcard web/dist/*))
+WEB_ASSETS_C := $(BUILD)/gen-web/web_assets.c
+WEB_ASSETS_OBJ := $(BUILD)/obj/$(BUILD)/gen-web/web_assets.o
+# What `make web` generates the page's protobuf code from.
+WEB_PROTOS := compass/v1/frames.proto compass/v1/services.proto
 
 # One runner for every unit suite: tests/unit/main.c runs the suites listed
 # in tests/unit/test_list.h (each test_NAME.c exports NAME_suite()).
@@ -83,7 +91,7 @@ JSON_DRIVER := $(BUILD)/tests/json_codec_driver
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps gen check-gen test unit e2e run demo bench fuzz fuzz-smoke lint format clean
+.PHONY: all deps gen check-gen web web-bundle check-web test unit e2e run demo bench fuzz fuzz-smoke lint format clean
 all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
@@ -91,7 +99,7 @@ all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 # packages of the clients the e2e suites drive (tests/node, from its lock
 # file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl
+  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl chromium chromedriver
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -100,7 +108,7 @@ deps:
 	[ -x /usr/lib/postgresql/15/bin/initdb ] || missing=1; \
 	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
 	  clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null || missing=1; \
-	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf' 2>/dev/null || missing=1; \
+	/usr/bin/python3 -c 'import grpc, h2, pytest, google.protobuf, selenium' 2>/dev/null || missing=1; \
 	if [ $$missing = 0 ]; then \
 	  echo "deps: already installed"; \
 	else \
@@ -114,6 +122,11 @@ deps:
 	else \
 	  cd tests/node && npm ci --no-audit --no-fund; \
 	fi
+	@if [ web/node_modules/.package-lock.json -nt web/package-lock.json ]; then \
+	  echo "deps: web is installed"; \
+	else \
+	  cd web && npm ci --no-audit --no-fund; \
+	fi
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -126,8 +139,12 @@ $(call layer_lib,$(1)): $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(call layer_src,$(1)
 endef
 $(foreach l,$(LAYERS),$(eval $(call LAYER_RULE,$(l))))
 
-$(BUILD)/agenthubd: $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRC)) $(SERVER_LIBS)
+$(BUILD)/agenthubd: $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRC)) $(WEB_ASSETS_OBJ) $(SERVER_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(WEB_ASSETS_C): $(WEB_DIST) tools/embed_web.sh
+	@mkdir -p $(dir $@)
+	tools/embed_web.sh web/dist > $@.tmp && mv $@.tmp $@
 $(BUILD)/agenthub: $(BUILD)/obj/src/cli/main.o $(CLI_LIB) $(CLIENT_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(BUILD)/agenthub-runner: $(BUILD)/obj/src/runner/main.o $(RUNNER_LIB) $(CLIENT_LIBS)
@@ -172,6 +189,27 @@ check-gen:
 	@rm -f $(BUILD)/gen-check/descriptor_set.pb
 	@diff -r gen $(BUILD)/gen-check >/dev/null || { echo "gen/ is stale: run 'make gen' and commit it" >&2; exit 1; }
 	@echo "gen/ is up to date"
+
+# web/dist is committed.  `make web` installs the page's npm packages from
+# its lock file (into web/node_modules), generates its protobuf code with
+# protoc-gen-es, type-checks it and bundles it with esbuild; `make
+# check-web` rebuilds it elsewhere and fails when web/dist differs.
+web:
+	cd web && npm ci --no-audit --no-fund
+	$(MAKE) web-bundle WEB_OUT=web/dist
+
+web-bundle:
+	rm -rf web/src/gen && mkdir -p web/src/gen
+	protoc --plugin=protoc-gen-es=web/node_modules/.bin/protoc-gen-es --es_out=web/src/gen \
+	  --es_opt=target=ts -Iproto $(WEB_PROTOS)
+	web/node_modules/.bin/tsc -p web
+	node web/build.mjs $(abspath $(WEB_OUT))
+
+check-web:
+	@rm -rf $(BUILD)/web-check && mkdir -p $(BUILD)/web-check
+	@$(MAKE) -s web-bundle WEB_OUT=$(BUILD)/web-check >/dev/null
+	@diff -r web/dist $(BUILD)/web-check >/dev/null || { echo "web/dist is stale: run 'make web' and commit it" >&2; exit 1; }
+	@echo "web/dist is up to date"
 
 unit: $(UNIT_BIN)
 	@tests/run_unit.sh $(BUILD) /dev/null

@@ -25,6 +25,11 @@
 #include "store/blob.h"
 #include "store/store.h"
 #include "server/metrics_http.h"
+#include "server/web_wire.h"
+#include "web/web.h"
+
+/* What --web off serves: nothing, so every path is 404. */
+static const struct web_site no_web = {NULL, 0};
 
 #define AGENTHUB_VERSION  "0.1.0"
 #define SHUTDOWN_GRACE_MS 4500
@@ -38,6 +43,7 @@ struct config {
     const char *metrics_listen;
     const char *blob_dir;
     struct h2_tls_config tls;
+    int web_off; /* --web off: no pane page on the public door */
     struct h2_limits h2;
     struct grpc_limits grpc;
     size_t agent_log_bytes;
@@ -133,6 +139,8 @@ static void usage(FILE *out)
           "                                the public door with gRPC-Web: CORS preflights\n"
           "                                answered, Access-Control-* headers on answers\n"
           "                                (repeatable; none by default)\n"
+          "  --web on|off                  serve the pane page at GET / on the public door\n"
+          "                                (default on; off answers 404, docs/web-page.md)\n"
           "  --verbose                     debug logging\n"
           "  --version, --help\n"
           "\n"
@@ -229,6 +237,7 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_TOTAL_RECV_BUDGET,
         OPT_METRICS_MAX_CONNECTIONS,
         OPT_METRICS_IDLE_TIMEOUT,
+        OPT_WEB,
         OPT_VERBOSE,
         OPT_CORS_ORIGIN,
         OPT_VERSION,
@@ -264,6 +273,7 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"total-recv-budget-bytes", required_argument, NULL, OPT_TOTAL_RECV_BUDGET},
         {"metrics-max-connections", required_argument, NULL, OPT_METRICS_MAX_CONNECTIONS},
         {"metrics-idle-timeout-ms", required_argument, NULL, OPT_METRICS_IDLE_TIMEOUT},
+        {"web", required_argument, NULL, OPT_WEB},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -301,6 +311,13 @@ static int parse_args(int argc, char **argv, struct config *config)
         switch (opt) {
         case OPT_DB:
             config->db_path = optarg;
+            break;
+        case OPT_WEB:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "agenthubd: --web: expected on or off, got '%s'\n", optarg);
+                return -1;
+            }
+            config->web_off = strcmp(optarg, "off") == 0;
             break;
         case OPT_LISTEN:
             config->listen = optarg;
@@ -746,6 +763,8 @@ int main(int argc, char **argv)
     grpc_server_set_request_check(server.grpc, pb_validate_strings);
 
     public_door = grpc_door_new(server.grpc, "public", &server.rpc);
+    if (public_door)
+        web_wire_install(public_door, server.config.web_off ? &no_web : &web_embedded_site);
     if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
     grpc_door_serve_http1(public_door); /* browsers: gRPC-Web over HTTP/1.1 */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# `make test`: generated code check, unit suites, the same under
+# `make test`: generated code and page bundle checks, unit suites, the same under
 # ASan+UBSan, the e2e suites, then every fuzz target for a few seconds over
 # its corpus; ends with "N passed, N failed".  Each step appends a
 # "passed failed" line to $counts: the unit runner's are Check's own totals
@@ -15,6 +15,9 @@ step() { echo "== $*"; }
 
 step "generated code"
 if ! make -s check-gen; then echo "0 1" >> "$counts"; fi
+
+step "the pane page's bundle"
+if ! make -s check-web; then echo "0 1" >> "$counts"; fi
 
 step "unit suites"
 if make -s -j"$jobs" all; then

@@ -27,6 +27,7 @@ LAYERS = {
     "store": ["common"],
     "hub": ["core", "store", "common"],
     "rpc": ["hub", "grpc", "core", "store", "common"],
+    "web": ["common"],
 }
 # The programs sit on top and may include any layer.
 PROGRAMS = ["main.c", "server", "cli", "runner"]

@@ -361,11 +361,12 @@ def test_garbage_instead_of_the_preface_is_dropped(server, pb, garbage):
 
 
 def test_an_http1_request_gets_an_http1_answer_not_http2_bytes(server, pb):
-    """The public listener serves HTTP/1.1 too (gRPC-Web): a plain GET is
-    answered in HTTP/1.1 (405: not a call), never with HTTP/2 frames."""
+    """The public listener serves HTTP/1.1 too (gRPC-Web): a plain GET of a
+    method is answered in HTTP/1.1 (405: not a call), never with HTTP/2
+    frames.  (GET / is the pane page: tests/e2e/test_web_page.py.)"""
     host, port = server.public.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=5) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: x\r\n\r\n")
         assert sock.recv(65536).startswith(b"HTTP/1.1 405 ")
     assert_still_served(server, pb)
 

@@ -40,6 +40,7 @@
     TEST_SUITE(session)                                                                            \
     TEST_SUITE(store)                                                                              \
     TEST_SUITE(store_pg)                                                                           \
+    TEST_SUITE(web)                                                                                \
     TEST_SUITE(wire_numbering)
 
 #endif

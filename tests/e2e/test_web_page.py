@@ -1,0 +1,870 @@
+"""The pane page: served by agenthubd on the public door (its headers,
+caching, HEAD, 404, --web off), then driven in headless Chromium against a
+real agenthubd with the reference Runner hosting the scripted agent."""
+import json
+import os
+import re
+import subprocess
+import time
+from urllib.parse import urlsplit
+
+import grpc
+import pytest
+
+import harness
+from harness import BUILD, REPO, wait_for
+
+DIST = os.path.join(REPO, "web", "dist")
+CSP = "default-src 'self'"
+
+
+def dist_files():
+    """{request path: bytes} of the committed bundle."""
+    out = {}
+    for name in sorted(os.listdir(DIST)):
+        with open(os.path.join(DIST, name), "rb") as f:
+            out["/" + name] = f.read()
+    out["/"] = out["/index.html"]
+    return out
+
+
+def hashed_assets():
+    return [p for p in dist_files() if re.search(r"-[0-9a-f]{16}\.[a-z]+$", p)]
+
+
+def h2_get(server, path, method="GET", extra=()):
+    """(response headers, body) of one plain HTTP/2 request on the public door."""
+    conn = server.raw()
+    sid = conn.new_stream_id()
+    headers = [(":method", method), (":scheme", "http"), (":path", path),
+               (":authority", "localhost")] + list(extra)
+    conn.send_headers(sid, headers, end_stream=True)
+    conn.wait_closed(sid)
+    stream = conn.streams[sid]
+    assert stream.ended, stream.events
+    conn.close()
+    return stream.headers, bytes(stream.data)
+
+
+# --- Serving ------------------------------------------------------------------
+
+def test_get_slash_serves_the_page_with_its_security_headers(start_server):
+    server = start_server()
+    headers, body = h2_get(server, "/")
+    assert headers[":status"] == "200"
+    assert body == dist_files()["/"]
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    assert headers["content-security-policy"] == CSP
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["cache-control"] == "no-cache"
+    assert re.fullmatch(r'"[0-9a-f]{32}"', headers["etag"]), headers
+    assert headers["content-length"] == str(len(body))
+    # The page pulls in nothing inline: every script and style is a file.
+    html = body.decode()
+    assert "<style" not in html and " style=" not in html
+    assert re.findall(r"<script[^>]*>([^<]*)</script>", html) == [""]
+    assert re.search(r"\son[a-z]+\s*=", html) is None
+
+
+def test_hashed_assets_are_immutable_and_the_page_revalidates(start_server):
+    server = start_server()
+    files = dist_files()
+    assets = hashed_assets()
+    assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets)
+    for path in assets:
+        headers, body = h2_get(server, path)
+        assert headers[":status"] == "200", path
+        assert body == files[path]
+        assert headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert headers["content-security-policy"] == CSP
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["content-type"] == ("text/javascript; charset=utf-8"
+                                           if path.endswith(".js") else "text/css; charset=utf-8")
+    etag = h2_get(server, "/")[0]["etag"]
+    headers, body = h2_get(server, "/", extra=[("if-none-match", etag)])
+    assert headers[":status"] == "304" and body == b""
+    assert headers["etag"] == etag and headers["cache-control"] == "no-cache"
+    headers, body = h2_get(server, "/", extra=[("if-none-match", '"stale", W/%s' % etag)])
+    assert headers[":status"] == "304"
+    headers, body = h2_get(server, "/", extra=[("if-none-match", '"stale"')])
+    assert headers[":status"] == "200" and body == files["/"]
+
+
+def test_head_has_headers_only_and_unknown_paths_are_404(start_server):
+    server = start_server()
+    headers, body = h2_get(server, "/", method="HEAD")
+    assert headers[":status"] == "200" and body == b""
+    assert headers["content-length"] == str(len(dist_files()["/"]))
+    assert headers["content-security-policy"] == CSP
+    for path in ("/nope", "/app-0000000000000000.js", "/../etc/passwd", "/index.htm",
+                 "/compass.v1.CompassService/NoSuchMethod"):
+        headers, body = h2_get(server, path)
+        assert headers[":status"] == "404", path
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["content-security-policy"] == CSP
+    headers, _ = h2_get(server, "/nope", method="HEAD")
+    assert headers[":status"] == "404"
+    # A gRPC method's path is still a gRPC method: only POST.
+    headers, _ = h2_get(server, "/compass.v1.CompassService/WhoAmI")
+    assert headers[":status"] == "405"
+
+
+def test_web_off_answers_404_and_grpc_is_served_beside_the_page(start_server, pb):
+    from helpers import Health
+    server = start_server("--web", "off")
+    for path in ["/"] + hashed_assets():
+        headers, _ = h2_get(server, path)
+        assert headers[":status"] == "404", path
+    assert Health(server.channel(), pb).status() == Health.SERVING
+    on = start_server()
+    assert h2_get(on, "/")[0][":status"] == "200"
+    assert Health(on.channel(), pb).status() == Health.SERVING
+
+
+def h1_get(server, path, method="GET", headers=None):
+    """(status, {lowercase header: value}, body) of one HTTP/1.1 request."""
+    import http.client
+    host, _, port = server.public.rpartition(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request(method, path, headers=headers or {})
+        resp = conn.getresponse()
+        body = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+    finally:
+        conn.close()
+
+
+def test_the_page_over_http1_on_the_same_listener(start_server):
+    server = start_server()
+    files = dist_files()
+    status, headers, body = h1_get(server, "/")
+    assert status == 200 and body == files["/"]
+    assert headers["content-security-policy"] == CSP
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["cache-control"] == "no-cache"
+    status, headers304, body = h1_get(server, "/", headers={"If-None-Match": headers["etag"]})
+    assert status == 304 and body == b"" and headers304["etag"] == headers["etag"]
+    for path in hashed_assets():
+        status, headers, body = h1_get(server, path)
+        assert status == 200 and body == files[path]
+        assert headers["cache-control"] == "public, max-age=31536000, immutable"
+    status, headers, body = h1_get(server, "/", method="HEAD")
+    assert status == 200 and body == b""
+    assert headers["content-length"] == str(len(files["/"]))
+    status, headers, _ = h1_get(server, "/nope")
+    assert status == 404 and headers["content-security-policy"] == CSP
+    off = start_server("--web", "off")
+    assert h1_get(off, "/")[0] == 404
+
+
+def test_web_flag_refuses_other_values(start_server):
+    from harness import AGENTHUBD
+    proc = subprocess.run([str(AGENTHUBD), "--db", "/nonexistent", "--listen", "127.0.0.1:0",
+                           "--web", "maybe"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2, proc.stderr
+    assert "--web: expected on or off, got 'maybe'" in proc.stderr
+
+
+# --- In headless Chromium -------------------------------------------------------
+#
+# Over plaintext the browser speaks HTTP/1.1 to the public door (gRPC-Web
+# with chunked server streams); it speaks HTTP/2 only over TLS, so the
+# "h2" runs serve the door with TLS (deploy/make-tls.sh's self-signed
+# certificate, which the browser is told to accept) and the Runner
+# connects with --tls.
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+AGENT = os.path.join(REPO, "tests", "agents", "scripted-agent")
+PY = "/usr/bin/python3"
+COMPASS = "/compass.v1.CompassService/"
+WAIT = 30.0
+
+
+class WebWorld:
+    """agenthubd on the demo world (TLS on its doors when TLS is given);
+    Runners for sess-1; unary CompassService calls for the test itself."""
+
+    def __init__(self, tmp, tls, flags=()):
+        self.tmp = tmp
+        self.tls = tls
+        tls_flags = ["--tls-cert", tls.server_crt, "--tls-key", tls.server_key] if tls else []
+        self.server = harness.Server(world=True, workdir=tmp / "agenthubd", stop_timeout=15.0,
+                                     flags=tls_flags + list(flags))
+        self.runners = []
+        self._channel = None
+
+    @property
+    def scheme(self):
+        return "https" if self.tls else "http"
+
+    @property
+    def url(self):
+        return "%s://%s/" % (self.scheme, self.server.public)
+
+    def channel(self):
+        if self._channel is None and self.tls:
+            with open(self.tls.server_crt, "rb") as f:
+                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+            self._channel = grpc.secure_channel(self.server.public, creds)
+        elif self._channel is None:
+            self._channel = grpc.insecure_channel(self.server.public)
+        return self._channel
+
+    def call(self, method, request, response_type, token="t-alice"):
+        fn = self.channel().unary_unary(COMPASS + method,
+                                        request_serializer=request.SerializeToString,
+                                        response_deserializer=response_type.FromString)
+        return fn(request, metadata=[("authorization", "Bearer " + token)], timeout=20)
+
+    def runner(self, agent, *extra):
+        log = open(self.tmp / ("runner-%d.log" % len(self.runners)), "w")
+        tls = ["--tls", "--ca", self.tls.server_crt] if self.tls else []
+        proc = subprocess.Popen(
+            [str(BUILD / "agenthub-runner"), "--addr", self.server.runner_addr, *tls, "--token",
+             "t-runner-1", "--session", "sess-1", "--agent", agent, *extra],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        self.runners.append((proc, log))
+        return proc
+
+    def runner_log(self):
+        return "\n".join(open(log.name).read() for _, log in self.runners)
+
+    def close(self):
+        if self._channel is not None:
+            self._channel.close()
+        for proc, log in self.runners:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.wait(timeout=15)
+            log.close()
+        if not self.server.stopped:
+            self.server.stop()
+
+
+@pytest.fixture
+def make_web(tmp_path, tls_dir):
+    """make_web(*agenthubd_flags, tls=False) -> a WebWorld, closed at
+    teardown: plaintext (the browser speaks HTTP/1.1), or with tls TLS (the
+    browser speaks HTTP/2)."""
+    worlds = []
+
+    def make(*flags, tls=False):
+        worlds.append(WebWorld(tmp_path, tls_dir if tls else None, flags))
+        return worlds[-1]
+
+    try:
+        yield make
+    finally:
+        for world in worlds:
+            world.close()
+
+
+@pytest.fixture
+def web(make_web):
+    """Plaintext: the browser speaks HTTP/1.1."""
+    return make_web()
+
+
+@pytest.fixture(params=["http1", "h2"])
+def web_both(request, make_web):
+    """Each test twice: HTTP/1.1 (plaintext), then HTTP/2 (TLS)."""
+    return make_web(tls=request.param == "h2")
+
+
+class Cutter:
+    """A TCP relay in front of the public door that can cut every
+    connection through it and refuse new ones for a while: a network drop
+    the browser cannot tell from a real one."""
+
+    def __init__(self, target):
+        import socket
+        import threading
+        self.target = target
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.down = False
+        self.closed = False
+        self.pairs = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.down:
+                client.close()
+                continue
+            host, _, port = self.target.rpartition(":")
+            try:
+                upstream = socket.create_connection((host, int(port)), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.pairs.append((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+
+    def _pump(self, a, b):
+        import select
+        socks = [a, b]
+        try:
+            while True:
+                readable, _, _ = select.select(socks, [], [], 1.0)
+                if self.closed:
+                    break
+                for s in readable:
+                    data = s.recv(65536)
+                    if not data:
+                        return
+                    (b if s is a else a).sendall(data)
+        except (OSError, ValueError):
+            pass
+        finally:
+            a.close()
+            b.close()
+
+    def cut(self):
+        """Closes every connection and refuses new ones until restore()."""
+        import socket
+        self.down = True
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for a, b in pairs:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def restore(self):
+        self.down = False
+
+    def close(self):
+        self.closed = True
+        self.cut()
+        self.listener.close()
+
+
+@pytest.fixture
+def cutter_for():
+    cutters = []
+
+    def make(web):
+        cutters.append(Cutter(web.server.public))
+        return cutters[-1]
+
+    try:
+        yield make
+    finally:
+        for c in cutters:
+            c.close()
+
+
+class Browser:
+    """One headless Chromium (as root: --no-sandbox) through chromedriver,
+    with its console and network logs on."""
+
+    def __init__(self, tmp):
+        from selenium import webdriver
+        from selenium.webdriver.chrome.options import Options
+        from selenium.webdriver.chrome.service import Service
+        opts = Options()
+        opts.binary_location = CHROMIUM
+        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--ignore-certificate-errors", "--window-size=1280,900", "--no-first-run",
+                    "--no-default-browser-check", "--disable-extensions", "--disable-sync",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--user-data-dir=%s" % (tmp / "chromium-profile")):
+            opts.add_argument(arg)
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER,
+                                                       log_path=str(tmp / "chromedriver.log")),
+                                       options=opts)
+        self.driver.set_page_load_timeout(WAIT)
+        self.driver.set_script_timeout(WAIT)
+        self.requests = []  # (document, URL) of every request (the network log)
+        self.console = []
+
+    def quit(self):
+        self.driver.quit()
+
+    def new_tab(self):
+        """A second tab: its own sessionStorage, so its own token."""
+        self.driver.switch_to.new_window("tab")
+        return self.driver.current_window_handle
+
+    def tab(self, handle):
+        self.driver.switch_to.window(handle)
+
+    def collect_logs(self):
+        for entry in self.driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message.get("method") == "Network.requestWillBeSent":
+                params = message["params"]
+                self.requests.append((params.get("documentURL", ""), params["request"]["url"]))
+        self.console.extend(self.driver.get_log("browser"))
+
+    def js(self, script, *args):
+        return self.driver.execute_script(script, *args)
+
+    def js_async(self, script, *args):
+        return self.driver.execute_async_script(script, *args)
+
+    def text(self, css):
+        return self.js("const e = document.querySelector(arguments[0]);"
+                       "return e ? e.textContent : null;", css)
+
+    def status(self):
+        return self.text("#status")
+
+    def visible(self, css):
+        return self.js("const e = document.querySelector(arguments[0]);"
+                       "return !!e && e.offsetParent !== null;", css)
+
+    def wait(self, predicate, what, timeout=WAIT):
+        return wait_for(predicate, timeout, 0.05, what=lambda: "%s (status %r)\n%s" % (
+            what, self.status(), self.pane_dump()))
+
+    def sign_in(self, url, token):
+        self.driver.get(url)
+        self.wait(lambda: self.status() == "signed out", "the sign-in form")
+        self.driver.find_element("css selector", "#token").send_keys(token)
+        self.driver.find_element("css selector", "#login").click()
+        self.wait(lambda: self.status() in ("live", "reconnecting"), "signing in")
+        self.wait(lambda: self.status() == "live", "the sessions stream")
+
+    def open(self, session_id):
+        self.js("location.hash = '#session=' + encodeURIComponent(arguments[0]);", session_id)
+
+    def sessions(self):
+        return self.js("return [...document.querySelectorAll('#sessions [data-session-id]')]"
+                       ".map(e => [e.dataset.sessionId, e.dataset.state]);")
+
+    def frames(self):
+        """[(seq, type, log, text)] of the pane's frame elements, in order."""
+        return [(int(s), t, log, text) for s, t, log, text in self.js(
+            "return [...document.querySelectorAll('#pane [data-seq]')]"
+            ".map(e => [e.dataset.seq, e.dataset.type, e.dataset.log, e.textContent]);")]
+
+    def pane_dump(self):
+        try:
+            return "pane: %s" % (self.frames()[-12:],)
+        except Exception as e:  # the page may be gone
+            return "pane: (%s)" % e
+
+
+@pytest.fixture
+def browser(tmp_path):
+    b = Browser(tmp_path)
+    try:
+        yield b
+    finally:
+        b.quit()
+
+
+def assert_consecutive(frames):
+    """Seqs within each log strictly +1: nothing twice, nothing skipped."""
+    by_log = {}
+    for seq, _, log, _ in frames:
+        by_log.setdefault(log, []).append(seq)
+    for log, seqs in by_log.items():
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), (log, seqs)
+
+
+def test_bob_watches_sess1_live_frames_in_seq_order(web_both, browser, tmp_path, pb):
+    web = web_both
+    browser.sign_in(web.url, "t-bob")
+    browser.wait(lambda: any(s[0] == "sess-1" for s in browser.sessions()), "sess-1 in the list")
+    browser.driver.find_element("css selector", '#sessions [data-session-id="sess-1"] a').click()
+    browser.wait(lambda: browser.status() == "live", "the pane")
+    assert browser.frames() == []
+    web.runner("%s %s --speed 2" % (PY, AGENT))
+    # Frames show while the agent runs, not only once it is done.
+    browser.wait(lambda: 0 < len(browser.frames()) and "Fixed:" not in browser.text("#pane"),
+                 "the first frames")
+    browser.wait(lambda: "and the unit suite passes." in browser.text("#pane"),
+                 "the script's last words", timeout=60)
+    browser.wait(lambda: browser.frames()[-1][1] == "state", "the final state")
+    frames = browser.frames()
+    assert frames[0][0] == 1
+    assert_consecutive(frames)
+    types = {f[1] for f in frames}
+    assert {"state", "thinking", "assistant_text", "plan", "tool_call", "tool_call_update",
+            "record", "notice"} <= types, types
+    # The same frames a native gRPC subscriber replays, in the same order.
+    frames_pb, services = pb.frames, pb.services
+    stream = web.channel().unary_stream(
+        COMPASS + "SubscribeAgentSession",
+        request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
+        response_deserializer=frames_pb.AgentSessionFrame.FromString)(
+            services.SubscribeAgentSessionRequest(session_id="sess-1", tail=1000),
+            metadata=[("authorization", "Bearer t-bob")], timeout=20)
+    native = []
+    for frame in stream:
+        native.append(frame.seq)
+        if frame.seq == frames[-1][0]:
+            break
+    stream.cancel()
+    assert [f[0] for f in frames] == native
+    # Streamed text joins one paragraph per message; tool updates join their call.
+    assert browser.js("return [...document.querySelectorAll('#pane p.assistant')]"
+                      ".map(p => p.dataset.messageId)") == ["m2", "m3"]
+    assert browser.js("return [...document.querySelectorAll('#pane p.thinking')]"
+                      ".map(p => p.dataset.messageId)") == ["m1"]
+    assert browser.js("return document.querySelector('#pane .tool[data-tool-call-id=\"t1\"]')"
+                      ".querySelectorAll('[data-seq]').length") == 2
+    assert browser.js("return document.querySelectorAll('#pane .attention').length") >= 2
+    shot = tmp_path / "pane.png"
+    assert browser.driver.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    browser.collect_logs()
+    assert not [e for e in browser.console if e["level"] == "SEVERE"], browser.console
+    # The browser spoke what the door was meant to give it.
+    protocols = set(browser.js("return performance.getEntriesByType('navigation')"
+                               ".concat(performance.getEntriesByType('resource'))"
+                               ".map(e => e.nextHopProtocol);"))
+    assert protocols == {"h2" if web.tls else "http/1.1"}, protocols
+    # The token stays in this tab's sessionStorage and off every URL.
+    assert browser.js("return sessionStorage.getItem('agenthub-token')") == "t-bob"
+    assert browser.js("return localStorage.length") == 0
+    assert browser.requests and not [u for _, u in browser.requests if "t-bob" in u]
+
+
+def test_a_refused_token_signs_out_and_sign_out_forgets_the_token(web, browser):
+    browser.driver.get(web.url)
+    browser.wait(lambda: browser.status() == "signed out", "the sign-in form")
+    browser.driver.find_element("css selector", "#token").send_keys("t-wrong")
+    browser.driver.find_element("css selector", "#login").click()
+    browser.wait(lambda: "refused" in (browser.text("#signin-error") or ""), "the refusal")
+    assert browser.status() == "signed out"
+    assert browser.js("return sessionStorage.getItem('agenthub-token')") is None
+    browser.sign_in(web.url, "t-bob")
+    assert browser.text("#whoami") in ("bob", "")
+    browser.wait(lambda: browser.text("#whoami") == "bob", "WhoAmI")
+    # A reload keeps the tab signed in; signing out forgets the token.
+    browser.driver.refresh()
+    browser.wait(lambda: browser.status() == "live", "signed in after a reload")
+    browser.driver.find_element("css selector", "#logout").click()
+    browser.wait(lambda: browser.status() == "signed out", "signed out")
+    assert browser.js("return sessionStorage.getItem('agenthub-token')") is None
+
+
+def test_an_ended_session_shows_as_ended(web, browser):
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.status() == "live", "the pane")
+    web.runner("%s %s --script idle --exit-after-script" % (PY, AGENT))
+    browser.wait(lambda: browser.status() == "ended", "the end", timeout=60)
+    assert browser.text("#state") in ("stopped", "errored")
+    browser.wait(lambda: ["sess-1", browser.text("#state")] in browser.sessions(),
+                 "the list's state")
+    # Opened afterwards, it replays what is retained and shows ended too.
+    browser.open("")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.status() == "ended", "ended on reopening")
+    assert browser.frames()
+
+
+def test_carol_sees_the_same_not_found_for_sess1_as_for_an_unknown_id(web, browser):
+    web.runner("%s %s --script idle" % (PY, AGENT))
+    browser.sign_in(web.url, "t-carol")
+    for session_id in ("sess-1", "no-such-session"):
+        browser.open(session_id)
+        browser.wait(lambda: browser.status() == "not found", "not found for " + session_id)
+        assert browser.frames() == []
+        assert browser.text("#pane-title") == session_id
+    assert all(s[0] != "sess-1" for s in browser.sessions())
+    # The gRPC-Web answers themselves are the same bytes (the page cannot
+    # tell them apart, nor can anyone else).
+    browser.open("")
+    bodies = browser.js_async("""
+        const done = arguments[arguments.length - 1];
+        const frame = (id) => { const s = new TextEncoder().encode(id);
+            const b = new Uint8Array(7 + s.length); b[4] = 2 + s.length; b[5] = 10; b[6] = s.length;
+            b.set(s, 7); return b; };
+        const ask = (id) => fetch('/compass.v1.CompassService/SubscribeAgentSession', {method: 'POST',
+            headers: {'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1',
+                      'authorization': 'Bearer t-carol'}, body: frame(id)})
+            .then(r => r.arrayBuffer()).then(b => Array.from(new Uint8Array(b)));
+        Promise.all([ask('sess-1'), ask('no-such-session')]).then(done, e => done(String(e)));
+    """)
+    assert isinstance(bodies, list) and bodies[0] == bodies[1], bodies
+    assert b"grpc-status:5" in bytes(bodies[0])
+
+
+def test_alice_skips_the_batch_window_and_bob_never_sees_the_button(web, browser):
+    web.runner("%s %s --script idle" % (PY, AGENT), "--batch-window-ms", "60000")
+    alice = browser.driver.current_window_handle
+    browser.sign_in(web.url, "t-alice")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.text("#state") == "ready", "the idle agent")
+    browser.wait(lambda: browser.js("return document.querySelector('#batch').dataset.mayControl")
+                 == "true", "alice's control")
+    bob = browser.new_tab()
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.js("return document.querySelector('#batch').dataset.mayControl")
+                 == "false", "bob's lack of control")
+    # Bob may not send: the server's refusal shows beside the box.
+    browser.driver.find_element("css selector", "#send").send_keys("from bob")
+    browser.driver.find_element("css selector", "#send-button").click()
+    browser.wait(lambda: (browser.text("#send-result") or "").startswith("not sent"),
+                 "bob's refusal")
+    browser.tab(alice)
+    browser.driver.find_element("css selector", "#send").send_keys("please also lint")
+    browser.driver.find_element("css selector", "#send-button").click()
+    browser.wait(lambda: browser.text("#send-result") == "sent", "alice's message")
+    browser.tab(bob)
+    browser.wait(lambda: browser.visible("#batch") and browser.text("#batch-count") == "1",
+                 "bob sees the pending batch")
+    assert not browser.visible("#skip-batch")
+    browser.tab(alice)
+    browser.wait(lambda: browser.visible("#skip-batch"), "alice's button")
+    assert browser.text("#batch-count") == "1"
+    assert "delivered in" in browser.text("#batch-countdown")
+    browser.driver.find_element("css selector", "#skip-batch").click()
+    # The batch fires long before its 60 s window: the agent answers it.
+    browser.wait(lambda: any(f[3].startswith("Got 1 message(s): please also lint")
+                             for f in browser.frames()), "the agent's answer", timeout=20)
+    assert not browser.visible("#batch")
+    browser.tab(bob)
+    browser.wait(lambda: any(f[3].startswith("Got 1 message(s)") for f in browser.frames()),
+                 "bob sees the answer")
+    assert not browser.visible("#skip-batch") and not browser.visible("#batch")
+
+
+HOSTILE_AGENT = r'''
+import json, sys
+HOSTILE = ["<img src=x onerror=\"window.__pwned='img'\">",
+           "<script>window.__pwned='script'</script>",
+           "<img src=\"https://example.invalid/pixel.png\">",
+           "<a href=\"javascript:window.__pwned='link'\">x</a><b>bold</b>&amp;"]
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit({"state": "WORKING"})
+for i, h in enumerate(HOSTILE):
+    emit({"assistant_text": {"text": h, "message_id": "m%d" % i}})
+    emit({"thinking": {"text": h, "message_id": "t%d" % i}})
+    emit({"tool_call": {"tool_call_id": "c%d" % i, "title": h, "status": "IN_PROGRESS"}})
+    emit({"tool_call_update": {"tool_call_id": "c%d" % i, "status": "COMPLETED", "output": h}})
+    emit({"notice": {"text": h}})
+    emit({"plan": {"entries": [{"content": h, "status": "PENDING"}]}})
+emit({"record": {"type": "ask", "data": {"tool_name": HOSTILE[0]}}, "state": "BLOCKED"})
+emit({"state": "READY"})
+for line in sys.stdin:
+    pass
+'''
+
+
+def test_html_in_frames_is_shown_as_text_and_runs_nothing(web, browser, tmp_path):
+    from selenium.common.exceptions import NoAlertPresentException
+    agent = tmp_path / "hostile_agent.py"
+    agent.write_text(HOSTILE_AGENT)
+    web.runner("%s %s" % (PY, agent))
+    browser.sign_in(web.url, "t-alice")
+    browser.open("sess-1")
+    browser.wait(lambda: len(browser.frames()) >= 4 * 6 + 3, "every hostile frame")
+    texts = [f[3] for f in browser.frames()]
+    for needle in ("<img src=x onerror=\"window.__pwned='img'\">",
+                   "<script>window.__pwned='script'</script>",
+                   "<img src=\"https://example.invalid/pixel.png\">",
+                   "<a href=\"javascript:window.__pwned='link'\">x</a><b>bold</b>&amp;"):
+        assert sum(needle in t for t in texts) >= 5, (needle, texts)
+    assert browser.js("return document.querySelectorAll('#pane img, #pane script, #pane a, "
+                      "#pane b, #pane iframe').length") == 0
+    assert browser.js("return window.__pwned === undefined")
+    try:
+        browser.driver.switch_to.alert
+        raise AssertionError("a dialog opened")
+    except NoAlertPresentException:
+        pass
+    browser.collect_logs()
+    origin = urlsplit(web.url)
+    ours = [url for document, url in browser.requests
+            if urlsplit(document)[:2] == origin[:2]]
+    assert ours, browser.requests
+    for url in ours:
+        assert urlsplit(url)[:2] == origin[:2], url
+    assert not [e for e in browser.console if "Content Security Policy" in e["message"]], \
+        browser.console
+
+
+# Emits "frame N" as assistant text while the file GO exists; while it does
+# not, it says how many it has written in the file PAUSED.
+GATED_AGENT = r'''
+import json, os, sys, time
+go, paused = sys.argv[1], sys.argv[2]
+n = 0
+print(json.dumps({"state": "WORKING"}), flush=True)
+while True:
+    if os.path.exists(go):
+        if os.path.exists(paused):
+            os.unlink(paused)
+        n += 1
+        print(json.dumps({"assistant_text": {"text": "frame %d" % n, "message_id": "m%d" % n}}),
+              flush=True)
+        time.sleep(0.005)
+    else:
+        if not os.path.exists(paused):
+            with open(paused + ".tmp", "w") as f:
+                f.write(str(n))
+            os.replace(paused + ".tmp", paused)
+        time.sleep(0.01)
+'''
+
+
+class Gated:
+    """GATED_AGENT under a Runner, and the page's view of its frames."""
+
+    def __init__(self, web, browser, tmp_path):
+        self.browser = browser
+        self.go, self.paused = tmp_path / "go", tmp_path / "paused"
+        agent = tmp_path / "gated_agent.py"
+        agent.write_text(GATED_AGENT)
+        self.go.touch()
+        web.runner("%s %s %s %s" % (PY, agent, self.go, self.paused))
+
+    def shown(self):
+        return [f[3] for f in self.browser.frames() if f[1] == "assistant_text"]
+
+    def pause(self):
+        """Stops the agent; returns how many frames it wrote."""
+        self.go.unlink()
+        wait_for(self.paused.exists, WAIT, 0.02, what="the agent to pause")
+        return int(self.paused.read_text())
+
+    def resume(self):
+        self.go.touch()
+        wait_for(lambda: not self.paused.exists(), WAIT, 0.02, what="the agent to resume")
+
+
+def test_a_network_drop_resumes_from_the_last_frame_shown(web, browser, tmp_path, cutter_for):
+    gated = Gated(web, browser, tmp_path)
+    net = cutter_for(web)
+    browser.sign_in("%s://%s/" % (web.scheme, net.address), "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: len(gated.shown()) >= 30, "frames before the drop")
+    net.cut()
+    browser.wait(lambda: browser.status() == "reconnecting", "the page to notice")
+    net.restore()
+    browser.wait(lambda: len(gated.shown()) >= 200, "frames after the drop")
+    last = gated.pause()
+    browser.wait(lambda: gated.shown()[-1:] == ["frame %d" % last], "frame %d" % last)
+    assert gated.shown() == ["frame %d" % n for n in range(1, last + 1)]
+    frames = browser.frames()
+    assert_consecutive(frames)
+    assert len({f[2] for f in frames}) == 1
+    assert browser.js("return document.querySelectorAll('#pane [data-marker]').length") == 0
+
+
+def test_frames_evicted_while_away_get_a_marker_then_a_fresh_tail(make_web, browser, tmp_path,
+                                                                  cutter_for):
+    web = make_web("--agent-log-bytes", "65536", "--session-log-budget-bytes", "65536")
+    gated = Gated(web, browser, tmp_path)
+    net = cutter_for(web)
+    browser.sign_in("%s://%s/" % (web.scheme, net.address), "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: len(gated.shown()) >= 30, "frames before the drop")
+    before = gated.pause()
+    browser.wait(lambda: gated.shown()[-1:] == ["frame %d" % before], "frame %d" % before)
+    net.cut()
+    browser.wait(lambda: browser.status() == "reconnecting", "the page to notice")
+    gated.resume()
+    # Far more than the 64 KiB log holds, so what came after the page's
+    # last frame is gone by the time it is back.
+    wait_for(lambda: web.server.metric("agenthub_frames_accepted_total") >= before + 3000, WAIT,
+             0.1, what="frames while the page is away")
+    after = gated.pause()
+    net.restore()
+    browser.wait(lambda: gated.shown()[-1:] == ["frame %d" % after], "frame %d" % after)
+    marker = browser.js("const m = document.querySelector('#pane [data-marker=evicted]');"
+                        "return m && m.textContent;")
+    assert marker and "frames were evicted" in marker
+    shown = gated.shown()
+    first_after = int(shown[before].split()[1])
+    assert shown[:before] == ["frame %d" % n for n in range(1, before + 1)]
+    assert first_after > before + 1
+    assert shown[before:] == ["frame %d" % n for n in range(first_after, after + 1)]
+    assert_consecutive(browser.frames()[:before + 1])
+
+
+def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web_both, browser,
+                                                                       tmp_path):
+    web = web_both
+    gated = Gated(web, browser, tmp_path)
+    go, shown, pause = gated.go, gated.shown, gated.pause
+    paused = gated.paused
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+
+    browser.wait(lambda: len(shown()) >= 30, "frames before the restart")
+    before = pause()
+    browser.wait(lambda: shown()[-1:] == ["frame %d" % before], "frame %d" % before)
+    web.server.stop()
+    browser.wait(lambda: browser.status() == "reconnecting", "the page to notice")
+    go.touch()  # the agent goes on while the server is down: its Runner holds the frames
+    wait_for(lambda: not paused.exists(), WAIT, 0.02, what="the agent to resume")
+    web.server.start()
+    browser.wait(lambda: browser.status() == "live", "the page to reconnect")
+    browser.wait(lambda: len(shown()) >= before + 50, "frames after the restart")
+    after = pause()
+    browser.wait(lambda: shown()[-1:] == ["frame %d" % after], "frame %d" % after)
+    assert shown() == ["frame %d" % n for n in range(1, after + 1)]
+    frames = browser.frames()
+    assert_consecutive(frames)
+    assert len({f[2] for f in frames}) == 2  # two logs: before and after the restart
+    assert browser.js("return document.querySelectorAll('#pane [data-marker=restarted]').length") \
+        == 1
+
+
+# 5,000 frames at about 1,000 a second, then as fast as the pipe takes them
+# up to TOTAL; then it waits.
+FLOOD_AGENT = r'''
+import json, sys, time
+total = int(sys.argv[1])
+out = sys.stdout
+print(json.dumps({"state": "WORKING"}), flush=True)
+start = time.monotonic()
+for n in range(1, total + 1):
+    out.write(json.dumps({"assistant_text": {"text": "frame %d" % n, "message_id": "m%d" % (n // 50)}}) + "\n")
+    if n <= 5000 and n % 10 == 0:
+        out.flush()
+        time.sleep(max(0.0, start + n / 1000.0 - time.monotonic()))
+out.flush()
+for line in sys.stdin:
+    pass
+'''
+
+
+def test_the_pane_keeps_up_with_a_100000_frame_session_and_caps_its_dom(web, browser, tmp_path):
+    total = 100000
+    agent = tmp_path / "flood_agent.py"
+    agent.write_text(FLOOD_AGENT)
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: browser.status() == "live", "the pane")
+    web.runner("%s %s %d" % (PY, agent, total))
+    started = time.monotonic()
+    browser.wait(lambda: "frame %d" % total in (browser.text("#pane") or ""),
+                 "the last frame", timeout=240)
+    took = time.monotonic() - started
+    count = browser.js("return document.querySelectorAll('#pane [data-seq]').length")
+    assert 0 < count <= 2000, count
+    frames = browser.frames()
+    # Whatever is shown is in order; frames skipped for speed or evicted by
+    # the server are said so by a marker, never silently.
+    seqs = [f[0] for f in frames]
+    assert seqs == sorted(set(seqs))
+    if seqs != list(range(seqs[0], seqs[0] + len(seqs))):
+        assert browser.js("return document.querySelectorAll('#pane [data-marker]').length") > 0
+    print("100000 frames shown in %.1f s (%.0f frames/s)" % (took, total / took))
