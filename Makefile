@@ -4,13 +4,13 @@
 #   make FAILPOINTS=1 compile in AGENTHUB_FAILPOINTS (into build-fp/)
 
 CC ?= cc
-PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib
+PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib libnats
 DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-dev \
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsqlite3-dev \
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time \
-  libgrpc++-dev protobuf-compiler-grpc g++
+  libgrpc++-dev protobuf-compiler-grpc g++ libnats-dev nats-server
 # Node.js for the e2e suites' npm clients, only where there is none: a
 # machine whose nodejs package bundles npm (as NodeSource's does) conflicts
 # with Debian's separate npm package.
@@ -74,7 +74,7 @@ all: $(PROGRAMS) $(UNIT_BIN)
 # packages of the clients the e2e suites drive (tests/node, from its lock
 # file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time
+  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time nats-server
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
