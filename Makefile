@@ -41,7 +41,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 PROTOS := $(shell cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
 GEN_SRC := $(patsubst %.proto,gen/%.pb-c.c,$(PROTOS)) gen/descriptor_set.c
 LIB_SRC := $(sort $(wildcard src/common/*.c src/h2/*.c src/grpc/*.c src/core/*.c \
-  src/store/*.c src/hub/*.c src/rpc/*.c)) $(GEN_SRC)
+  src/store/*.c src/cluster/*.c src/hub/*.c src/rpc/*.c)) $(GEN_SRC)
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB := $(BUILD)/libagenthub.a
 

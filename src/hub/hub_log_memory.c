@@ -19,6 +19,41 @@ static enum ring_status memory_check(void *impl, struct session *s, uint64_t aft
     return ring_cursor_check(session_ring(s), after_seq);
 }
 
+static void memory_mark(void *impl, struct session *s, enum hub_log_mark mark)
+{
+    switch (mark) {
+    case HUB_LOG_TAIL_END:
+        session_tail_end(s);
+        break;
+    case HUB_LOG_TAIL_RESUME:
+        session_tail_resume(s);
+        break;
+    case HUB_LOG_END:
+        session_end(s);
+        break;
+    }
+}
+
+static int memory_writable(void *impl)
+{
+    return 1;
+}
+
+/* One process: runner_seq.c's own mark is the whole truth. */
+static void memory_origin(void *impl, const char *runner_id, uint64_t runner_seq)
+{
+}
+
+static uint64_t memory_runner_mark(void *impl, const char *runner_id, uint64_t *generation)
+{
+    *generation = 0;
+    return 0;
+}
+
+static void memory_runner_reset(void *impl, const char *runner_id)
+{
+}
+
 static uint64_t memory_tail(void *impl, struct session *s, uint64_t n)
 {
     return ring_tail_cursor(session_ring(s), n);
@@ -68,6 +103,7 @@ static const struct hub_log_ops memory_ops = {
     .append = memory_append,
     .read = memory_read,
     .check = memory_check,
+    .mark = memory_mark,
     .tail = memory_tail,
     .span = memory_span,
     .publish = memory_publish,
@@ -76,6 +112,10 @@ static const struct hub_log_ops memory_ops = {
     .subscribe = memory_subscribe,
     .unsubscribe = memory_unsubscribe,
     .epoch = memory_epoch,
+    .origin = memory_origin,
+    .runner_mark = memory_runner_mark,
+    .runner_reset = memory_runner_reset,
+    .writable = memory_writable,
 };
 
 void hub_log_memory(struct hub_log *log, struct bus *bus)

@@ -51,7 +51,7 @@ static int health_status(struct grpc_call *call, struct hub *ctx, const char *se
         if (!lookup.found)
             return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
     }
-    return ctx->health->draining
+    return ctx->health->draining || !hub_log_writable(&ctx->log)
                ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }

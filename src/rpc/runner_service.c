@@ -266,6 +266,12 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
         grpc_call_finish(call, GRPC_STATUS_ABORTED, STALE_STREAM_MESSAGE);
         return;
     }
+    if (!hub_log_writable(&ctx->log)) {
+        /* Not accepted: a resuming Runner resends from last_runner_seq. */
+        runner_run_persist(ctx, stream->run);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+        return;
+    }
     if (request->idempotency_key[0]) {
         key = keyset_fingerprint(request->session_id, strlen(request->session_id),
                                  request->idempotency_key, strlen(request->idempotency_key));

@@ -1,0 +1,759 @@
+#include "hub/hub_log_jetstream.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/js_link.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+/* One entry of a frames message: kind, length, at_unix_ms (little-endian),
+ * then the frame's bytes (none for a mark). */
+#define ENTRY_HEAD  13u
+#define ENTRY_FRAME 0xffu
+/* A batch stays well under NATS's default max_payload (1 MiB). */
+#define BATCH_BYTES   ((size_t)512 * 1024)
+#define TOKEN_MAX     (2 * SESSION_MAX_ID + 2)
+#define SUBJECT_MAX   (sizeof(JS_FRAMES_PREFIX) + TOKEN_MAX)
+#define RETRY_MS      20
+#define TABLE_BUCKETS 1024u
+
+struct js_entry {
+    struct js_entry *next;
+    uint8_t kind; /* ENTRY_FRAME or an enum hub_log_mark */
+    int64_t at_unix_ms;
+    size_t len;
+    uint8_t data[];
+};
+
+/* A session as JetStream sees it: where its subject stands and what this
+ * node is writing into it. */
+struct js_session {
+    struct js_session *hnext;
+    struct js_entry *out_head, *out_tail; /* waiting */
+    struct js_entry *fly;                 /* published, not yet acknowledged */
+    uint32_t out_frames, fly_frames;
+    uint64_t last_stream_seq; /* the subject's newest message known here */
+    uint64_t last_seq;        /* the session seq of its newest frame known here */
+    uint64_t fly_first_seq;
+    uint64_t fly_since_ns;
+    uint8_t in_flight;
+    uint8_t retry; /* a conflict: publish again once the copy catches up */
+    char subject[SUBJECT_MAX];
+    char id[SESSION_MAX_ID + 1];
+};
+
+struct hub_log_js {
+    struct js_link *link;
+    struct event_base *base;
+    struct session_registry *reg;
+    struct bus *bus;
+    struct event *retry_timer;
+    struct js_session *table[TABLE_BUCKETS];
+    uint64_t epoch;
+    uint64_t frames_target, bus_target; /* caught up once applied past these */
+    uint64_t frames_applied, bus_applied;
+    int got_ready, connected, caught_up;
+    /* metrics */
+    uint64_t publish_ns_sum, publish_ns_max, publish_acks;
+    uint64_t writer_changes; /* batches published again after another node wrote */
+    uint64_t frames_lost;    /* frames of batches JetStream did not take */
+    uint64_t bus_lost;
+    uint64_t apply_gaps; /* a session's copy resumed past a gap */
+};
+
+/* --- subjects ---------------------------------------------------------------- */
+
+static int token_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
+}
+
+/* agenthub.frames.<token>: the id itself when every byte is safe in a
+ * subject token, else '~' and its hex (no raw id starts with '~'). */
+static void subject_of(const char *id, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = strlen(id), i;
+    int raw = n > 0;
+    char *p;
+
+    for (i = 0; i < n && raw; i++)
+        raw = token_char(id[i]);
+    p = out + sprintf(out, "%s", JS_FRAMES_PREFIX);
+    if (raw) {
+        memcpy(p, id, n + 1);
+        return;
+    }
+    *p++ = '~';
+    for (i = 0; i < n; i++) {
+        *p++ = hex[(uint8_t)id[i] >> 4];
+        *p++ = hex[(uint8_t)id[i] & 15];
+    }
+    *p = '\0';
+}
+
+/* The session id of SUBJECT into OUT.  Returns 0, or -1 when SUBJECT is not
+ * one of ours. */
+static int id_of(const char *subject, char *out)
+{
+    const char *t = subject + strlen(JS_FRAMES_PREFIX);
+    size_t n, i;
+
+    if (strncmp(subject, JS_FRAMES_PREFIX, strlen(JS_FRAMES_PREFIX)) != 0)
+        return -1;
+    n = strlen(t);
+    if (t[0] != '~') {
+        if (n == 0 || n > SESSION_MAX_ID)
+            return -1;
+        memcpy(out, t, n + 1);
+        return 0;
+    }
+    t++;
+    n--;
+    if (n == 0 || n % 2 || n / 2 > SESSION_MAX_ID)
+        return -1;
+    for (i = 0; i < n / 2; i++) {
+        unsigned v;
+        if (sscanf(t + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (char)v;
+    }
+    out[n / 2] = '\0';
+    return 0;
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The entry for SUBJECT (made with ID when CREATE).  NULL when absent or
+ * memory is short. */
+static struct js_session *js_session_get(struct hub_log_js *js, const char *subject, const char *id,
+                                         int create)
+{
+    struct js_session **slot = &js->table[hash_str(subject) % TABLE_BUCKETS], *e;
+
+    for (e = *slot; e; e = e->hnext)
+        if (strcmp(e->subject, subject) == 0)
+            return e;
+    if (!create)
+        return NULL;
+    e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    snprintf(e->subject, sizeof(e->subject), "%s", subject);
+    snprintf(e->id, sizeof(e->id), "%s", id);
+    e->hnext = *slot;
+    *slot = e;
+    return e;
+}
+
+static void entries_free(struct js_entry *e)
+{
+    while (e) {
+        struct js_entry *next = e->next;
+        free(e);
+        e = next;
+    }
+}
+
+/* --- applying what the streams deliver ---------------------------------------- */
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static void check_caught_up(struct hub_log_js *js)
+{
+    if (!js->caught_up && js->got_ready && js->frames_applied >= js->frames_target &&
+        js->bus_applied >= js->bus_target) {
+        js->caught_up = 1;
+        log_info("cluster: caught up with JetStream (frames %" PRIu64 ", bus %" PRIu64 ")",
+                 js->frames_applied, js->bus_applied);
+    }
+}
+
+static void pump(struct hub_log_js *js, struct js_session *e);
+
+/* Applies one entry to the node's copy of session ID.  Frame SEQ is
+ * appended unless the copy has it already. */
+static void apply_entry(struct hub_log_js *js, const char *id, uint8_t kind, uint64_t seq,
+                        const uint8_t *data, size_t len, int64_t at)
+{
+    size_t n = strlen(id);
+    struct session *s = session_lookup(js->reg, id, n);
+
+    if (kind == HUB_LOG_END) {
+        if (s && !session_is_ended(s))
+            session_end(s);
+        return;
+    }
+    if (!s || session_is_ended(s)) {
+        if (session_open(js->reg, id, n, &s) < 0 || !s)
+            return;
+    }
+    if (kind == HUB_LOG_TAIL_END) {
+        session_tail_end(s);
+        return;
+    }
+    if (kind == HUB_LOG_TAIL_RESUME) {
+        session_tail_resume(s);
+        return;
+    }
+    if (seq <= ring_newest_seq(session_ring(s)))
+        return; /* delivered again (a consumer reset) */
+    if (seq > ring_newest_seq(session_ring(s)) + 1) {
+        /* Older frames are gone from the stream (or never reached this
+         * node): readers behind get OUT_OF_RANGE, never a silent skip. */
+        if (ring_newest_seq(session_ring(s)) > 0)
+            js->apply_gaps++;
+        session_skip_to(s, seq);
+    }
+    session_append(s, data, len, at);
+}
+
+static void on_frames(void *arg, const struct js_link_msg *m)
+{
+    struct hub_log_js *js = arg;
+    char id[SESSION_MAX_ID + 1];
+    struct js_session *e;
+    uint64_t seq;
+    size_t off = 0;
+
+    if (m->stream_seq > js->frames_applied)
+        js->frames_applied = m->stream_seq;
+    if (!m->seq_header || id_of(m->subject, id) != 0) {
+        check_caught_up(js);
+        return;
+    }
+    seq = strtoull(m->seq_header, NULL, 10);
+    e = js_session_get(js, m->subject, id, 1);
+    while (off + ENTRY_HEAD <= m->len) {
+        uint8_t kind = m->data[off];
+        size_t len = (size_t)get_le(m->data + off + 1, 4);
+        int64_t at = (int64_t)get_le(m->data + off + 5, 8);
+
+        if (len > m->len - off - ENTRY_HEAD)
+            break;
+        apply_entry(js, id, kind, seq, m->data + off + ENTRY_HEAD, len, at);
+        if (kind == ENTRY_FRAME) {
+            if (e && m->stream_seq > e->last_stream_seq && seq > e->last_seq)
+                e->last_seq = seq;
+            seq++;
+        }
+        off += ENTRY_HEAD + len;
+    }
+    if (e && m->stream_seq > e->last_stream_seq) {
+        e->last_stream_seq = m->stream_seq;
+        if (e->retry && !e->in_flight) {
+            e->retry = 0;
+            pump(js, e);
+        }
+    }
+    check_caught_up(js);
+}
+
+static void on_bus(void *arg, const struct js_link_msg *m)
+{
+    struct hub_log_js *js = arg;
+    int64_t at = m->at_header ? strtoll(m->at_header, NULL, 10) : clock_unix_ms();
+
+    if (m->stream_seq > js->bus_applied)
+        js->bus_applied = m->stream_seq;
+    if (m->stream_seq > bus_newest_seq(js->bus)) {
+        bus_skip_to(js->bus, m->stream_seq);
+        bus_publish(js->bus, m->data, m->len, at);
+    }
+    check_caught_up(js);
+}
+
+static void on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last)
+{
+    struct hub_log_js *js = arg;
+
+    js->epoch = epoch;
+    js->bus->epoch = epoch;
+    js->frames_target = frames_last;
+    js->bus_target = bus_last;
+    js->got_ready = 1;
+    log_info("cluster: JetStream streams ready (epoch %" PRIu64 ")", epoch);
+    check_caught_up(js);
+}
+
+static void on_connection(void *arg, int up)
+{
+    struct hub_log_js *js = arg;
+
+    js->connected = up;
+    if (up) {
+        log_info("cluster: connected to NATS");
+        return;
+    }
+    log_warn("cluster: NATS unreachable; appends answer UNAVAILABLE until it is back");
+    /* Panes end where they are (compass_stream.c), so their clients resume
+     * on a node that still reaches JetStream. */
+    for (struct session *s = session_first(js->reg); s; s = session_next(s))
+        watch_list_wake(&s->watchers);
+}
+
+/* --- writing ------------------------------------------------------------------ */
+
+static void fly_return(struct js_session *e)
+{
+    struct js_entry *last = e->fly;
+
+    if (!last)
+        return;
+    while (last->next)
+        last = last->next;
+    last->next = e->out_head;
+    if (!e->out_head)
+        e->out_tail = last;
+    e->out_head = e->fly;
+    e->out_frames += e->fly_frames;
+    e->fly = NULL;
+    e->fly_frames = 0;
+}
+
+static void on_ack(void *arg, const char *subject, enum js_ack ack, uint64_t stream_seq)
+{
+    struct hub_log_js *js = arg;
+    struct js_session *e;
+
+    if (strcmp(subject, JS_BUS_SUBJECT) == 0) {
+        if (ack != JS_ACK_OK)
+            js->bus_lost++;
+        return;
+    }
+    e = js_session_get(js, subject, NULL, 0);
+    log_debug("cluster: %s: ack %d at stream seq %" PRIu64, subject, (int)ack, stream_seq);
+    if (!e || !e->in_flight)
+        return;
+    e->in_flight = 0;
+    if (ack == JS_ACK_OK) {
+        uint64_t ns = clock_monotonic_ns() - e->fly_since_ns;
+        js->publish_ns_sum += ns;
+        js->publish_acks++;
+        if (ns > js->publish_ns_max)
+            js->publish_ns_max = ns;
+        if (stream_seq > e->last_stream_seq) {
+            e->last_stream_seq = stream_seq;
+            if (e->fly_frames && e->fly_first_seq + e->fly_frames - 1 > e->last_seq)
+                e->last_seq = e->fly_first_seq + e->fly_frames - 1;
+        }
+        entries_free(e->fly);
+        e->fly = NULL;
+        e->fly_frames = 0;
+    } else if (ack == JS_ACK_CONFLICT) {
+        /* Another node wrote this session: its frames come through the
+         * consumer, and this batch goes again after them. */
+        js->writer_changes++;
+        fly_return(e);
+        e->retry = 1;
+        event_add(js->retry_timer, &(struct timeval){0, RETRY_MS * 1000});
+        return;
+    } else {
+        js->frames_lost += e->fly_frames;
+        log_warn("cluster: JetStream did not take %u frame(s) of session %.128s", e->fly_frames,
+                 e->id);
+        entries_free(e->fly);
+        e->fly = NULL;
+        e->fly_frames = 0;
+    }
+    pump(js, e);
+}
+
+/* Publishes what waits in E's outbox as one batch, unless one is in flight. */
+static void pump(struct hub_log_js *js, struct js_session *e)
+{
+    struct js_entry *take = e->out_head, *last = NULL, *p;
+    size_t bytes = 0, off = 0;
+    uint32_t frames = 0;
+    char msg_id[SUBJECT_MAX + 24];
+    uint8_t *buf;
+
+    if (e->in_flight || !take)
+        return;
+    for (p = take; p; p = p->next) {
+        if (last && bytes + ENTRY_HEAD + p->len > BATCH_BYTES)
+            break;
+        bytes += ENTRY_HEAD + p->len;
+        frames += p->kind == ENTRY_FRAME;
+        last = p;
+    }
+    buf = malloc(bytes);
+    if (!buf)
+        return;
+    for (p = take;; p = p->next) {
+        buf[off] = p->kind;
+        put_le(buf + off + 1, p->len, 4);
+        put_le(buf + off + 5, (uint64_t)p->at_unix_ms, 8);
+        memcpy(buf + off + ENTRY_HEAD, p->data, p->len);
+        off += ENTRY_HEAD + p->len;
+        if (p == last)
+            break;
+    }
+    e->out_head = last->next;
+    if (!e->out_head)
+        e->out_tail = NULL;
+    last->next = NULL;
+    e->out_frames -= frames;
+    e->fly = take;
+    e->fly_frames = frames;
+    e->fly_first_seq = e->last_seq + 1;
+    e->fly_since_ns = clock_monotonic_ns();
+    /* Two fences, because a clustered JetStream 2.9 checks the expected
+     * subject sequence against what it has stored, not against proposals
+     * still in flight: two nodes racing on the same predecessor could both
+     * pass it.  The message id <session>:<first seq> is checked against in
+     * flight ones too, so of two batches claiming the same first seq only
+     * one is stored; the other is a duplicate, which this node treats as a
+     * conflict.  Every stale writer claims the first seq of a message that
+     * exists (batches are contiguous), so the id catches it inside the
+     * duplicate window and the expected sequence after it. */
+    snprintf(msg_id, sizeof(msg_id), "%s:%" PRIu64, e->subject + sizeof(JS_FRAMES_PREFIX) - 1,
+             e->fly_first_seq);
+    if (js_link_publish_frames(js->link, e->subject, e->fly_first_seq, e->last_stream_seq, msg_id,
+                               buf, bytes) != 0) {
+        js->frames_lost += frames;
+        entries_free(e->fly);
+        e->fly = NULL;
+        e->fly_frames = 0;
+    } else {
+        e->in_flight = 1;
+        log_debug("cluster: %s: frames %" PRIu64 "+%u after stream seq %" PRIu64 " sent",
+                  e->subject, e->fly_first_seq, frames, e->last_stream_seq);
+    }
+    free(buf);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct hub_log_js *js = arg;
+
+    for (size_t i = 0; i < TABLE_BUCKETS; i++)
+        for (struct js_session *e = js->table[i]; e; e = e->hnext)
+            if (e->retry && !e->in_flight) {
+                e->retry = 0;
+                pump(js, e);
+            }
+}
+
+static int js_writable(void *impl)
+{
+    struct hub_log_js *js = impl;
+
+    return js->connected && js->caught_up;
+}
+
+/* Queues an entry of S.  Returns the outbox entry's session, or NULL. */
+static struct js_session *enqueue(struct hub_log_js *js, struct session *s, uint8_t kind,
+                                  const void *data, size_t len, int64_t at)
+{
+    char subject[SUBJECT_MAX];
+    struct js_session *e;
+    struct js_entry *entry;
+
+    subject_of(session_id(s), subject);
+    e = js_session_get(js, subject, session_id(s), 1);
+    entry = e ? malloc(sizeof(*entry) + len) : NULL;
+    if (!entry)
+        return NULL;
+    entry->next = NULL;
+    entry->kind = kind;
+    entry->at_unix_ms = at;
+    entry->len = len;
+    if (len)
+        memcpy(entry->data, data, len);
+    if (e->out_tail)
+        e->out_tail->next = entry;
+    else
+        e->out_head = entry;
+    e->out_tail = entry;
+    if (kind == ENTRY_FRAME)
+        e->out_frames++;
+    return e;
+}
+
+static uint64_t js_append(void *impl, struct session *s, const void *frame, size_t len,
+                          int64_t at_unix_ms)
+{
+    struct hub_log_js *js = impl;
+    struct js_session *e;
+    uint64_t seq;
+
+    if (!js_writable(js) || session_is_ended(s) || len > BATCH_BYTES - ENTRY_HEAD)
+        return 0;
+    e = enqueue(js, s, ENTRY_FRAME, frame, len, at_unix_ms);
+    if (!e)
+        return 0;
+    /* The seq it gets unless another node writes this session first (the
+     * consumer may have delivered the batch in flight before its ack). */
+    seq = e->last_seq;
+    if (e->in_flight && e->fly_first_seq + e->fly_frames - 1 > seq)
+        seq = e->fly_first_seq + e->fly_frames - 1;
+    seq += e->out_frames;
+    pump(js, e);
+    return seq;
+}
+
+static void js_mark(void *impl, struct session *s, enum hub_log_mark mark)
+{
+    struct hub_log_js *js = impl;
+    struct js_session *e;
+
+    /* Unreachable: the mark applies here only, as on one node. */
+    if (!js_writable(js) || !(e = enqueue(js, s, (uint8_t)mark, NULL, 0, clock_unix_ms()))) {
+        if (mark == HUB_LOG_END)
+            session_end(s);
+        else if (mark == HUB_LOG_TAIL_END)
+            session_tail_end(s);
+        else
+            session_tail_resume(s);
+        return;
+    }
+    pump(js, e);
+}
+
+/* --- reading: the node's copies, as the memory backend reads them ---------------- */
+
+static enum ring_status js_read(void *impl, struct session *s, uint64_t after_seq,
+                                struct ring_entry *out)
+{
+    return ring_next(session_ring(s), after_seq, out);
+}
+
+static enum ring_status js_check(void *impl, struct session *s, uint64_t after_seq)
+{
+    return ring_cursor_check(session_ring(s), after_seq);
+}
+
+static uint64_t js_tail(void *impl, struct session *s, uint64_t n)
+{
+    return ring_tail_cursor(session_ring(s), n);
+}
+
+static void js_span(void *impl, struct session *s, struct hub_log_span *out)
+{
+    const struct ring *ring = session_ring(s);
+
+    out->oldest = ring_oldest_seq(ring);
+    out->newest = ring_newest_seq(ring);
+    out->count = ring_count(ring);
+    out->bytes = ring_retained_bytes(ring);
+}
+
+static uint64_t js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)
+{
+    struct hub_log_js *js = impl;
+
+    if (!js_writable(js) || js_link_publish_bus(js->link, payload, len, at_unix_ms) != 0) {
+        js->bus_lost++;
+        return 0;
+    }
+    /* The seq it gets is the stream's: known when it comes back. */
+    return bus_newest_seq(js->bus) + 1;
+}
+
+static enum bus_status js_open(void *impl, uint64_t since_seq, uint64_t epoch, uint64_t *cursor)
+{
+    struct hub_log_js *js = impl;
+
+    /* Seen on another node, not here yet: this copy lags by the
+     * stream's delivery, and the events come. */
+    if (since_seq > bus_newest_seq(js->bus) && epoch == js->epoch && js->epoch != 0) {
+        *cursor = since_seq;
+        return BUS_OK;
+    }
+    return bus_cursor_open(js->bus, since_seq, epoch, cursor);
+}
+
+static enum bus_status js_next(void *impl, uint64_t cursor, struct bus_event *out)
+{
+    struct hub_log_js *js = impl;
+
+    return bus_next(js->bus, cursor, out);
+}
+
+static void js_subscribe(void *impl, struct watcher *w)
+{
+    struct hub_log_js *js = impl;
+
+    bus_watch(js->bus, w);
+}
+
+static void js_unsubscribe(void *impl, struct watcher *w)
+{
+    struct hub_log_js *js = impl;
+
+    bus_unwatch(js->bus, w);
+}
+
+static uint64_t js_epoch(void *impl)
+{
+    struct hub_log_js *js = impl;
+
+    return js->epoch;
+}
+
+static void js_write_metrics(void *impl, FILE *out)
+{
+    struct hub_log_js *js = impl;
+    struct js_link_stats st;
+    uint64_t waiting = 0, in_flight = 0, retrying = 0;
+
+    js_link_stats(js->link, &st);
+    for (size_t i = 0; i < TABLE_BUCKETS; i++)
+        for (const struct js_session *e = js->table[i]; e; e = e->hnext) {
+            waiting += e->out_frames + e->fly_frames;
+            in_flight += e->in_flight;
+            retrying += e->retry;
+        }
+    fprintf(out,
+            "# HELP agenthub_cluster_frames_waiting Frames taken and not yet acknowledged by "
+            "JetStream.\n"
+            "# TYPE agenthub_cluster_frames_waiting gauge\n"
+            "agenthub_cluster_frames_waiting %llu\n"
+            "# TYPE agenthub_cluster_batches_in_flight gauge\n"
+            "agenthub_cluster_batches_in_flight %llu\n"
+            "# TYPE agenthub_cluster_sessions_retrying gauge\n"
+            "agenthub_cluster_sessions_retrying %llu\n",
+            (unsigned long long)waiting, (unsigned long long)in_flight,
+            (unsigned long long)retrying);
+    fprintf(out,
+            "# HELP agenthub_cluster_connected 1 while this node reaches NATS JetStream.\n"
+            "# TYPE agenthub_cluster_connected gauge\n"
+            "agenthub_cluster_connected %d\n"
+            "# HELP agenthub_cluster_caught_up 1 once this node's copies replayed the streams.\n"
+            "# TYPE agenthub_cluster_caught_up gauge\n"
+            "agenthub_cluster_caught_up %d\n"
+            "# TYPE agenthub_cluster_disconnects_total counter\n"
+            "agenthub_cluster_disconnects_total %llu\n"
+            "# TYPE agenthub_cluster_publishes_total counter\n"
+            "agenthub_cluster_publishes_total %llu\n"
+            "# HELP agenthub_cluster_publish_seconds Frames batches from publish to "
+            "JetStream's ack.\n"
+            "# TYPE agenthub_cluster_publish_seconds summary\n"
+            "agenthub_cluster_publish_seconds_sum %.6f\n"
+            "agenthub_cluster_publish_seconds_count %llu\n"
+            "# TYPE agenthub_cluster_publish_seconds_max gauge\n"
+            "agenthub_cluster_publish_seconds_max %.6f\n"
+            "# HELP agenthub_cluster_writer_changes_total Batches refused because another "
+            "node wrote the session first (its writer changed), published again after.\n"
+            "# TYPE agenthub_cluster_writer_changes_total counter\n"
+            "agenthub_cluster_writer_changes_total %llu\n"
+            "# TYPE agenthub_cluster_frames_lost_total counter\n"
+            "agenthub_cluster_frames_lost_total %llu\n"
+            "# TYPE agenthub_cluster_bus_events_lost_total counter\n"
+            "agenthub_cluster_bus_events_lost_total %llu\n"
+            "# TYPE agenthub_cluster_apply_gaps_total counter\n"
+            "agenthub_cluster_apply_gaps_total %llu\n",
+            js->connected, js->caught_up, (unsigned long long)st.disconnects,
+            (unsigned long long)st.publishes, (double)js->publish_ns_sum / 1e9,
+            (unsigned long long)js->publish_acks, (double)js->publish_ns_max / 1e9,
+            (unsigned long long)js->writer_changes, (unsigned long long)js->frames_lost,
+            (unsigned long long)js->bus_lost, (unsigned long long)js->apply_gaps);
+}
+
+static const struct hub_log_ops js_ops = {
+    .append = js_append,
+    .read = js_read,
+    .check = js_check,
+    .mark = js_mark,
+    .tail = js_tail,
+    .span = js_span,
+    .publish = js_publish,
+    .open = js_open,
+    .next = js_next,
+    .subscribe = js_subscribe,
+    .unsubscribe = js_unsubscribe,
+    .epoch = js_epoch,
+    .writable = js_writable,
+    .write_metrics = js_write_metrics,
+};
+
+struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *base,
+                                     struct session_registry *reg, struct bus *bus,
+                                     const struct hub_log_js_config *config, char *err,
+                                     size_t errlen)
+{
+    static const struct js_link_events events = {
+        .ready = on_ready,
+        .frames = on_frames,
+        .bus = on_bus,
+        .ack = on_ack,
+        .connection = on_connection,
+    };
+    struct js_link_config lc = {
+        .urls = config->urls,
+        .node_id = config->node_id,
+        .replicas = config->replicas,
+        .frames_max_bytes = config->frames_max_bytes,
+        .bus_max_bytes = config->bus_max_bytes,
+        .publish_wait_ms = config->publish_wait_ms,
+    };
+    struct hub_log_js *js = calloc(1, sizeof(*js));
+
+    if (!js) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    js->base = base;
+    js->reg = reg;
+    js->bus = bus;
+    js->retry_timer = evtimer_new(base, on_retry, js);
+    if (!js->retry_timer) {
+        snprintf(err, errlen, "out of memory");
+        free(js);
+        return NULL;
+    }
+    js->link = js_link_new(base, &lc, &events, js, err, errlen);
+    if (!js->link) {
+        event_free(js->retry_timer);
+        free(js);
+        return NULL;
+    }
+    js->connected = js_link_connected(js->link);
+    log->ops = &js_ops;
+    log->impl = js;
+    return js;
+}
+
+void hub_log_js_free(struct hub_log_js *js)
+{
+    if (!js)
+        return;
+    js_link_free(js->link);
+    event_free(js->retry_timer);
+    for (size_t i = 0; i < TABLE_BUCKETS; i++) {
+        struct js_session *e = js->table[i];
+        while (e) {
+            struct js_session *next = e->hnext;
+            entries_free(e->out_head);
+            entries_free(e->fly);
+            free(e);
+            e = next;
+        }
+    }
+    free(js);
+}

@@ -1,0 +1,210 @@
+"""agenthubd as a cluster: three nodes with --cluster on a three-server NATS
+JetStream cluster (harness.NatsCluster), all on one store.  Frames published
+through one node reach subscribers on every node with one contiguous seq;
+the bus has one seq and epoch, so a subscriber resumes on another node;
+producers hear UNAVAILABLE while JetStream is unreachable."""
+import json
+import threading
+
+import grpc
+import pytest
+
+import harness
+from rpc_harness import (S, Hub, fail, subscribe, subscribe_events, text, wait_for)  # noqa
+
+SUB = "SubscribeAgentSession"
+
+
+def texts(frames):
+    return [f.event.assistant_text.text for f in frames if f.event.HasField("assistant_text")]
+
+
+def replay(hub, session_id, last, token="t-alice"):
+    """Every retained frame of SESSION_ID up to seq LAST on HUB's copy.  A
+    node's copy trails JetStream by a delivery: a pane opened while a burst
+    is still arriving may fall behind the ring and end, so it opens again."""
+    def attempt():
+        rd = subscribe(hub, session_id, token=token, tail=100000)
+        try:
+            return rd.wait(lambda items: items if items and items[-1].seq >= last else None,
+                           timeout=10)
+        except AssertionError:
+            if rd.done.is_set():
+                return None
+            raise
+        finally:
+            rd.cancel()
+    return wait_for(attempt, 20, what="seq %d on %s" % (last, hub.public))
+
+
+class Nodes:
+    """Three agenthubd nodes on NATS cluster NATS sharing one store."""
+
+    def __init__(self, nats, tmp_path, flags=(), count=3, replicas=3):
+        self.hubs = []
+        self.nats = nats
+        db = None
+        for i in range(count):
+            node_flags = ["--cluster", nats.url, "--node-id", "node-%d" % (i + 1),
+                          "--cluster-replicas", str(replicas)] + list(flags)
+            h = Hub(db=db, flags=node_flags, workdir=tmp_path / ("node-%d" % (i + 1)),
+                    world=None if db else True)
+            db = h.db
+            self.hubs.append(h)
+        for h in self.hubs:
+            wait_for(lambda h=h: h.metric("agenthub_cluster_caught_up") == 1, 30,
+                     what="node %s to catch up with JetStream" % h.public)
+
+    def __getitem__(self, i):
+        return self.hubs[i]
+
+    def stop(self):
+        errors = []
+        for h in self.hubs:
+            try:
+                h.stop()
+            except AssertionError as err:
+                errors.append(str(err))
+        assert not errors, "\n".join(errors)
+
+
+@pytest.fixture
+def nodes(nats_cluster, tmp_path):
+    made = []
+
+    def start(**kwargs):
+        n = Nodes(nats_cluster, tmp_path / ("set-%d" % len(made)), **kwargs)
+        made.append(n)
+        return n
+    yield start
+    for n in made:
+        n.stop()
+
+
+def test_frames_published_through_one_node_reach_panes_on_every_node(nodes):
+    n = nodes()
+    a, b, c = n[0], n[1], n[2]
+    live_a = subscribe(a, "sess-1")
+    live_c = subscribe(c, "sess-1", token="t-bob")
+    r = b.runner("runner-1")
+    r.publish("sess-1", *[text("m%d" % i) for i in range(1, 6)])
+    for pane in (live_a, live_c):
+        got = pane.wait_count(5)
+        assert texts(got) == ["m1", "m2", "m3", "m4", "m5"]
+        assert [f.seq for f in got] == [1, 2, 3, 4, 5]
+        pane.cancel()
+    # Replay on any node: tail and since_seq, then live.
+    since = subscribe(a, "sess-1", since_seq=2)
+    tail = subscribe(c, "sess-1", tail=2)
+    r.publish("sess-1", text("m6"))
+    assert texts(since.wait_count(4)) == ["m3", "m4", "m5", "m6"]
+    assert [f.seq for f in tail.wait_count(3)] == [4, 5, 6]
+    since.cancel()
+    tail.cancel()
+    # A resume point no node has reached is OUT_OF_RANGE on every node.
+    for h in n.hubs:
+        err = fail(h.call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1", since_seq=99),
+                   token="t-alice")
+        assert err.code() == grpc.StatusCode.OUT_OF_RANGE
+
+
+def spawn_agent_session(h):
+    terminal = h.call("SpawnResource", S.SpawnResourceRequest(
+        kind=S.RESOURCE_KIND_TERMINAL, container_name="ctr-1"), token="t-runner-1",
+        door="runner").resource_id
+    spawned = h.call("SpawnResource", S.SpawnResourceRequest(
+        kind=S.RESOURCE_KIND_AGENT_SESSION, parent=terminal, provider="claude"),
+        token="t-agent-1")
+    return spawned.resource_id, spawned.session_id
+
+
+def record_lengths(frames):
+    return [json.loads(f.event.record.data_json)["length"] for f in frames
+            if f.event.HasField("record")]
+
+
+def test_two_nodes_writing_one_session_keep_its_seq_contiguous(nodes):
+    n = nodes()
+    rid, sid = spawn_agent_session(n[0])
+    pane = subscribe(n[2], sid, token="t-bob", tail=1000)
+
+    def write(h, base):
+        for i in range(40):
+            h.call("AppendResourceOutput", S.AppendResourceOutputRequest(
+                resource_id=rid, bytes=b'{"type":"prompt","data":{"length":%d}}\n' % (base + i)),
+                token="t-agent-1")
+    threads = [threading.Thread(target=write, args=(h, base))
+               for h, base in ((n[0], 1000), (n[1], 2000))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    got = pane.wait(lambda items: items if len(record_lengths(items)) >= 80 else None, 30)
+    assert [f.seq for f in got] == list(range(1, len(got) + 1))
+    lengths = record_lengths(got)
+    assert sorted(lengths) == list(range(1000, 1040)) + list(range(2000, 2040))
+    # Each writer's own frames keep their order.
+    for base in (1000, 2000):
+        assert [x for x in lengths if base <= x < base + 1000] == list(range(base, base + 40))
+    pane.cancel()
+    # Every node's copy holds the same log.
+    for h in n.hubs:
+        assert [f.seq for f in replay(h, sid, len(got), token="t-bob")] == \
+            list(range(1, len(got) + 1))
+
+
+def test_an_evicted_resume_point_is_out_of_range_on_another_node(nodes):
+    n = nodes(flags=["--agent-log-bytes", "4096"])
+    r = n[0].runner("runner-1")
+    r.publish("sess-1", *[text("x" * 400) for _ in range(40)])
+    got = replay(n[1], "sess-1", 40)
+    assert got[0].seq > 1 and [f.seq for f in got] == list(range(got[0].seq, 41))
+    err = fail(n[2].call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1", since_seq=1),
+               token="t-alice")
+    assert err.code() == grpc.StatusCode.OUT_OF_RANGE
+
+
+def test_the_bus_has_one_seq_and_epoch_and_resumes_on_another_node(nodes):
+    n = nodes()
+    first = subscribe_events(n[0])
+    r = n[1].runner("runner-1")
+    r.publish("sess-1", *[text("e%d" % i) for i in range(1, 4)])
+    got = first.wait(lambda items: items if len(
+        [e for e in items if e.HasField("agent_message_chunk")]) >= 3 else None)
+    epoch = got[0].instance_epoch
+    assert epoch != 0 and all(e.instance_epoch == epoch for e in got)
+    seqs = [e.seq for e in got]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    resume_at = got[1].seq
+    first.cancel()
+    # Resuming on another node with the same epoch continues without a gap.
+    r.publish("sess-1", text("e4"))
+    again = subscribe_events(n[2], since_seq=resume_at, epoch=epoch)
+    more = again.wait(lambda items: items if any(
+        e.HasField("agent_message_chunk") and e.agent_message_chunk.text == "e4"
+        for e in items) else None)
+    assert more[0].seq == resume_at + 1
+    assert [e.seq for e in more] == list(range(resume_at + 1, resume_at + 1 + len(more)))
+    assert all(e.instance_epoch == epoch for e in more)
+    again.cancel()
+    # A wrong epoch is a resync, as on one node.
+    stale = subscribe_events(n[2], since_seq=resume_at, epoch=epoch ^ 1)
+    assert stale.wait_count(1)[0].resync_required
+    stale.cancel()
+
+
+def test_jetstream_unreachable_producers_hear_unavailable_and_panes_end(nodes):
+    n = nodes(count=2, replicas=1)
+    r = n[0].runner("runner-1")
+    r.publish("sess-1", text("before"))
+    pane = subscribe(n[1], "sess-1", since_seq=0, tail=10)
+    assert texts(pane.wait_count(1)) == ["before"]
+    for s in n.nats.servers:
+        s.kill()
+    for h in n.hubs:
+        h.wait_metric("agenthub_cluster_connected", lambda v: v == 0, timeout=15)
+    err = fail(r.publish, "sess-1", text("during"))
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    status, _ = n[0].http_get("/healthz")
+    assert status != 200
+    pane.cancel()
