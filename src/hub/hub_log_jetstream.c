@@ -8,11 +8,15 @@
 #include "cluster/js_link.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "hub/runner_marks.h"
+#include "store/store.h"
 
-/* One entry of a frames message: kind, length, at_unix_ms (little-endian),
- * then the frame's bytes (none for a mark). */
-#define ENTRY_HEAD  13u
-#define ENTRY_FRAME 0xffu
+/* One entry of a frames message, little-endian: kind (1), frame length (4),
+ * at_unix_ms (8), origin length (1), runner_seq (8), then the origin (the
+ * Runner's id, or nothing) and the frame's bytes (none for a mark). */
+#define ENTRY_HEAD         22u
+#define ENTRY_FRAME        0xffu
+#define ENTRY_RUNNER_RESET 0xfeu /* on agenthub.frames.=<runner>: a new run */
 /* A batch stays well under NATS's default max_payload (1 MiB). */
 #define BATCH_BYTES   ((size_t)512 * 1024)
 #define TOKEN_MAX     (2 * SESSION_MAX_ID + 2)
@@ -22,11 +26,19 @@
 
 struct js_entry {
     struct js_entry *next;
-    uint8_t kind; /* ENTRY_FRAME or an enum hub_log_mark */
+    uint8_t kind; /* ENTRY_FRAME, ENTRY_RUNNER_RESET or an enum hub_log_mark */
+    uint8_t olen; /* origin bytes at the front of data */
+    uint64_t runner_seq;
     int64_t at_unix_ms;
-    size_t len;
+    size_t len; /* frame bytes after the origin */
     uint8_t data[];
 };
+
+/* Entries that take a seq on their subject. */
+static int entry_counts(uint8_t kind)
+{
+    return kind == ENTRY_FRAME || kind == ENTRY_RUNNER_RESET;
+}
 
 /* A session as JetStream sees it: where its subject stands and what this
  * node is writing into it. */
@@ -52,6 +64,9 @@ struct hub_log_js {
     struct bus *bus;
     struct event *retry_timer;
     struct js_session *table[TABLE_BUCKETS];
+    struct runner_marks *marks;
+    char origin[STORE_ID_MAX]; /* the Runner whose frame is being taken, or "" */
+    uint64_t origin_seq;
     uint64_t epoch;
     uint64_t frames_target, bus_target; /* caught up once applied past these */
     uint64_t frames_applied, bus_applied;
@@ -239,29 +254,38 @@ static void on_frames(void *arg, const struct js_link_msg *m)
     struct js_session *e;
     uint64_t seq;
     size_t off = 0;
+    int is_session;
 
     if (m->stream_seq > js->frames_applied)
         js->frames_applied = m->stream_seq;
-    if (!m->seq_header || id_of(m->subject, id) != 0) {
+    if (!m->seq_header) {
         check_caught_up(js);
         return;
     }
+    is_session = id_of(m->subject, id) == 0;
     seq = strtoull(m->seq_header, NULL, 10);
-    e = js_session_get(js, m->subject, id, 1);
+    e = js_session_get(js, m->subject, is_session ? id : "", 1);
     while (off + ENTRY_HEAD <= m->len) {
-        uint8_t kind = m->data[off];
-        size_t len = (size_t)get_le(m->data + off + 1, 4);
-        int64_t at = (int64_t)get_le(m->data + off + 5, 8);
+        const uint8_t *p = m->data + off;
+        uint8_t kind = p[0], olen = p[13];
+        size_t len = (size_t)get_le(p + 1, 4);
+        int64_t at = (int64_t)get_le(p + 5, 8);
+        uint64_t runner_seq = get_le(p + 14, 8);
 
-        if (len > m->len - off - ENTRY_HEAD)
+        if (olen + len > m->len - off - ENTRY_HEAD)
             break;
-        apply_entry(js, id, kind, seq, m->data + off + ENTRY_HEAD, len, at);
-        if (kind == ENTRY_FRAME) {
+        if (kind == ENTRY_FRAME && olen)
+            runner_marks_see(js->marks, (const char *)p + ENTRY_HEAD, olen, runner_seq);
+        else if (kind == ENTRY_RUNNER_RESET && olen)
+            runner_marks_reset(js->marks, (const char *)p + ENTRY_HEAD, olen, runner_seq);
+        if (is_session && kind != ENTRY_RUNNER_RESET)
+            apply_entry(js, id, kind, seq, p + ENTRY_HEAD + olen, len, at);
+        if (entry_counts(kind)) {
             if (e && m->stream_seq > e->last_stream_seq && seq > e->last_seq)
                 e->last_seq = seq;
             seq++;
         }
-        off += ENTRY_HEAD + len;
+        off += ENTRY_HEAD + olen + len;
     }
     if (e && m->stream_seq > e->last_stream_seq) {
         e->last_stream_seq = m->stream_seq;
@@ -395,10 +419,10 @@ static void pump(struct hub_log_js *js, struct js_session *e)
     if (e->in_flight || !take)
         return;
     for (p = take; p; p = p->next) {
-        if (last && bytes + ENTRY_HEAD + p->len > BATCH_BYTES)
+        if (last && bytes + ENTRY_HEAD + p->olen + p->len > BATCH_BYTES)
             break;
-        bytes += ENTRY_HEAD + p->len;
-        frames += p->kind == ENTRY_FRAME;
+        bytes += ENTRY_HEAD + p->olen + p->len;
+        frames += entry_counts(p->kind);
         last = p;
     }
     buf = malloc(bytes);
@@ -408,8 +432,10 @@ static void pump(struct hub_log_js *js, struct js_session *e)
         buf[off] = p->kind;
         put_le(buf + off + 1, p->len, 4);
         put_le(buf + off + 5, (uint64_t)p->at_unix_ms, 8);
-        memcpy(buf + off + ENTRY_HEAD, p->data, p->len);
-        off += ENTRY_HEAD + p->len;
+        buf[off + 13] = p->olen;
+        put_le(buf + off + 14, p->runner_seq, 8);
+        memcpy(buf + off + ENTRY_HEAD, p->data, p->olen + p->len);
+        off += ENTRY_HEAD + p->olen + p->len;
         if (p == last)
             break;
     }
@@ -466,33 +492,48 @@ static int js_writable(void *impl)
     return js->connected && js->caught_up;
 }
 
-/* Queues an entry of S.  Returns the outbox entry's session, or NULL. */
-static struct js_session *enqueue(struct hub_log_js *js, struct session *s, uint8_t kind,
-                                  const void *data, size_t len, int64_t at)
+/* Queues an entry on SUBJECT (of session or Runner ID), with the current
+ * origin when it is a frame.  Returns its subject's entry, or NULL when
+ * memory is short. */
+static struct js_session *enqueue(struct hub_log_js *js, const char *subject, const char *id,
+                                  uint8_t kind, const void *data, size_t len, int64_t at)
 {
-    char subject[SUBJECT_MAX];
-    struct js_session *e;
+    struct js_session *e = js_session_get(js, subject, id, 1);
+    const char *origin = kind == ENTRY_FRAME ? js->origin : "";
     struct js_entry *entry;
+    size_t olen = kind == ENTRY_RUNNER_RESET ? strlen(id) : strlen(origin);
 
-    subject_of(session_id(s), subject);
-    e = js_session_get(js, subject, session_id(s), 1);
-    entry = e ? malloc(sizeof(*entry) + len) : NULL;
+    if (kind == ENTRY_RUNNER_RESET)
+        origin = id;
+    entry = e ? malloc(sizeof(*entry) + olen + len) : NULL;
     if (!entry)
         return NULL;
     entry->next = NULL;
     entry->kind = kind;
+    entry->olen = (uint8_t)olen;
+    entry->runner_seq = js->origin_seq; /* a reset's: its nonce */
     entry->at_unix_ms = at;
     entry->len = len;
+    memcpy(entry->data, origin, olen);
     if (len)
-        memcpy(entry->data, data, len);
+        memcpy(entry->data + olen, data, len);
     if (e->out_tail)
         e->out_tail->next = entry;
     else
         e->out_head = entry;
     e->out_tail = entry;
-    if (kind == ENTRY_FRAME)
+    if (entry_counts(kind))
         e->out_frames++;
     return e;
+}
+
+static struct js_session *enqueue_session(struct hub_log_js *js, struct session *s, uint8_t kind,
+                                          const void *data, size_t len, int64_t at)
+{
+    char subject[SUBJECT_MAX];
+
+    subject_of(session_id(s), subject);
+    return enqueue(js, subject, session_id(s), kind, data, len, at);
 }
 
 static uint64_t js_append(void *impl, struct session *s, const void *frame, size_t len,
@@ -502,9 +543,9 @@ static uint64_t js_append(void *impl, struct session *s, const void *frame, size
     struct js_session *e;
     uint64_t seq;
 
-    if (!js_writable(js) || session_is_ended(s) || len > BATCH_BYTES - ENTRY_HEAD)
+    if (!js_writable(js) || session_is_ended(s) || len > BATCH_BYTES - ENTRY_HEAD - STORE_ID_MAX)
         return 0;
-    e = enqueue(js, s, ENTRY_FRAME, frame, len, at_unix_ms);
+    e = enqueue_session(js, s, ENTRY_FRAME, frame, len, at_unix_ms);
     if (!e)
         return 0;
     /* The seq it gets unless another node writes this session first (the
@@ -523,7 +564,8 @@ static void js_mark(void *impl, struct session *s, enum hub_log_mark mark)
     struct js_session *e;
 
     /* Unreachable: the mark applies here only, as on one node. */
-    if (!js_writable(js) || !(e = enqueue(js, s, (uint8_t)mark, NULL, 0, clock_unix_ms()))) {
+    if (!js_writable(js) ||
+        !(e = enqueue_session(js, s, (uint8_t)mark, NULL, 0, clock_unix_ms()))) {
         if (mark == HUB_LOG_END)
             session_end(s);
         else if (mark == HUB_LOG_TAIL_END)
@@ -533,6 +575,45 @@ static void js_mark(void *impl, struct session *s, enum hub_log_mark mark)
         return;
     }
     pump(js, e);
+}
+
+/* --- Runners' marks ------------------------------------------------------------ */
+
+static void js_origin(void *impl, const char *runner_id, uint64_t runner_seq)
+{
+    struct hub_log_js *js = impl;
+
+    snprintf(js->origin, sizeof(js->origin), "%s", runner_id ? runner_id : "");
+    js->origin_seq = runner_id ? runner_seq : 0;
+}
+
+static uint64_t js_runner_mark(void *impl, const char *runner_id, uint64_t *generation)
+{
+    struct hub_log_js *js = impl;
+
+    return runner_marks_get(js->marks, runner_id, generation);
+}
+
+/* agenthub.frames.=<runner>: the Runner's new runs, in the frames stream so
+ * they are ordered with its frames on every node. */
+static void js_runner_reset(void *impl, const char *runner_id)
+{
+    struct hub_log_js *js = impl;
+    char subject[SUBJECT_MAX + 1], token[SUBJECT_MAX];
+    struct js_session *e;
+
+    uint64_t nonce = ((uint64_t)clock_unix_ms() << 16) ^ clock_monotonic_ns();
+
+    /* Here at once, so this node's next frames are the new run's; the same
+     * reset coming back through the stream changes nothing more. */
+    runner_marks_reset(js->marks, runner_id, strlen(runner_id), nonce);
+    js->origin_seq = nonce;
+    subject_of(runner_id, token);
+    snprintf(subject, sizeof(subject), "%s=%s", JS_FRAMES_PREFIX, token + strlen(JS_FRAMES_PREFIX));
+    e = enqueue(js, subject, runner_id, ENTRY_RUNNER_RESET, NULL, 0, clock_unix_ms());
+    js->origin_seq = 0;
+    if (e)
+        pump(js, e);
 }
 
 /* --- reading: the node's copies, as the memory backend reads them ---------------- */
@@ -688,6 +769,9 @@ static const struct hub_log_ops js_ops = {
     .subscribe = js_subscribe,
     .unsubscribe = js_unsubscribe,
     .epoch = js_epoch,
+    .origin = js_origin,
+    .runner_mark = js_runner_mark,
+    .runner_reset = js_runner_reset,
     .writable = js_writable,
     .write_metrics = js_write_metrics,
 };
@@ -722,21 +806,24 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
     js->reg = reg;
     js->bus = bus;
     js->retry_timer = evtimer_new(base, on_retry, js);
-    if (!js->retry_timer) {
+    js->marks = runner_marks_new();
+    if (!js->retry_timer || !js->marks) {
         snprintf(err, errlen, "out of memory");
-        free(js);
-        return NULL;
+        goto fail;
     }
     js->link = js_link_new(base, &lc, &events, js, err, errlen);
-    if (!js->link) {
-        event_free(js->retry_timer);
-        free(js);
-        return NULL;
-    }
+    if (!js->link)
+        goto fail;
     js->connected = js_link_connected(js->link);
     log->ops = &js_ops;
     log->impl = js;
     return js;
+fail:
+    if (js->retry_timer)
+        event_free(js->retry_timer);
+    runner_marks_free(js->marks);
+    free(js);
+    return NULL;
 }
 
 void hub_log_js_free(struct hub_log_js *js)
@@ -745,6 +832,7 @@ void hub_log_js_free(struct hub_log_js *js)
         return;
     js_link_free(js->link);
     event_free(js->retry_timer);
+    runner_marks_free(js->marks);
     for (size_t i = 0; i < TABLE_BUCKETS; i++) {
         struct js_session *e = js->table[i];
         while (e) {

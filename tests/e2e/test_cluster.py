@@ -10,7 +10,8 @@ import grpc
 import pytest
 
 import harness
-from rpc_harness import (S, Hub, fail, subscribe, subscribe_events, text, wait_for)  # noqa
+from rpc_harness import (F, S, Hub, RequestQueue, auth, fail, method, subscribe,  # noqa
+                         subscribe_events, text, wait_for)
 
 SUB = "SubscribeAgentSession"
 
@@ -191,6 +192,38 @@ def test_the_bus_has_one_seq_and_epoch_and_resumes_on_another_node(nodes):
     stale = subscribe_events(n[2], since_seq=resume_at, epoch=epoch ^ 1)
     assert stale.wait_count(1)[0].resync_required
     stale.cancel()
+
+
+def test_a_runner_resumes_on_another_node_after_a_kill_with_nothing_taken_twice(nodes):
+    n = nodes()
+    a, b, c = n.hubs
+    pane = subscribe(c, "sess-1", tail=1000)
+    r = a.runner("runner-1")
+    assert r.enroll(resume=False).last_runner_seq == 0
+    # One PublishEvents stream left open, as a Runner's is: node A never
+    # gets to write the Runner's mark to the store.
+    q = RequestQueue()
+    call = method(r.channel, "PublishEvents").future(q, metadata=auth(r.token), timeout=60)
+    for i in range(1, 11):
+        q.put(F.PublishEventsRequest(runner_seq=i, session_id="sess-1", frame=text("f%d" % i)))
+    pane.wait(lambda items: len(texts(items)) >= 10)
+    a.kill()
+    q.close()
+    call.cancel()
+    # Enroll on node B answers from the log: every frame node A took.
+    r2 = b.runner("runner-1")
+    assert r2.enroll(resume=True).last_runner_seq == 10
+    # The Runner resends from where it was unsure, and goes on.
+    r2.publish_raw([F.PublishEventsRequest(runner_seq=i, session_id="sess-1",
+                                           frame=text("f%d" % i)) for i in range(8, 14)])
+    got = pane.wait(lambda items: items if len(texts(items)) >= 13 else None)
+    assert texts(got) == ["f%d" % i for i in range(1, 14)]
+    assert [f.seq for f in got] == list(range(1, len(got) + 1))
+    # A plain Enroll (a restarted Runner) starts a new run on every node.
+    assert c.runner("runner-1").enroll(resume=False).last_runner_seq == 0
+    wait_for(lambda: b.runner("runner-1").enroll(resume=True).last_runner_seq == 0, 10,
+             what="node B to see the new run")
+    pane.cancel()
 
 
 def test_jetstream_unreachable_producers_hear_unavailable_and_panes_end(nodes):
