@@ -19,6 +19,7 @@
 #include "rpc/rpc.h"
 #include "hub/hub.h"
 #include "hub/hub_log_jetstream.h"
+#include "hub/runner_remote.h"
 #include "hub/hub_wire.h"
 #include "hub/runner_control.h"
 #include "rpc/rpc_validate.h"
@@ -65,7 +66,8 @@ struct server {
     struct hub hub;
     struct session_registry sessions;
     struct bus bus;
-    struct hub_log_js *cluster; /* NULL: the in-memory log */
+    struct hub_log_js *cluster;   /* NULL: the in-memory log */
+    struct runner_remote *remote; /* Runners on other nodes, with cluster */
     struct metrics_http *metrics;
     struct event *sigterm;
     struct event *sigint;
@@ -679,6 +681,7 @@ static void server_free(struct server *server)
     h2_server_free(server->h2);
     grpc_server_free(server->grpc);
     runner_registry_free(server->hub.runners);
+    runner_remote_free(server->remote);
     /* Before the copies it fills: no delivery arrives after this. */
     hub_log_js_free(server->cluster);
     stream_guards_free(server->hub.guards);
@@ -756,6 +759,13 @@ int main(int argc, char **argv)
     server.hub.guards = stream_guards_new(server.base, server.hub.store);
     if (!server.hub.runners || !server.hub.guards)
         goto fail;
+    if (server.cluster) {
+        server.remote =
+            runner_remote_new(&server.hub, server.base, hub_log_js_link(server.cluster));
+        if (!server.remote)
+            goto fail;
+        runner_registry_set_remote(server.hub.runners, &runner_remote_ops, server.remote);
+    }
     server.h2 = h2_server_new(server.base, &server.config.h2);
     server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;
     server.hub.grpc = server.grpc;

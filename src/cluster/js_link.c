@@ -19,7 +19,34 @@
 #define JS_MAX_URLS       16
 #define JS_SETUP_RETRY_MS 250
 
-enum js_event_kind { JS_EV_READY, JS_EV_FRAMES, JS_EV_BUS, JS_EV_ACK, JS_EV_CONNECTION };
+enum js_event_kind {
+    JS_EV_READY,
+    JS_EV_FRAMES,
+    JS_EV_BUS,
+    JS_EV_ACK,
+    JS_EV_CONNECTION,
+    JS_EV_REQUEST,
+    JS_EV_REPLY
+};
+
+/* A subject this node serves.  Freed with the link: a request queued
+ * before js_link_unserve still names it (and is then dropped). */
+struct js_serve {
+    struct js_serve *next;
+    natsSubscription *sub;
+    js_link_request_fn fn;
+    void *arg;
+    struct js_link *link;
+    int dead;
+};
+
+/* A request waiting for its answer (loop thread only). */
+struct js_pending {
+    struct js_pending *next;
+    uint64_t id;
+    js_link_reply_fn fn;
+    void *arg;
+};
 
 /* One thing libnats told on its threads, queued for the loop. */
 struct js_event {
@@ -31,6 +58,7 @@ struct js_event {
     uint64_t pending;
     uint64_t epoch, frames_last, bus_last; /* READY */
     int up;                                /* CONNECTION */
+    struct js_serve *serve;                /* REQUEST */
 };
 
 struct js_link {
@@ -46,6 +74,12 @@ struct js_link {
     natsConnection *nc;
     jsCtx *js;
     natsSubscription *frames_sub, *bus_sub;
+    natsSubscription *inbox_sub; /* <inbox>.* : answers to this node's requests */
+    char inbox[64];
+    size_t inbox_len;
+    struct js_serve *serves;
+    struct js_pending *pending;
+    uint64_t next_request;
 
     pthread_mutex_t lock; /* guards the queue */
     struct js_event *head, *tail;
@@ -69,6 +103,13 @@ static void post(struct js_link *link, struct js_event *ev)
 
     ev->next = NULL;
     pthread_mutex_lock(&link->lock);
+    if (atomic_load(&link->stopping)) {
+        /* js_link_free drained the queue: nobody reads it any more. */
+        pthread_mutex_unlock(&link->lock);
+        natsMsg_Destroy(ev->msg);
+        free(ev);
+        return;
+    }
     was_empty = link->head == NULL;
     if (link->tail)
         link->tail->next = ev;
@@ -104,10 +145,33 @@ static void dispatch_msg(struct js_link *link, struct js_event *ev)
         m.seq_header = NULL;
     if (natsMsgHeader_Get(ev->msg, "Agenthub-At", &m.at_header) != NATS_OK)
         m.at_header = NULL;
+    if (natsMsgHeader_Get(ev->msg, "Agenthub-Batch", &m.batch_header) != NATS_OK)
+        m.batch_header = NULL;
     if (ev->kind == JS_EV_FRAMES)
         link->events.frames(link->arg, &m);
     else
         link->events.bus(link->arg, &m);
+}
+
+/* The answer to request <inbox>.<id>: its waiter, once. */
+static void dispatch_reply(struct js_link *link, struct js_event *ev)
+{
+    const char *subject = natsMsg_GetSubject(ev->msg);
+    struct js_pending **pp, *p;
+    uint64_t id;
+
+    if (strlen(subject) <= link->inbox_len + 1)
+        return;
+    id = strtoull(subject + link->inbox_len + 1, NULL, 10);
+    for (pp = &link->pending; (p = *pp) != NULL; pp = &p->next)
+        if (p->id == id) {
+            *pp = p->next;
+            p->fn(p->arg, natsMsg_IsNoResponders(ev->msg),
+                  (const uint8_t *)natsMsg_GetData(ev->msg),
+                  (size_t)natsMsg_GetDataLength(ev->msg));
+            free(p);
+            return;
+        }
 }
 
 static void dispatch(struct js_link *link, struct js_event *ev)
@@ -120,15 +184,27 @@ static void dispatch(struct js_link *link, struct js_event *ev)
     case JS_EV_BUS:
         dispatch_msg(link, ev);
         break;
-    case JS_EV_ACK:
-        if (ev->ack == JS_ACK_CONFLICT)
+    case JS_EV_ACK: {
+        const char *batch = NULL;
+        if (ev->ack == JS_ACK_CONFLICT || ev->ack == JS_ACK_DUPLICATE)
             link->stats.conflicts++;
         else if (ev->ack == JS_ACK_FAILED)
             link->stats.publish_failures++;
-        link->events.ack(link->arg, natsMsg_GetSubject(ev->msg), ev->ack, ev->seq);
+        if (natsMsgHeader_Get(ev->msg, "Agenthub-Batch", &batch) != NATS_OK)
+            batch = NULL;
+        link->events.ack(link->arg, natsMsg_GetSubject(ev->msg), batch, ev->ack, ev->seq);
         break;
+    }
     case JS_EV_CONNECTION:
         link->events.connection(link->arg, ev->up);
+        break;
+    case JS_EV_REQUEST:
+        if (!ev->serve->dead)
+            ev->serve->fn(ev->serve->arg, (const uint8_t *)natsMsg_GetData(ev->msg),
+                          (size_t)natsMsg_GetDataLength(ev->msg), natsMsg_GetReply(ev->msg));
+        break;
+    case JS_EV_REPLY:
+        dispatch_reply(link, ev);
         break;
     }
 }
@@ -199,10 +275,9 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
         ev->ack = JS_ACK_OK;
         ev->seq = pa->Sequence;
     } else if (pa) {
-        /* Another message with this Nats-Msg-Id was stored first: nothing
-         * is ever published twice, so another writer claimed the same
-         * place (js_link_publish_frames). */
-        ev->ack = JS_ACK_CONFLICT;
+        /* A message with this Nats-Msg-Id was stored first. */
+        ev->ack = JS_ACK_DUPLICATE;
+        ev->seq = pa->Sequence;
     } else if (pae && pae->ErrCode == JSStreamWrongLastSequenceErr) {
         ev->ack = JS_ACK_CONFLICT;
     } else {
@@ -237,6 +312,32 @@ static void on_reconnected(natsConnection *nc, void *closure)
 static void on_connected(natsConnection *nc, void *closure)
 {
     post_connection(closure, 1);
+}
+
+static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    struct js_serve *serve = closure;
+    struct js_event *ev = event_alloc(JS_EV_REQUEST);
+
+    if (!ev) {
+        natsMsg_Destroy(msg);
+        return;
+    }
+    ev->msg = msg;
+    ev->serve = serve;
+    post(serve->link, ev);
+}
+
+static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    struct js_event *ev = event_alloc(JS_EV_REPLY);
+
+    if (!ev) {
+        natsMsg_Destroy(msg);
+        return;
+    }
+    ev->msg = msg;
+    post(closure, ev);
 }
 
 /* --- setup thread ----------------------------------------------------------- */
@@ -506,7 +607,10 @@ void js_link_free(struct js_link *link)
     atomic_store(&link->stopping, 1);
     if (link->setup_started)
         pthread_join(link->setup_thread, NULL);
-    /* Closing the connection stops every libnats callback. */
+    if (link->inbox_sub)
+        natsSubscription_Destroy(link->inbox_sub);
+    for (struct js_serve *s = link->serves; s; s = s->next)
+        natsSubscription_Destroy(s->sub);
     if (link->frames_sub)
         natsSubscription_Destroy(link->frames_sub);
     if (link->bus_sub)
@@ -516,14 +620,20 @@ void js_link_free(struct js_link *link)
     jsCtx_Destroy(link->js);
     natsConnection_Destroy(link->nc);
     natsOptions_Destroy(link->opts);
-    /* libnats calls the connection handlers on its own threads even after
-     * the close; once its threads are gone nothing can post any more. */
-    nats_CloseAndWait(2000);
-    for (ev = link->head; ev; ev = next) {
+    /* What was queued goes while libnats is still open; what its threads
+     * post from now on is dropped by post() itself. */
+    pthread_mutex_lock(&link->lock);
+    ev = link->head;
+    link->head = link->tail = NULL;
+    pthread_mutex_unlock(&link->lock);
+    for (; ev; ev = next) {
         next = ev->next;
         natsMsg_Destroy(ev->msg);
         free(ev);
     }
+    /* libnats calls the connection handlers on its own threads even after
+     * the close: the link must outlive them. */
+    nats_CloseAndWait(2000);
     if (link->wake)
         event_free(link->wake);
     if (link->pipe_fds[0] >= 0)
@@ -531,6 +641,16 @@ void js_link_free(struct js_link *link)
     if (link->pipe_fds[1] >= 0)
         close(link->pipe_fds[1]);
     pthread_mutex_destroy(&link->lock);
+    while (link->serves) {
+        struct js_serve *s = link->serves;
+        link->serves = s->next;
+        free(s);
+    }
+    while (link->pending) {
+        struct js_pending *p = link->pending;
+        link->pending = p->next;
+        free(p);
+    }
     free(link->urls_copy);
     free(link);
 }
@@ -569,17 +689,20 @@ static int publish(struct js_link *link, natsMsg *msg, const char *msg_id, uint6
 }
 
 int js_link_publish_frames(struct js_link *link, const char *subject, uint64_t seq,
-                           uint64_t expect_last, const char *msg_id, const void *data, size_t len)
+                           uint64_t expect_last, const char *msg_id, uint64_t batch,
+                           const void *data, size_t len)
 {
     natsMsg *msg = NULL;
-    char v[24];
+    char v[24], b[24];
 
     if (!atomic_load(&link->connected) || len > INT32_MAX)
         return -1;
     if (natsMsg_Create(&msg, subject, NULL, data, (int)len) != NATS_OK)
         return -1;
     snprintf(v, sizeof(v), "%" PRIu64, seq);
-    if (natsMsgHeader_Set(msg, "Agenthub-Seq", v) != NATS_OK) {
+    snprintf(b, sizeof(b), "%" PRIu64, batch);
+    if (natsMsgHeader_Set(msg, "Agenthub-Seq", v) != NATS_OK ||
+        natsMsgHeader_Set(msg, "Agenthub-Batch", b) != NATS_OK) {
         natsMsg_Destroy(msg);
         return -1;
     }
@@ -607,4 +730,96 @@ void js_link_stats(const struct js_link *link, struct js_link_stats *out)
 {
     *out = link->stats;
     out->disconnects = atomic_load(&((struct js_link *)link)->disconnects);
+}
+
+/* --- request/reply ------------------------------------------------------------ */
+
+int js_link_serve(struct js_link *link, const char *subject, const char *group,
+                  js_link_request_fn fn, void *arg, void **handle)
+{
+    struct js_serve *serve = calloc(1, sizeof(*serve));
+
+    if (!serve)
+        return -1;
+    serve->fn = fn;
+    serve->arg = arg;
+    serve->link = link;
+    if (natsConnection_QueueSubscribe(&serve->sub, link->nc, subject, group, on_request, serve) !=
+        NATS_OK) {
+        free(serve);
+        return -1;
+    }
+    serve->next = link->serves;
+    link->serves = serve;
+    *handle = serve;
+    return 0;
+}
+
+void js_link_unserve(struct js_link *link, void *handle)
+{
+    struct js_serve *serve = handle;
+
+    if (!serve || serve->dead)
+        return;
+    serve->dead = 1;
+    natsSubscription_Unsubscribe(serve->sub);
+}
+
+int js_link_respond(struct js_link *link, const char *reply, const void *data, size_t len)
+{
+    if (!reply || !reply[0] || len > INT32_MAX)
+        return -1;
+    return natsConnection_Publish(link->nc, reply, data, (int)len) == NATS_OK ? 0 : -1;
+}
+
+int js_link_request(struct js_link *link, const char *subject, const void *data, size_t len,
+                    js_link_reply_fn fn, void *arg, uint64_t *id)
+{
+    struct js_pending *p;
+    char reply[96], wildcard[80];
+
+    if (!atomic_load(&link->connected) || len > INT32_MAX)
+        return -1;
+    if (!link->inbox_sub) {
+        natsInbox *inbox = NULL;
+        if (natsInbox_Create(&inbox) != NATS_OK)
+            return -1;
+        snprintf(link->inbox, sizeof(link->inbox), "%s", (const char *)inbox);
+        natsInbox_Destroy(inbox);
+        link->inbox_len = strlen(link->inbox);
+        snprintf(wildcard, sizeof(wildcard), "%s.*", link->inbox);
+        if (natsConnection_Subscribe(&link->inbox_sub, link->nc, wildcard, on_reply, link) !=
+            NATS_OK) {
+            link->inbox_sub = NULL;
+            return -1;
+        }
+        natsSubscription_SetPendingLimits(link->inbox_sub, -1, -1);
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p)
+        return -1;
+    p->id = ++link->next_request;
+    p->fn = fn;
+    p->arg = arg;
+    snprintf(reply, sizeof(reply), "%s.%" PRIu64, link->inbox, p->id);
+    if (natsConnection_PublishRequest(link->nc, subject, reply, data, (int)len) != NATS_OK) {
+        free(p);
+        return -1;
+    }
+    p->next = link->pending;
+    link->pending = p;
+    *id = p->id;
+    return 0;
+}
+
+void js_link_request_cancel(struct js_link *link, uint64_t id)
+{
+    struct js_pending **pp, *p;
+
+    for (pp = &link->pending; (p = *pp) != NULL; pp = &p->next)
+        if (p->id == id) {
+            *pp = p->next;
+            free(p);
+            return;
+        }
 }

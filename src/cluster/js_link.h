@@ -50,18 +50,19 @@ struct js_link_config {
 struct js_link_msg {
     const char *subject;
     uint64_t stream_seq;
-    uint64_t pending;       /* messages of the stream after this one, when read */
-    const char *seq_header; /* Agenthub-Seq, or NULL */
-    const char *at_header;  /* Agenthub-At, or NULL */
+    uint64_t pending;         /* messages of the stream after this one, when read */
+    const char *seq_header;   /* Agenthub-Seq, or NULL */
+    const char *at_header;    /* Agenthub-At, or NULL */
+    const char *batch_header; /* Agenthub-Batch, or NULL */
     const uint8_t *data;
     size_t len;
 };
 
 enum js_ack {
-    JS_ACK_OK = 0,       /* stored at STREAM_SEQ */
-    JS_ACK_CONFLICT = 1, /* the subject's last sequence was not the expected one,
-                          * or its message id was taken */
-    JS_ACK_FAILED = 2,   /* not stored, or not known to be (timeout, no quorum) */
+    JS_ACK_OK = 0,        /* stored at STREAM_SEQ */
+    JS_ACK_CONFLICT = 1,  /* the subject's last sequence was not the expected one */
+    JS_ACK_DUPLICATE = 2, /* a message with its id is stored, at STREAM_SEQ */
+    JS_ACK_FAILED = 3,    /* not stored, or not known to be (timeout, no quorum) */
 };
 
 struct js_link_events {
@@ -71,9 +72,10 @@ struct js_link_events {
     void (*ready)(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last);
     void (*frames)(void *arg, const struct js_link_msg *msg);
     void (*bus)(void *arg, const struct js_link_msg *msg);
-    /* A publish of SUBJECT finished (frames publishes carry their subject;
-     * bus publishes JS_BUS_SUBJECT). */
-    void (*ack)(void *arg, const char *subject, enum js_ack ack, uint64_t stream_seq);
+    /* A publish of SUBJECT finished (frames publishes carry their subject
+     * and BATCH, their Agenthub-Batch; bus publishes JS_BUS_SUBJECT). */
+    void (*ack)(void *arg, const char *subject, const char *batch, enum js_ack ack,
+                uint64_t stream_seq);
     /* The connection to the NATS cluster came up (1) or went down (0). */
     void (*connection)(void *arg, int up);
 };
@@ -92,15 +94,40 @@ int js_link_connected(const struct js_link *link);
 /* Publishes DATA to SUBJECT of AGENTHUB_FRAMES, stored only when the
  * subject's last stream sequence is EXPECT_LAST (0: the subject is empty)
  * and no message with id MSG_ID was stored within the duplicate window (2
- * min), with header Agenthub-Seq SEQ.  The outcome comes through
- * events.ack.  Returns 0, or -1 when it could not be sent
+ * min), with headers Agenthub-Seq SEQ and Agenthub-Batch BATCH (the
+ * writer's name for this batch, the same on every attempt).  The outcome
+ * comes through events.ack.  Returns 0, or -1 when it could not be sent
  * (disconnected, memory): no ack follows then. */
 int js_link_publish_frames(struct js_link *link, const char *subject, uint64_t seq,
-                           uint64_t expect_last, const char *msg_id, const void *data, size_t len);
+                           uint64_t expect_last, const char *msg_id, uint64_t batch,
+                           const void *data, size_t len);
 
 /* Publishes DATA as a bus event stamped AT_UNIX_MS.  Returns 0, or -1 when
  * it could not be sent. */
 int js_link_publish_bus(struct js_link *link, const void *data, size_t len, int64_t at_unix_ms);
+
+/* --- request/reply (plain NATS, not JetStream) --- */
+
+/* A request to a subject this node serves: answer it with js_link_respond
+ * on REPLY (valid during the callback only: copy it). */
+typedef void (*js_link_request_fn)(void *arg, const uint8_t *data, size_t len, const char *reply);
+/* The answer to a js_link_request: DATA, or NO_RESPONDERS 1 when no node
+ * serves the subject. */
+typedef void (*js_link_reply_fn)(void *arg, int no_responders, const uint8_t *data, size_t len);
+
+/* Serves SUBJECT in queue group GROUP (one member gets each request) until
+ * js_link_unserve(*HANDLE).  Returns 0, or -1 (memory, disconnected). */
+int js_link_serve(struct js_link *link, const char *subject, const char *group,
+                  js_link_request_fn fn, void *arg, void **handle);
+void js_link_unserve(struct js_link *link, void *handle);
+/* Returns 0, or -1 when it could not be sent. */
+int js_link_respond(struct js_link *link, const char *reply, const void *data, size_t len);
+/* Sends a request; FN runs once on the loop with the answer, unless
+ * js_link_request_cancel(*ID) comes first (the caller keeps its own
+ * deadline).  Returns 0, or -1 when it could not be sent (FN will not run). */
+int js_link_request(struct js_link *link, const char *subject, const void *data, size_t len,
+                    js_link_reply_fn fn, void *arg, uint64_t *id);
+void js_link_request_cancel(struct js_link *link, uint64_t id);
 
 struct js_link_stats {
     uint64_t publishes;

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "cluster/js_link.h"
 #include "common/clock.h"
@@ -49,7 +50,12 @@ struct js_session {
     uint32_t out_frames, fly_frames;
     uint64_t last_stream_seq; /* the subject's newest message known here */
     uint64_t last_seq;        /* the session seq of its newest frame known here */
+    uint8_t *fly_buf;         /* the batch as sent, for sending again */
+    size_t fly_len;
     uint64_t fly_first_seq;
+    uint64_t fly_pred;  /* the stream seq it was written after */
+    uint64_t fly_nonce; /* its Agenthub-Batch */
+    uint64_t dup_wait;  /* a duplicate ack named this stream seq */
     uint64_t fly_since_ns;
     uint8_t in_flight;
     uint8_t retry; /* a conflict: publish again once the copy catches up */
@@ -73,8 +79,10 @@ struct hub_log_js {
     int got_ready, connected, caught_up;
     /* metrics */
     uint64_t publish_ns_sum, publish_ns_max, publish_acks;
-    uint64_t writer_changes; /* batches published again after another node wrote */
-    uint64_t frames_lost;    /* frames of batches JetStream did not take */
+    uint64_t writer_changes;  /* batches published again after another node wrote */
+    uint64_t publish_retries; /* batches sent again after no answer */
+    uint64_t batches;         /* the last batch nonce: random at start, then counted, so
+                               * no two nodes' batches share one */
     uint64_t bus_lost;
     uint64_t apply_gaps; /* a session's copy resumed past a gap */
 };
@@ -209,6 +217,7 @@ static void check_caught_up(struct hub_log_js *js)
 }
 
 static void pump(struct hub_log_js *js, struct js_session *e);
+static void fly_check(struct hub_log_js *js, struct js_session *e, const struct js_link_msg *m);
 
 /* Applies one entry to the node's copy of session ID.  Frame SEQ is
  * appended unless the copy has it already. */
@@ -294,6 +303,8 @@ static void on_frames(void *arg, const struct js_link_msg *m)
             pump(js, e);
         }
     }
+    if (e)
+        fly_check(js, e, m);
     check_caught_up(js);
 }
 
@@ -342,10 +353,14 @@ static void on_connection(void *arg, int up)
 
 /* --- writing ------------------------------------------------------------------ */
 
+/* The batch in flight goes back in front of the outbox, to be sequenced
+ * again after what another node wrote. */
 static void fly_return(struct js_session *e)
 {
     struct js_entry *last = e->fly;
 
+    free(e->fly_buf);
+    e->fly_buf = NULL;
     if (!last)
         return;
     while (last->next)
@@ -359,7 +374,54 @@ static void fly_return(struct js_session *e)
     e->fly_frames = 0;
 }
 
-static void on_ack(void *arg, const char *subject, enum js_ack ack, uint64_t stream_seq)
+/* The batch in flight is stored. */
+static void fly_done(struct hub_log_js *js, struct js_session *e)
+{
+    uint64_t ns = clock_monotonic_ns() - e->fly_since_ns;
+
+    js->publish_ns_sum += ns;
+    js->publish_acks++;
+    if (ns > js->publish_ns_max)
+        js->publish_ns_max = ns;
+    entries_free(e->fly);
+    free(e->fly_buf);
+    e->fly = NULL;
+    e->fly_buf = NULL;
+    e->fly_frames = 0;
+    e->in_flight = 0;
+    e->dup_wait = 0;
+}
+
+static void retry_later(struct hub_log_js *js, struct js_session *e)
+{
+    e->retry = 1;
+    event_add(js->retry_timer, &(struct timeval){0, RETRY_MS * 1000});
+}
+
+/* A frames message on E's subject was applied: when it is the batch in
+ * flight (its Agenthub-Batch), that batch is stored, whatever became of
+ * its ack; when a duplicate ack named it and it is another node's, the
+ * batch goes again after it. */
+static void fly_check(struct hub_log_js *js, struct js_session *e, const struct js_link_msg *m)
+{
+    if (!e->fly)
+        return;
+    if (m->batch_header && strtoull(m->batch_header, NULL, 10) == e->fly_nonce) {
+        fly_done(js, e);
+        pump(js, e);
+        return;
+    }
+    if (e->dup_wait && m->stream_seq >= e->dup_wait) {
+        js->writer_changes++;
+        fly_return(e);
+        e->in_flight = 0;
+        e->dup_wait = 0;
+        pump(js, e);
+    }
+}
+
+static void on_ack(void *arg, const char *subject, const char *batch, enum js_ack ack,
+                   uint64_t stream_seq)
 {
     struct hub_log_js *js = arg;
     struct js_session *e;
@@ -371,106 +433,116 @@ static void on_ack(void *arg, const char *subject, enum js_ack ack, uint64_t str
     }
     e = js_session_get(js, subject, NULL, 0);
     log_debug("cluster: %s: ack %d at stream seq %" PRIu64, subject, (int)ack, stream_seq);
-    if (!e || !e->in_flight)
+    /* An ack of an earlier attempt, or of a batch the consumer confirmed. */
+    if (!e || !e->in_flight || !batch || strtoull(batch, NULL, 10) != e->fly_nonce)
         return;
-    e->in_flight = 0;
-    if (ack == JS_ACK_OK) {
-        uint64_t ns = clock_monotonic_ns() - e->fly_since_ns;
-        js->publish_ns_sum += ns;
-        js->publish_acks++;
-        if (ns > js->publish_ns_max)
-            js->publish_ns_max = ns;
+    switch (ack) {
+    case JS_ACK_OK:
         if (stream_seq > e->last_stream_seq) {
             e->last_stream_seq = stream_seq;
             if (e->fly_frames && e->fly_first_seq + e->fly_frames - 1 > e->last_seq)
                 e->last_seq = e->fly_first_seq + e->fly_frames - 1;
         }
-        entries_free(e->fly);
-        e->fly = NULL;
-        e->fly_frames = 0;
-    } else if (ack == JS_ACK_CONFLICT) {
+        fly_done(js, e);
+        break;
+    case JS_ACK_DUPLICATE:
+        /* A message after the same predecessor is stored at STREAM_SEQ:
+         * this batch's own earlier attempt, or another node's.  The
+         * consumer tells (fly_check). */
+        e->dup_wait = stream_seq;
+        if (stream_seq > e->last_stream_seq)
+            return;
+        /* Applied already, and it was not this batch (fly_check). */
+        e->in_flight = 0;
+        e->dup_wait = 0;
+        js->writer_changes++;
+        fly_return(e);
+        break;
+    case JS_ACK_CONFLICT:
         /* Another node wrote this session: its frames come through the
          * consumer, and this batch goes again after them. */
         js->writer_changes++;
+        e->in_flight = 0;
         fly_return(e);
-        e->retry = 1;
-        event_add(js->retry_timer, &(struct timeval){0, RETRY_MS * 1000});
+        retry_later(js, e);
         return;
-    } else {
-        js->frames_lost += e->fly_frames;
-        log_warn("cluster: JetStream did not take %u frame(s) of session %.128s", e->fly_frames,
-                 e->id);
-        entries_free(e->fly);
-        e->fly = NULL;
-        e->fly_frames = 0;
+    default:
+        /* Not known to be stored (a server lost, no quorum in time): the
+         * same batch goes again after the same predecessor, so a first
+         * attempt that was stored after all is recognised, not doubled. */
+        js->publish_retries++;
+        e->in_flight = 0;
+        retry_later(js, e);
+        return;
     }
     pump(js, e);
 }
 
-/* Publishes what waits in E's outbox as one batch, unless one is in flight. */
+/* Sends E's batch in flight (again), or makes the next from its outbox. */
 static void pump(struct hub_log_js *js, struct js_session *e)
 {
     struct js_entry *take = e->out_head, *last = NULL, *p;
     size_t bytes = 0, off = 0;
     uint32_t frames = 0;
     char msg_id[SUBJECT_MAX + 24];
-    uint8_t *buf;
 
-    if (e->in_flight || !take)
+    if (e->in_flight || (!take && !e->fly))
         return;
-    for (p = take; p; p = p->next) {
-        if (last && bytes + ENTRY_HEAD + p->olen + p->len > BATCH_BYTES)
-            break;
-        bytes += ENTRY_HEAD + p->olen + p->len;
-        frames += entry_counts(p->kind);
-        last = p;
+    if (!e->fly) {
+        for (p = take; p; p = p->next) {
+            if (last && bytes + ENTRY_HEAD + p->olen + p->len > BATCH_BYTES)
+                break;
+            bytes += ENTRY_HEAD + p->olen + p->len;
+            frames += entry_counts(p->kind);
+            last = p;
+        }
+        e->fly_buf = malloc(bytes);
+        if (!e->fly_buf)
+            return;
+        for (p = take;; p = p->next) {
+            uint8_t *b = e->fly_buf + off;
+            b[0] = p->kind;
+            put_le(b + 1, p->len, 4);
+            put_le(b + 5, (uint64_t)p->at_unix_ms, 8);
+            b[13] = p->olen;
+            put_le(b + 14, p->runner_seq, 8);
+            memcpy(b + ENTRY_HEAD, p->data, p->olen + p->len);
+            off += ENTRY_HEAD + p->olen + p->len;
+            if (p == last)
+                break;
+        }
+        e->out_head = last->next;
+        if (!e->out_head)
+            e->out_tail = NULL;
+        last->next = NULL;
+        e->out_frames -= frames;
+        e->fly = take;
+        e->fly_len = bytes;
+        e->fly_frames = frames;
+        e->fly_first_seq = e->last_seq + 1;
+        e->fly_pred = e->last_stream_seq;
+        e->fly_nonce = ++js->batches;
+        e->fly_since_ns = clock_monotonic_ns();
     }
-    buf = malloc(bytes);
-    if (!buf)
-        return;
-    for (p = take;; p = p->next) {
-        buf[off] = p->kind;
-        put_le(buf + off + 1, p->len, 4);
-        put_le(buf + off + 5, (uint64_t)p->at_unix_ms, 8);
-        buf[off + 13] = p->olen;
-        put_le(buf + off + 14, p->runner_seq, 8);
-        memcpy(buf + off + ENTRY_HEAD, p->data, p->olen + p->len);
-        off += ENTRY_HEAD + p->olen + p->len;
-        if (p == last)
-            break;
-    }
-    e->out_head = last->next;
-    if (!e->out_head)
-        e->out_tail = NULL;
-    last->next = NULL;
-    e->out_frames -= frames;
-    e->fly = take;
-    e->fly_frames = frames;
-    e->fly_first_seq = e->last_seq + 1;
-    e->fly_since_ns = clock_monotonic_ns();
     /* Two fences, because a clustered JetStream 2.9 checks the expected
      * subject sequence against what it has stored, not against proposals
      * still in flight: two nodes racing on the same predecessor could both
-     * pass it.  The message id <session>:<first seq> is checked against in
-     * flight ones too, so of two batches claiming the same first seq only
-     * one is stored; the other is a duplicate, which this node treats as a
-     * conflict.  Every stale writer claims the first seq of a message that
-     * exists (batches are contiguous), so the id catches it inside the
-     * duplicate window and the expected sequence after it. */
+     * pass it.  The message id <session>:<predecessor's stream seq> is
+     * checked against in-flight ones too, so of two batches written after
+     * the same message only one is stored, and the other hears it is a
+     * duplicate.  A stale writer names a predecessor that already has a
+     * successor, so the id catches it inside the duplicate window and the
+     * expected sequence after it. */
     snprintf(msg_id, sizeof(msg_id), "%s:%" PRIu64, e->subject + sizeof(JS_FRAMES_PREFIX) - 1,
-             e->fly_first_seq);
-    if (js_link_publish_frames(js->link, e->subject, e->fly_first_seq, e->last_stream_seq, msg_id,
-                               buf, bytes) != 0) {
-        js->frames_lost += frames;
-        entries_free(e->fly);
-        e->fly = NULL;
-        e->fly_frames = 0;
-    } else {
-        e->in_flight = 1;
-        log_debug("cluster: %s: frames %" PRIu64 "+%u after stream seq %" PRIu64 " sent",
-                  e->subject, e->fly_first_seq, frames, e->last_stream_seq);
+             e->fly_pred);
+    if (js_link_publish_frames(js->link, e->subject, e->fly_first_seq, e->fly_pred, msg_id,
+                               e->fly_nonce, e->fly_buf, e->fly_len) != 0) {
+        retry_later(js, e); /* unreachable: again once it is back */
+        return;
     }
-    free(buf);
+    e->in_flight = 1;
+    log_debug("cluster: %s: frames %" PRIu64 "+%u after stream seq %" PRIu64 " sent", e->subject,
+              e->fly_first_seq, e->fly_frames, e->fly_pred);
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
@@ -743,8 +815,10 @@ static void js_write_metrics(void *impl, FILE *out)
             "node wrote the session first (its writer changed), published again after.\n"
             "# TYPE agenthub_cluster_writer_changes_total counter\n"
             "agenthub_cluster_writer_changes_total %llu\n"
-            "# TYPE agenthub_cluster_frames_lost_total counter\n"
-            "agenthub_cluster_frames_lost_total %llu\n"
+            "# HELP agenthub_cluster_publish_retries_total Batches sent again after JetStream "
+            "did not answer in time.\n"
+            "# TYPE agenthub_cluster_publish_retries_total counter\n"
+            "agenthub_cluster_publish_retries_total %llu\n"
             "# TYPE agenthub_cluster_bus_events_lost_total counter\n"
             "agenthub_cluster_bus_events_lost_total %llu\n"
             "# TYPE agenthub_cluster_apply_gaps_total counter\n"
@@ -752,7 +826,7 @@ static void js_write_metrics(void *impl, FILE *out)
             js->connected, js->caught_up, (unsigned long long)st.disconnects,
             (unsigned long long)st.publishes, (double)js->publish_ns_sum / 1e9,
             (unsigned long long)js->publish_acks, (double)js->publish_ns_max / 1e9,
-            (unsigned long long)js->writer_changes, (unsigned long long)js->frames_lost,
+            (unsigned long long)js->writer_changes, (unsigned long long)js->publish_retries,
             (unsigned long long)js->bus_lost, (unsigned long long)js->apply_gaps);
 }
 
@@ -805,6 +879,9 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
     js->base = base;
     js->reg = reg;
     js->bus = bus;
+    if (getrandom(&js->batches, sizeof(js->batches), 0) != (ssize_t)sizeof(js->batches))
+        js->batches = clock_monotonic_ns() ^ ((uint64_t)clock_unix_ms() << 20);
+    js->batches &= ~(uint64_t)0 >> 1; /* room to count up */
     js->retry_timer = evtimer_new(base, on_retry, js);
     js->marks = runner_marks_new();
     if (!js->retry_timer || !js->marks) {
@@ -839,9 +916,15 @@ void hub_log_js_free(struct hub_log_js *js)
             struct js_session *next = e->hnext;
             entries_free(e->out_head);
             entries_free(e->fly);
+            free(e->fly_buf);
             free(e);
             e = next;
         }
     }
     free(js);
+}
+
+struct js_link *hub_log_js_link(const struct hub_log_js *js)
+{
+    return js->link;
 }

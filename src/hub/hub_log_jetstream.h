@@ -30,6 +30,7 @@
 
 struct event_base;
 struct hub_log_js;
+struct js_link;
 
 struct hub_log_js_config {
     const char *urls;
@@ -49,5 +50,8 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
                                      const struct hub_log_js_config *config, char *err,
                                      size_t errlen);
 void hub_log_js_free(struct hub_log_js *js);
+
+/* The NATS connection JS uses, for other cluster traffic (runner_remote). */
+struct js_link *hub_log_js_link(const struct hub_log_js *js);
 
 #endif

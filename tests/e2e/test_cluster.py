@@ -4,7 +4,11 @@ through one node reach subscribers on every node with one contiguous seq;
 the bus has one seq and epoch, so a subscriber resumes on another node;
 producers hear UNAVAILABLE while JetStream is unreachable."""
 import json
+import os
+import signal
+import subprocess
 import threading
+import time
 
 import grpc
 import pytest
@@ -226,18 +230,207 @@ def test_a_runner_resumes_on_another_node_after_a_kill_with_nothing_taken_twice(
     pane.cancel()
 
 
+def test_control_calls_on_one_node_reach_the_runner_on_another(nodes):
+    n = nodes()
+    a, c = n[0], n[2]
+    r = c.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    a.call("SkipBatchWindow", S.SkipBatchWindowRequest(session_id="sess-1"), token="t-alice")
+    assert r.wait_command("start_now").start_now.session_id == "sess-1"
+    a.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="hello"),
+           token="t-alice")
+    sent = r.wait_command("deliver_control")
+    assert sent.deliver_control.session_id == "sess-1"
+    a.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
+    assert r.wait_command("stop").stop.session_id == "sess-1"
+
+
+def test_control_refusals_across_nodes_keep_their_one_node_statuses(nodes):
+    n = nodes(flags=["--command-timeout-ms", "1000"])
+    a, c = n[0], n[2]
+    skip = S.SkipBatchWindowRequest(session_id="sess-1")
+    # No node holds the Runner: not delivered.
+    err = fail(a.call, "SkipBatchWindow", skip, token="t-alice")
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    # The Runner refuses: UNAVAILABLE with its words, as on one node.
+    r = c.runner("runner-1", ack_ok=False)
+    r.open_sessions(["sess-1"])
+    err = fail(a.call, "SkipBatchWindow", skip, token="t-alice")
+    assert err.code() == grpc.StatusCode.UNAVAILABLE and "refused by test" in err.details()
+    r.close()
+    # Written, never answered: DEADLINE_EXCEEDED, "may have been delivered".
+    quiet = c.runner("runner-1", auto_ack=False)
+    quiet.open_sessions(["sess-1"])
+    err = fail(a.call, "SkipBatchWindow", skip, token="t-alice", timeout=30)
+    assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "may have been delivered" in err.details()
+
+
+COUNTER_AGENT = r"""
+import json, sys, time
+for i in range(%d):
+    sys.stdout.write(json.dumps({"assistant_text": {"text": "n-%%d" %% i, "message_id": "m"}}) + "\n")
+    sys.stdout.flush()
+    time.sleep(0.02)
+while True:
+    time.sleep(1)
+"""
+
+
+def texts_in(value):
+    """Every assistant text in a JSON line of `agenthub log --json`."""
+    found = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "text" and isinstance(v, str):
+                found.append(v)
+            else:
+                found += texts_in(v)
+    elif isinstance(value, list):
+        for v in value:
+            found += texts_in(v)
+    return found
+
+
+class Proc:
+    """A program of the build, its stdout and stderr in files; stopped with
+    SIGTERM (killed after 15 s)."""
+
+    def __init__(self, tmp, name, args, env=None):
+        self.out_path = tmp / (name + ".out")
+        self.err_path = tmp / (name + ".err")
+        self.out = open(self.out_path, "w")
+        self.err = open(self.err_path, "w")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self.out,
+                                     stderr=self.err, env=full_env)
+
+    def stdout(self):
+        return self.out_path.read_text(errors="replace")
+
+    def stderr(self):
+        return self.err_path.read_text(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.out.close()
+        self.err.close()
+        return self.proc.returncode
+
+
+def test_kill_9_of_the_runners_node_loses_and_repeats_nothing(nodes, tmp_path):
+    count = 300
+    n = nodes()
+    a, b, c = n.hubs
+    agent = tmp_path / "counter.py"
+    agent.write_text(COUNTER_AGENT % count)
+    want = ["n-%d" % i for i in range(count)]
+    runner = Proc(tmp_path, "runner", [
+        str(harness.BUILD / "agenthub-runner"), "--token", "t-runner-1", "--session", "sess-1",
+        "--agent", "/usr/bin/python3 %s" % agent, "--verbose",
+        "--addr", ",".join(h.runner_addr for h in (a, b, c))])
+    # A pane through the CLI on node A (then C), one on node C.
+    follower = Proc(tmp_path, "log", [
+        str(harness.BUILD / "agenthub"), "log", "sess-1", "--follow", "--json"],
+        env={"AGENTHUB_ADDR": "%s,%s" % (a.public, c.public), "AGENTHUB_TOKEN": "t-alice"})
+    pane_c = subscribe(c, "sess-1", tail=100000)
+    try:
+        def cli_texts():
+            got = []
+            for line in follower.stdout().splitlines():
+                got += texts_in(json.loads(line))
+            return got
+        wait_for(lambda: len(cli_texts()) >= 60, 30, 0.1, what=lambda: "60 frames on the CLI: " +
+                 follower.stderr()[-2000:] + runner.stderr()[-2000:])
+        a.kill()
+        wait_for(lambda: cli_texts()[-1:] == [want[-1]], 60, 0.2,
+                 what=lambda: "the last frame on the CLI (have %d): %s %s" % (
+                     len(cli_texts()), follower.stderr()[-2000:], runner.stderr()[-3000:]))
+        got = pane_c.wait(lambda items: items if texts(items)[-1:] == [want[-1]] else None, 60)
+        assert cli_texts() == want
+        assert texts(got) == want
+        assert [f.seq for f in got] == list(range(got[0].seq, got[0].seq + len(got)))
+        seqs = [json.loads(line).get("seq") for line in follower.stdout().splitlines()]
+        assert seqs == sorted(set(seqs))
+        assert "following on from seq" in follower.stderr()
+    finally:
+        pane_c.cancel()
+        follower.stop()
+        assert runner.stop() == 0, runner.stderr()[-4000:]
+
+
+def publish_until_taken(hub, runner, first, frames):
+    """Publishes FRAMES as runner_seq FIRST.. through HUB, the way a Runner
+    does: refused (UNAVAILABLE), it enrolls again and resends from the
+    server's last_runner_seq."""
+    deadline = time.monotonic() + 30
+    while True:
+        last = runner.enroll(resume=True).last_runner_seq
+        todo = [(first + i, f) for i, f in enumerate(frames) if first + i > last]
+        if not todo:
+            return
+        try:
+            runner.publish_raw([F.PublishEventsRequest(runner_seq=seq, session_id="sess-1",
+                                                       frame=f) for seq, f in todo])
+            return
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+            assert time.monotonic() < deadline, "still refused: %s" % err.details()
+            time.sleep(0.2)
+
+
+def test_one_of_three_nats_servers_killed_loses_nothing_acknowledged(nodes):
+    n = nodes()
+    r = n[0].runner("runner-1")
+    r.enroll(resume=False)
+    want = ["k%d" % i for i in range(200)]
+    for chunk in range(4):
+        if chunk == 2:
+            n.nats.servers[0].kill()
+        publish_until_taken(n[0], r, chunk * 50 + 1, [text(w) for w in want[chunk * 50:][:50]])
+    # Every node's copy holds every frame once, in order.
+    for h in n.hubs:
+        def holds_all(h=h):
+            rd = subscribe(h, "sess-1", tail=100000)
+            try:
+                got = rd.wait(lambda items: items if texts(items)[-1:] == [want[-1]] else None,
+                              timeout=10)
+                return got
+            except AssertionError:
+                return None
+            finally:
+                rd.cancel()
+        got = wait_for(holds_all, 30, what="every frame on %s" % h.public)
+        assert texts(got) == want
+        assert [f.seq for f in got] == list(range(got[0].seq, got[0].seq + len(got)))
+
+
 def test_jetstream_unreachable_producers_hear_unavailable_and_panes_end(nodes):
     n = nodes(count=2, replicas=1)
     r = n[0].runner("runner-1")
     r.publish("sess-1", text("before"))
-    pane = subscribe(n[1], "sess-1", since_seq=0, tail=10)
-    assert texts(pane.wait_count(1)) == ["before"]
+    pane = subscribe(n[1], "sess-1", tail=10)
+    first = pane.wait_count(1)
+    assert texts(first) == ["before"]
     for s in n.nats.servers:
         s.kill()
     for h in n.hubs:
         h.wait_metric("agenthub_cluster_connected", lambda v: v == 0, timeout=15)
+    # The pane ends where it is, telling its client where to resume.
+    code, trailers = pane.finish()
+    assert code == grpc.StatusCode.OK
+    assert trailers["agenthub-last-seq"] == str(pane.items[-1].seq)
     err = fail(r.publish, "sess-1", text("during"))
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    err = fail(n[1].call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1"),
+               token="t-alice")
     assert err.code() == grpc.StatusCode.UNAVAILABLE
     status, _ = n[0].http_get("/healthz")
     assert status != 200
-    pane.cancel()
