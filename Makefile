@@ -40,22 +40,31 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 PROTOS := $(shell cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
 GEN_SRC := $(patsubst %.proto,gen/%.pb-c.c,$(PROTOS)) gen/descriptor_set.c
-LIB_SRC := $(sort $(wildcard src/common/*.c src/h2/*.c src/grpc/*.c src/core/*.c \
-  src/store/*.c src/cluster/*.c src/hub/*.c src/rpc/*.c)) $(GEN_SRC)
-LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
-LIB := $(BUILD)/libagenthub.a
+# The layers, lowest first (docs/architecture.md): each is one archive,
+# $(BUILD)/libNAME.a, of every .c in src/NAME/ (common also holds gen/).  A
+# layer whose directory does not exist yet is skipped, so a new layer is
+# one word here and one row in tools/check_layers.py.  Programs link the
+# archives highest first; a lower layer calling up fails to link.
+LAYERS := $(foreach l,common h2 http1 grpc core store cluster hub rpc,$(if $(wildcard src/$(l)/*.c),$(l)))
+layer_src = $(sort $(wildcard src/$(1)/*.c)) $(if $(filter common,$(1)),$(GEN_SRC))
+layer_lib = $(patsubst %,$(BUILD)/lib%.a,$(1))
+reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+LIB_SRC := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
+# agenthubd links every layer; the CLI and the Runner talk to the server
+# over gRPC and link no handler (rpc) or session-path (hub) object.
+SERVER_LIBS := $(call layer_lib,$(call reverse,$(LAYERS)))
+CLIENT_LIBS := $(call layer_lib,$(call reverse,$(filter-out hub rpc,$(LAYERS))))
 
 SERVER_SRC := src/main.c $(sort $(wildcard src/server/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 RUNNER_SRC := $(sort $(wildcard src/runner/*.c))
-# The Runner's modules without its main, for the unit suites (test_runner_*).
+# The Runner's and the CLI's modules without their mains, linked by their
+# programs and by the unit suites (test_runner_*, test_cli_*).
 RUNNER_LIB := $(BUILD)/librunner.a
 RUNNER_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/runner/main.c,$(RUNNER_SRC)))
-PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner
-
-# The CLI's modules without its main, for the unit suites (test_cli_*).
 CLI_LIB := $(BUILD)/libcli.a
 CLI_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/cli/main.c,$(CLI_SRC)))
+PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner
 
 # One runner for every unit suite: tests/unit/main.c runs the suites listed
 # in tests/unit/test_list.h (each test_NAME.c exports NAME_suite()).
@@ -100,15 +109,18 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(LIB): $(LIB_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+define LAYER_RULE
+$(call layer_lib,$(1)): $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(call layer_src,$(1)))
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call LAYER_RULE,$(l))))
 
-$(BUILD)/agenthubd: $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRC)) $(LIB)
+$(BUILD)/agenthubd: $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRC)) $(SERVER_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
-$(BUILD)/agenthub: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC)) $(LIB)
+$(BUILD)/agenthub: $(BUILD)/obj/src/cli/main.o $(CLI_LIB) $(CLIENT_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
-$(BUILD)/agenthub-runner: $(patsubst %.c,$(BUILD)/obj/%.o,$(RUNNER_SRC)) $(LIB)
+$(BUILD)/agenthub-runner: $(BUILD)/obj/src/runner/main.o $(RUNNER_LIB) $(CLIENT_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(RUNNER_LIB): $(RUNNER_LIB_OBJ)
@@ -120,13 +132,13 @@ $(CLI_LIB): $(CLI_LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += -Itests/unit
-$(UNIT_BIN): $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(LIB)
+$(UNIT_BIN): $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(SERVER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(LIB) $(CHECK_LIBS) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(SERVER_LIBS) $(CHECK_LIBS) $(LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIB)
+$(BUILD)/bench/%: bench/%.c $(SERVER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_LIBS) $(LIBS)
 
 # gen/ is committed.  `make gen` rewrites it; `make check-gen` fails when stale.
 gen:
@@ -206,7 +218,10 @@ run: $(PROGRAMS)
 	  --runner-listen 127.0.0.1:50052 --metrics-listen 127.0.0.1:9090
 
 LINT_SRC := $(shell find src tests/unit tests/fuzz bench -name '*.[ch]' 2>/dev/null)
-lint:
+# tools/check_layers.py: the include graph (docs/architecture.md) and no
+# handler or hub object in the CLI or the Runner.
+lint: $(BUILD)/agenthub $(BUILD)/agenthub-runner $(call layer_lib,hub rpc)
+	python3 tools/check_layers.py --nm $(BUILD)
 	clang-format --dry-run --Werror $(LINT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --suppress=missingIncludeSystem -Isrc -Igen src

@@ -22,7 +22,7 @@
 #include "hub/runner_remote.h"
 #include "hub/hub_wire.h"
 #include "hub/runner_control.h"
-#include "rpc/rpc_validate.h"
+#include "common/pb_validate.h"
 #include "hub/stream_guard.h"
 #include "store/blob.h"
 #include "store/store.h"
@@ -64,6 +64,7 @@ struct server {
     struct h2_server *h2;
     struct grpc_server *grpc;
     struct hub hub;
+    struct rpc_context rpc; /* every door's door data */
     struct session_registry sessions;
     struct bus bus;
     struct hub_log_js *cluster;   /* NULL: the in-memory log */
@@ -619,7 +620,7 @@ static void on_signal(evutil_socket_t signal_number, short what, void *arg)
     }
     log_info("signal %d: draining (GOAWAY, streams end UNAVAILABLE)", (int)signal_number);
     server->shutting_down = 1;
-    health_set_draining(server->hub.health);
+    health_set_draining(server->rpc.health);
     grpc_server_shutdown(server->grpc);
     server->shutdown_poll = event_new(server->base, -1, EV_PERSIST, on_shutdown_poll, server);
     server->shutdown_deadline = evtimer_new(server->base, on_shutdown_deadline, server);
@@ -661,14 +662,14 @@ static int start_cluster(struct server *server)
 static int register_door(struct server *server, struct grpc_door *door, int runner_door)
 {
     rpc_install_authenticator(door);
-    if (health_register(&server->hub, door) != 0 || reflection_register(&server->hub, door) != 0 ||
-        resource_register(&server->hub, door) != 0)
+    if (health_register(&server->rpc, door) != 0 || reflection_register(&server->rpc, door) != 0 ||
+        resource_register(&server->rpc, door) != 0)
         return -1;
-    if (runner_door ? runner_service_register(&server->hub, door) != 0
-                    : compass_register(&server->hub, door) != 0)
+    if (runner_door ? runner_service_register(&server->rpc, door) != 0
+                    : compass_register(&server->rpc, door) != 0)
         return -1;
 #ifdef AGENTHUB_FAILPOINTS
-    if (echo_register(&server->hub, door) != 0)
+    if (echo_register(&server->rpc, door) != 0)
         return -1;
 #endif
     return 0;
@@ -688,8 +689,8 @@ static void server_free(struct server *server)
     session_registry_free(&server->sessions);
     bus_free(&server->bus);
     store_close(server->hub.store);
-    health_free(server->hub.health);
-    reflection_free(&server->hub);
+    health_free(server->rpc.health);
+    reflection_free(&server->rpc);
     if (server->sigterm)
         event_free(server->sigterm);
     if (server->sigint)
@@ -768,17 +769,17 @@ int main(int argc, char **argv)
     }
     server.h2 = h2_server_new(server.base, &server.config.h2);
     server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;
-    server.hub.grpc = server.grpc;
-    server.hub.health = health_new();
-    if (!server.grpc || !server.hub.health)
+    server.rpc.hub = &server.hub;
+    server.rpc.health = health_new();
+    if (!server.grpc || !server.rpc.health)
         goto fail;
-    grpc_server_set_request_check(server.grpc, rpc_validate_strings);
+    grpc_server_set_request_check(server.grpc, pb_validate_strings);
 
-    public_door = grpc_door_new(server.grpc, "public", &server.hub);
+    public_door = grpc_door_new(server.grpc, "public", &server.rpc);
     if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
     if (server.config.runner_listen) {
-        runner_door = grpc_door_new(server.grpc, "runner", &server.hub);
+        runner_door = grpc_door_new(server.grpc, "runner", &server.rpc);
         if (runner_door)
             grpc_door_set_kind(runner_door, AUTH_DOOR_RUNNER);
         if (!runner_door || register_door(&server, runner_door, 1) != 0)

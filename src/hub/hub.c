@@ -6,7 +6,6 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
-#include "grpc/grpc.h"
 #include "hub/runner_control.h"
 #include "hub/stream_guard.h"
 #include "store/gate.h"
@@ -20,9 +19,8 @@ struct session *hub_session(struct hub *ctx, const char *session_id)
     return s;
 }
 
-int hub_session_quota(struct grpc_call *call, const char *agent_account_id)
+int hub_session_quota(struct hub *ctx, struct hub_stream stream, const char *agent_account_id)
 {
-    struct hub *ctx = grpc_call_door_data(call);
     char message[200];
     uint64_t open = 0;
     int rv;
@@ -31,7 +29,7 @@ int hub_session_quota(struct grpc_call *call, const char *agent_account_id)
         return 0;
     rv = store_session_count_open(ctx->store, agent_account_id, &open);
     if (rv != STORE_OK) {
-        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        stream.ops->finish(stream.call, HUB_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return -1;
     }
     if (open < ctx->config.max_account_sessions)
@@ -40,7 +38,7 @@ int hub_session_quota(struct grpc_call *call, const char *agent_account_id)
     snprintf(message, sizeof(message),
              "the agent account has %llu open sessions, the most allowed; close one first",
              (unsigned long long)open);
-    grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+    stream.ops->finish(stream.call, HUB_STATUS_RESOURCE_EXHAUSTED, message);
     return -1;
 }
 

@@ -19,15 +19,12 @@
 #include "core/bus.h"
 #include "core/session.h"
 #include "hub/hub_log.h"
+#include "hub/hub_stream.h"
 
-struct grpc_server;
-struct grpc_call;
-struct health_state;
 struct store;
 struct store_subject;
 struct runner_registry;
 struct stream_guards;
-struct descriptor_index;
 
 struct hub_config {
     int has_runner_seam;            /* --runner-listen given */
@@ -64,11 +61,9 @@ struct hub_counters {
     uint64_t session_quota_refusals; /* --max-sessions-per-account */
 };
 
-/* The session path's state, shared by every handler: each door carries it
- * as its door data. */
+/* The session path's state, shared by every handler (rpc reaches it
+ * through its door data, struct rpc_context). */
 struct hub {
-    struct grpc_server *grpc;
-    struct health_state *health;
     struct store *store;
     struct session_registry *sessions;
     struct bus *bus;    /* the memory log's bus (its metrics) */
@@ -77,7 +72,6 @@ struct hub {
     struct stream_guards *guards; /* open streams re-checked on store changes */
     struct hub_config config;
     struct hub_counters counters;
-    struct descriptor_index *descriptors; /* reflection's, built by reflection_register */
 };
 
 /* The live session SESSION_ID, opened in the registry when it is not yet
@@ -92,11 +86,11 @@ enum hub_live {
 };
 
 /* May one more session of agent account AGENT_ACCOUNT_ID be opened (created,
- * or a closed one reopened)?  Returns 0; or -1 after finishing CALL with
+ * or a closed one reopened)?  Returns 0; or -1 after ending STREAM with
  * RESOURCE_EXHAUSTED when the account already has
  * config.max_account_sessions open sessions, or UNAVAILABLE when the store
  * cannot count them. */
-int hub_session_quota(struct grpc_call *call, const char *agent_account_id);
+int hub_session_quota(struct hub *ctx, struct hub_stream stream, const char *agent_account_id);
 
 /* Prometheus text for the counters (struct hub_counters) and the live
  * sessions. */

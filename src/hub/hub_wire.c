@@ -7,13 +7,13 @@
 #include "compass/v1/frames.pb-c.h"
 #include "compass/v1/services.pb-c.h"
 #include "core/arbiter.h"
-#include "grpc/grpc.h"
+#include "hub/hub_stream.h"
 #include "store/gate.h"
 #include "store/store.h"
 
-/* The numbers core and store share with proto/ (and with gRPC), checked
- * where both are in sight.  Field numbers are not in the generated
- * headers: hub_wire_check reads them from the descriptors at start-up. */
+/* The numbers core and store share with proto/ (and the gate's statuses,
+ * which the hub passes on as its own), checked where both are in sight.  Field numbers are not in
+ * the generated headers: hub_wire_check reads them from the descriptors at start-up. */
 #define SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " is " #b)
 #define STATE(x)   COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_##x
 SAME(ARBITER_UNSPECIFIED, STATE(UNSPECIFIED));
@@ -33,10 +33,10 @@ SAME(ARBITER_WIRE_TOOL_IN_PROGRESS,
      COMPASS__V1__AGENT_TOOL_CALL_STATUS__AGENT_TOOL_CALL_STATUS_IN_PROGRESS);
 SAME(STORE_RESOURCE_TERMINAL, COMPASS__V1__RESOURCE_KIND__RESOURCE_KIND_TERMINAL);
 SAME(STORE_RESOURCE_AGENT_SESSION, COMPASS__V1__RESOURCE_KIND__RESOURCE_KIND_AGENT_SESSION);
-SAME(GATE_STATUS_NOT_FOUND, GRPC_STATUS_NOT_FOUND);
-SAME(GATE_STATUS_PERMISSION_DENIED, GRPC_STATUS_PERMISSION_DENIED);
-SAME(GATE_STATUS_FAILED_PRECONDITION, GRPC_STATUS_FAILED_PRECONDITION);
-SAME(GATE_STATUS_UNAVAILABLE, GRPC_STATUS_UNAVAILABLE);
+SAME(GATE_STATUS_NOT_FOUND, HUB_STATUS_NOT_FOUND);
+SAME(GATE_STATUS_PERMISSION_DENIED, HUB_STATUS_PERMISSION_DENIED);
+SAME(GATE_STATUS_FAILED_PRECONDITION, HUB_STATUS_FAILED_PRECONDITION);
+SAME(GATE_STATUS_UNAVAILABLE, HUB_STATUS_UNAVAILABLE);
 #undef STATE
 #undef SAME
 

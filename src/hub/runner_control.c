@@ -10,7 +10,6 @@
 
 #include "common/log.h"
 #include "core/arbiter.h"
-#include "grpc/grpc.h"
 #include "hub/hub.h"
 #include "hub/runner_seq.h"
 #include "hub/stream_guard.h"
@@ -50,7 +49,7 @@ struct command_list {
 
 struct runner_link {
     char id[STORE_ID_MAX];
-    struct grpc_call *call;
+    struct hub_stream stream; /* the Sessions call */
     struct hub *ctx;
     struct store_subject subject;
     struct stream_guard guard;
@@ -275,7 +274,7 @@ static void on_command_timeout(evutil_socket_t fd, short what, void *arg)
     command_complete(c, RUNNER_UNANSWERED, 0, "the runner did not answer in time");
     /* Its in-flight slot may now be reused. */
     if (link->queue.head)
-        grpc_call_want_writable(link->call);
+        link->stream.ops->want_writable(link->stream.call);
 }
 
 /* The session COMMAND is for ("" for a status of every session). */
@@ -419,7 +418,7 @@ int runner_command_send(struct hub *ctx, const char *runner_id,
                                   (ctx->config.command_timeout_ms % 1000) * 1000};
         event_add(c->timer, &timeout);
     }
-    grpc_call_want_writable(link->call);
+    link->stream.ops->want_writable(link->stream.call);
     if (handle)
         *handle = c;
     return RUNNER_SEND_QUEUED;
@@ -444,7 +443,7 @@ void runner_command_abandon(struct hub *ctx, struct runner_command *c)
     }
     c->answered = 1;
     if (c->link->queue.head)
-        grpc_call_want_writable(c->link->call);
+        c->link->stream.ops->want_writable(c->link->stream.call);
 }
 
 /* Writes LINK's oldest queued command if the Runner may take one more.
@@ -463,7 +462,7 @@ void runner_link_write_next(struct runner_link *link)
             return; /* every slot has a waiter: an answer or a timeout frees one */
         command_free(old);
     }
-    if (grpc_call_send_encoded(link->call, NULL, 0, c->bytes, c->len) != 0) {
+    if (link->stream.ops->send(link->stream.call, c->bytes, c->len) != 0) {
         if (c->done)
             link_registry(link)->withdrawn++;
         command_complete(c, RUNNER_NOT_SENT, 0, "the runner's control stream cannot take it");
@@ -497,7 +496,7 @@ static void link_unlink(struct runner_registry *runners, struct runner_link *lin
  * stopped: "stopped" stays their last word).  Frees LINK. */
 void runner_link_close(struct hub *ctx, struct runner_link *link, const char *why)
 {
-    grpc_call_set_user(link->call, NULL);
+    link->stream.ops->set_user(link->stream.call, NULL);
     stream_guard_remove(ctx->guards, &link->guard);
     link_fail_commands(link, why);
     link_unlink(ctx->runners, link);
@@ -520,13 +519,13 @@ static void sessions_recheck(struct stream_guard *guard)
     struct runner_link *link = container_of(guard, struct runner_link, guard);
     struct hub *ctx = link->ctx;
 
-    if (stream_guard_reauthenticate(ctx->guards, link->call, &link->subject) == 0)
+    if (stream_guard_reauthenticate(ctx->guards, link->stream, &link->subject) == 0)
         return;
     log_info("runner %s: its Sessions stream is no longer authorized; ended", link->id);
     runner_link_close(ctx, link, "the runner's control stream was ended");
 }
 
-struct runner_link *runner_link_open(struct hub *ctx, struct grpc_call *call,
+struct runner_link *runner_link_open(struct hub *ctx, struct hub_stream stream,
                                      const struct store_subject *subject)
 {
     struct runner_link *link = calloc(1, sizeof(*link));
@@ -536,7 +535,7 @@ struct runner_link *runner_link_open(struct hub *ctx, struct grpc_call *call,
         return NULL;
     old = link_find(ctx->runners, subject->id);
     snprintf(link->id, sizeof(link->id), "%s", subject->id);
-    link->call = call;
+    link->stream = stream;
     link->ctx = ctx;
     link->subject = *subject;
     link->guard.recheck = sessions_recheck;
@@ -547,17 +546,17 @@ struct runner_link *runner_link_open(struct hub *ctx, struct grpc_call *call,
     if (old) {
         /* One control stream per Runner: the newest wins. */
         log_info("runner %s opened a second Sessions stream; closing the first", subject->id);
-        grpc_call_set_user(old->call, NULL);
+        old->stream.ops->set_user(old->stream.call, NULL);
         stream_guard_remove(ctx->guards, &old->guard);
         link_fail_commands(old, "the runner's control stream was replaced");
         link_unlink(ctx->runners, old);
-        grpc_call_finish(old->call, GRPC_STATUS_ABORTED,
-                         "replaced by a newer Sessions stream from the same runner");
+        old->stream.ops->finish(old->stream.call, HUB_STATUS_ABORTED,
+                                "replaced by a newer Sessions stream from the same runner");
         free(old);
     } else if (ctx->runners->remote) {
         ctx->runners->remote->hold(ctx->runners->remote_impl, link->id, 1);
     }
-    grpc_call_set_user(call, link);
+    stream.ops->set_user(stream.call, link);
     stream_guard_add(ctx->guards, &link->guard);
     return link;
 }
@@ -607,7 +606,7 @@ static int sessions_report(struct hub *ctx, struct runner_link *link, char *cons
         snprintf(message, sizeof(message),
                  "the live-sessions report lists %zu sessions; at most %u are accepted", n,
                  ctx->config.max_report_sessions);
-        grpc_call_finish(link->call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
+        link->stream.ops->finish(link->stream.call, HUB_STATUS_RESOURCE_EXHAUSTED, message);
         runner_link_close(ctx, link, "the runner's control stream was ended");
         return -1;
     }
@@ -710,7 +709,7 @@ static int link_answer(struct hub *ctx, struct runner_link *link,
             command_free(c);
         }
         if (link->queue.head)
-            grpc_call_want_writable(link->call);
+            link->stream.ops->want_writable(link->stream.call);
         if (answer->result_case == COMPASS__V1__SESSIONS_REQUEST__RESULT_STATUS)
             return sessions_report_statuses(ctx, link, answer->status);
         return 0;

@@ -30,6 +30,7 @@
 
 #include "compass/v1/services.pb-c.h"
 #include "hub/hub.h"
+#include "hub/hub_stream.h"
 
 struct event_base;
 struct runner_command;
@@ -107,14 +108,13 @@ void runner_registry_write_metrics(const struct runner_registry *runners, FILE *
 /* --- A Runner's control stream (RunnerService/Sessions) ------------------ */
 
 struct runner_link;
-struct grpc_call;
 struct store_subject;
 
-/* Registers CALL as the control stream of Runner SUBJECT (authenticated),
+/* Registers STREAM as the control stream of Runner SUBJECT (authenticated),
  * replacing (ABORTED) any earlier one of the same Runner, and guards it
- * against revocation.  CALL's user pointer is the link from here on.
+ * against revocation.  STREAM's user pointer is the link from here on.
  * Returns the link, or NULL when memory is short (nothing changed). */
-struct runner_link *runner_link_open(struct hub *ctx, struct grpc_call *call,
+struct runner_link *runner_link_open(struct hub *ctx, struct hub_stream stream,
                                      const struct store_subject *subject);
 
 /* The Runner id of LINK. */

@@ -21,8 +21,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hub/hub_stream.h"
+
 struct event_base;
-struct grpc_call;
 struct store;
 struct store_subject;
 struct stream_guards;
@@ -47,18 +48,18 @@ void stream_guards_free(struct stream_guards *guards);
 void stream_guard_add(struct stream_guards *guards, struct stream_guard *guard);
 void stream_guard_remove(struct stream_guards *guards, struct stream_guard *guard);
 
-/* Resolves CALL's bearer token again, as a fresh call on its door would.
- * Returns 0 with *SUBJECT refreshed; otherwise ends the call
+/* Resolves STREAM's bearer token again, as a fresh call on its door would.
+ * Returns 0 with *SUBJECT refreshed; otherwise ends the stream
  * (UNAUTHENTICATED for a revoked or unknown token, UNAVAILABLE when the
  * store cannot answer), counts it and returns -1. */
-int stream_guard_reauthenticate(struct stream_guards *guards, struct grpc_call *call,
+int stream_guard_reauthenticate(struct stream_guards *guards, struct hub_stream stream,
                                 struct store_subject *subject);
 
-/* Ends CALL with STATUS and MESSAGE because a recheck refused it, and
+/* Ends STREAM with STATUS and MESSAGE because a recheck refused it, and
  * counts it by status.  No trailers are added: the client sees the status
  * and message a fresh call would get. */
-void stream_guard_end(struct stream_guards *guards, struct grpc_call *call, int status,
-                      const char *message);
+void stream_guard_end(struct stream_guards *guards, struct hub_stream stream,
+                      enum hub_status status, const char *message);
 
 /* Prometheus text: guarded streams, recheck passes, streams ended. */
 void stream_guards_write_metrics(const struct stream_guards *guards, FILE *out);

@@ -89,7 +89,7 @@ static void command_wait_done(void *arg, enum runner_outcome outcome, int code, 
 static void command_wait_on_close(struct grpc_call *call)
 {
     struct command_wait *wait = grpc_call_user(call);
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
 
     if (!wait)
         return;
@@ -103,7 +103,7 @@ static void command_wait_on_close(struct grpc_call *call)
 static void dispatch_and_wait(struct grpc_call *call, const struct store_session *row,
                               Compass__V1__SessionsResponse *command)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct command_wait *wait = calloc(1, sizeof(*wait));
     int rv;
 
@@ -129,7 +129,7 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
 
 static int require_seam(struct grpc_call *call)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
 
     if (!ctx->config.has_runner_seam) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
@@ -145,7 +145,7 @@ static int require_seam(struct grpc_call *call)
 static int control_precheck(struct grpc_call *call, const char *session_id,
                             struct store_session *row)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct store_subject subject;
     int rv;
 
@@ -207,7 +207,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
 {
     const Compass__V1__StartAgentSessionRequest *request =
         (const Compass__V1__StartAgentSessionRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     Compass__V1__StartAgentSessionResponse response =
         COMPASS__V1__START_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
@@ -239,7 +239,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
         grpc_call_finish(call, GRPC_STATUS_NOT_FOUND, "container not found");
         return;
     }
-    if (hub_session_quota(call, container.agent_account_id) != 0)
+    if (hub_session_quota(ctx, rpc_stream(call), container.agent_account_id) != 0)
         return;
     memset(&spec, 0, sizeof(spec));
     snprintf(spec.container_name, sizeof(spec.container_name), "%s", request->container_name);
@@ -269,7 +269,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 {
     const Compass__V1__StopAgentSessionRequest *request =
         (const Compass__V1__StopAgentSessionRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     static const Compass__V1__StopAgentSessionResponse response =
         COMPASS__V1__STOP_AGENT_SESSION_RESPONSE__INIT;
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
@@ -364,7 +364,7 @@ static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage
 {
     const Compass__V1__GetAgentStatusRequest *request =
         (const Compass__V1__GetAgentStatusRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     Compass__V1__GetAgentStatusResponse response = COMPASS__V1__GET_AGENT_STATUS_RESPONSE__INIT;
     struct status_list list = {ctx, NULL, NULL, 0, 0, 0};
     struct store_session_filter filter;
@@ -498,9 +498,9 @@ static const struct grpc_method compass_unary_methods[] = {
     },
 };
 
-int compass_register(struct hub *ctx, struct grpc_door *door)
+int compass_register(struct rpc_context *rpc, struct grpc_door *door)
 {
-    if (compass_stream_register(ctx, door) != 0)
+    if (compass_stream_register(rpc, door) != 0)
         return -1;
     for (size_t i = 0; i < sizeof(compass_unary_methods) / sizeof(compass_unary_methods[0]); i++)
         if (grpc_door_register(door, &compass_unary_methods[i]) != 0)

@@ -185,7 +185,7 @@ static void pane_recheck(struct stream_guard *guard)
 
     if (grpc_call_finished(sub->call))
         return;
-    if (stream_guard_reauthenticate(sub->ctx->guards, sub->call, &sub->subject) != 0) {
+    if (stream_guard_reauthenticate(sub->ctx->guards, rpc_stream(sub->call), &sub->subject) != 0) {
         pane_detach(sub);
         return;
     }
@@ -194,7 +194,7 @@ static void pane_recheck(struct stream_guard *guard)
     if (!refusal)
         return;
     pane_detach(sub);
-    stream_guard_end(sub->ctx->guards, sub->call, refusal->status, refusal->message);
+    stream_guard_end(sub->ctx->guards, rpc_stream(sub->call), refusal->status, refusal->message);
 }
 
 /* A pane of a closed session no log is retained of: nothing to replay, so
@@ -212,7 +212,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
 {
     const Compass__V1__SubscribeAgentSessionRequest *request =
         (const Compass__V1__SubscribeAgentSessionRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct store_subject subject;
     struct store_session row;
     struct pane_subscriber *sub;
@@ -414,7 +414,7 @@ static void events_recheck(struct stream_guard *guard)
 
     if (grpc_call_finished(sub->call))
         return;
-    if (stream_guard_reauthenticate(sub->ctx->guards, sub->call, &sub->subject) != 0)
+    if (stream_guard_reauthenticate(sub->ctx->guards, rpc_stream(sub->call), &sub->subject) != 0)
         events_detach(sub);
 }
 
@@ -422,7 +422,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
 {
     const Compass__V1__SubscribeEventsRequest *request =
         (const Compass__V1__SubscribeEventsRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct events_subscriber *sub;
     struct store_subject subject;
     uint64_t cursor;
@@ -477,7 +477,7 @@ static const struct grpc_method subscribe_events_method = {
     .needs_caller = 1,
 };
 
-int compass_stream_register(struct hub *ctx, struct grpc_door *door)
+int compass_stream_register(struct rpc_context *rpc, struct grpc_door *door)
 {
     if (grpc_door_register(door, &subscribe_agent_session_method) != 0 ||
         grpc_door_register(door, &subscribe_events_method) != 0)

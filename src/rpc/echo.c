@@ -214,7 +214,7 @@ static const struct grpc_method echo_methods[] = {
     },
 };
 
-int echo_register(struct hub *ctx, struct grpc_door *door)
+int echo_register(struct rpc_context *rpc, struct grpc_door *door)
 {
     for (size_t i = 0; i < sizeof(echo_methods) / sizeof(echo_methods[0]); i++)
         if (grpc_door_register(door, &echo_methods[i]) != 0)

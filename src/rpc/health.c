@@ -42,7 +42,7 @@ static void match_service(const char *service, size_t len, void *arg)
 
 /* The status for SERVICE on the door CALL came in on: "" means the whole
  * server; a service that door does not serve is unknown there. */
-static int health_status(struct grpc_call *call, struct hub *ctx, const char *service)
+static int health_status(struct grpc_call *call, struct rpc_context *ctx, const char *service)
 {
     struct service_lookup lookup = {service, 0};
 
@@ -51,7 +51,7 @@ static int health_status(struct grpc_call *call, struct hub *ctx, const char *se
         if (!lookup.found)
             return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
     }
-    return ctx->health->draining || !hub_log_writable(&ctx->log)
+    return ctx->health->draining || !hub_log_writable(&ctx->hub->log)
                ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }
@@ -67,7 +67,7 @@ static void check_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Grpc__Health__V1__HealthCheckRequest *request =
         (const Grpc__Health__V1__HealthCheckRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct rpc_context *ctx = grpc_call_door_data(call);
     int status = health_status(call, ctx, request->service);
 
     if (status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN) {
@@ -82,7 +82,7 @@ static void watch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Grpc__Health__V1__HealthCheckRequest *request =
         (const Grpc__Health__V1__HealthCheckRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct rpc_context *ctx = grpc_call_door_data(call);
     struct health_watcher *watcher = calloc(1, sizeof(*watcher));
 
     if (!watcher || !(watcher->service = strdup(request->service))) {
@@ -102,7 +102,7 @@ static void watch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 
 static void watch_on_close(struct grpc_call *call)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct rpc_context *ctx = grpc_call_door_data(call);
     struct health_watcher *watcher = grpc_call_user(call);
 
     if (!watcher)
@@ -144,7 +144,7 @@ static const struct grpc_method health_methods[] = {
     },
 };
 
-int health_register(struct hub *ctx, struct grpc_door *door)
+int health_register(struct rpc_context *ctx, struct grpc_door *door)
 {
     for (size_t i = 0; i < sizeof(health_methods) / sizeof(health_methods[0]); i++)
         if (grpc_door_register(door, &health_methods[i]) != 0)

@@ -118,7 +118,8 @@ static void collect_service(const char *service, size_t len, void *arg)
 
 /* Queues the services the call's door serves.  Finishes the call
  * RESOURCE_EXHAUSTED when memory is short. */
-static void send_services(struct grpc_call *call, const reflection_response *echo, struct hub *ctx)
+static void send_services(struct grpc_call *call, const reflection_response *echo,
+                          struct rpc_context *ctx)
 {
     reflection_response response = *echo;
     Grpc__Reflection__V1__ListServiceResponse list =
@@ -179,7 +180,7 @@ static void send_extension_numbers(struct grpc_call *call, const reflection_resp
 static void reflection_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const reflection_request *request = (const reflection_request *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct rpc_context *ctx = grpc_call_door_data(call);
     const struct descriptor_index *index = ctx->descriptors;
     reflection_response echo = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__INIT;
     long file;
@@ -242,7 +243,7 @@ static const struct grpc_method reflection_methods[] = {
     },
 };
 
-int reflection_register(struct hub *ctx, struct grpc_door *door)
+int reflection_register(struct rpc_context *ctx, struct grpc_door *door)
 {
     if (!ctx->descriptors) {
         ctx->descriptors =
@@ -258,7 +259,7 @@ int reflection_register(struct hub *ctx, struct grpc_door *door)
     return 0;
 }
 
-void reflection_free(struct hub *ctx)
+void reflection_free(struct rpc_context *ctx)
 {
     descriptor_index_free(ctx->descriptors);
     ctx->descriptors = NULL;

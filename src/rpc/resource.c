@@ -59,7 +59,7 @@ static void spawn_reply(struct grpc_call *call, uint64_t resource_id, const char
 static void spawn_terminal(struct grpc_call *call, const Compass__V1__SpawnResourceRequest *request,
                            const struct store_subject *subject)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct store_container container;
     uint64_t id;
     int rv;
@@ -113,7 +113,7 @@ static void spawn_agent_session(struct grpc_call *call,
                                 const Compass__V1__SpawnResourceRequest *request,
                                 const struct store_subject *subject)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     const char *problem = forbidden_field(request);
     struct store_resource parent;
     struct store_session existing;
@@ -171,7 +171,8 @@ static void spawn_agent_session(struct grpc_call *call,
                 return;
             }
             /* A resumed agent (claude --resume) continues its session. */
-            if (existing.closed && hub_session_quota(call, existing.agent_account_id) != 0)
+            if (existing.closed &&
+                hub_session_quota(ctx, rpc_stream(call), existing.agent_account_id) != 0)
                 return;
             if (existing.closed &&
                 store_session_reopen(ctx->store, existing.session_id) != STORE_OK) {
@@ -185,7 +186,7 @@ static void spawn_agent_session(struct grpc_call *call,
             return;
         }
     }
-    if (hub_session_quota(call, parent.agent_account_id) != 0)
+    if (hub_session_quota(ctx, rpc_stream(call), parent.agent_account_id) != 0)
         return;
     rv = store_agent_session_create(
         ctx->store, request->parent, request->provider, request->native_id,
@@ -233,7 +234,7 @@ static void spawn_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 static int resolve_target(struct grpc_call *call, uint64_t resource_id, const char *session_id,
                           const char *provider, const char *native_id, uint64_t *id)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct store_session row;
     int rv;
 
@@ -267,7 +268,7 @@ static int resolve_target(struct grpc_call *call, uint64_t resource_id, const ch
 static int producer_target(struct grpc_call *call, const struct store_subject *subject, uint64_t id,
                            struct store_resource *resource)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     int rv = gate_may_produce(ctx->store, subject, id, resource);
 
     if (rv != GATE_ALLOWED) {
@@ -293,7 +294,7 @@ static int producer_target(struct grpc_call *call, const struct store_subject *s
 static int live_session_or_finish(struct grpc_call *call, const char *session_id,
                                   struct session **s)
 {
-    switch (hub_live_session(grpc_call_door_data(call), session_id, s)) {
+    switch (hub_live_session(rpc_hub(call), session_id, s)) {
     case HUB_LIVE:
         return 0;
     case HUB_ENDED:
@@ -338,7 +339,7 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
 {
     const Compass__V1__AppendResourceOutputRequest *request =
         (const Compass__V1__AppendResourceOutputRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     Compass__V1__AppendResourceOutputResponse response =
         COMPASS__V1__APPEND_RESOURCE_OUTPUT_RESPONSE__INIT;
     struct store_subject subject;
@@ -396,7 +397,7 @@ static void close_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Compass__V1__CloseResourceRequest *request =
         (const Compass__V1__CloseResourceRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     static const Compass__V1__CloseResourceResponse response =
         COMPASS__V1__CLOSE_RESOURCE_RESPONSE__INIT;
     struct store_subject subject;
@@ -431,7 +432,7 @@ static void report_state_on_message(struct grpc_call *call, const ProtobufCMessa
 {
     const Compass__V1__ReportAgentStateRequest *request =
         (const Compass__V1__ReportAgentStateRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     static const Compass__V1__ReportAgentStateResponse response =
         COMPASS__V1__REPORT_AGENT_STATE_RESPONSE__INIT;
     struct store_subject subject;
@@ -501,7 +502,7 @@ static const struct grpc_method resource_methods[] = {
     },
 };
 
-int resource_register(struct hub *ctx, struct grpc_door *door)
+int resource_register(struct rpc_context *rpc, struct grpc_door *door)
 {
     for (size_t i = 0; i < sizeof(resource_methods) / sizeof(resource_methods[0]); i++)
         if (grpc_door_register(door, &resource_methods[i]) != 0)

@@ -1,5 +1,6 @@
 /* rpc: the handlers.  One file per service; each registers its methods on a
- * door and reads the hub (hub/hub.h) through its door data.  Handlers read a
+ * door and reads the hub (hub/hub.h) through the door's data, a struct
+ * rpc_context.  Handlers read a
  * request, ask the store (through the gate) and the session core, and write
  * a response; they never see nghttp2 or SQL. */
 #ifndef AGENTHUB_RPC_H
@@ -10,14 +11,34 @@
 #include <stdio.h>
 
 #include "hub/hub.h"
+#include "hub/hub_stream.h"
 #include "store/auth.h"
 
+struct descriptor_index;
 struct grpc_door;
 struct grpc_call;
 struct health_state;
 struct store_subject;
 
+/* What the handlers share: every door's door data.  The hub is the
+ * session path's; the rest is the handlers' own. */
+struct rpc_context {
+    struct hub *hub;
+    struct health_state *health;          /* health.c's serving status and watchers */
+    struct descriptor_index *descriptors; /* reflection's, built by reflection_register */
+};
+
 /* --- Shared handler helpers (rpc_common.c) ------------------------------ */
+
+/* The hub of the door CALL arrived on. */
+struct hub *rpc_hub(const struct grpc_call *call);
+
+/* CALL as the hub sees it (hub/hub_stream.h): the ops act on the call. */
+extern const struct hub_stream_ops rpc_stream_ops;
+static inline struct hub_stream rpc_stream(struct grpc_call *call)
+{
+    return (struct hub_stream){&rpc_stream_ops, call};
+}
 
 /* grpc_method.door_flags bit: the method answers UNAVAILABLE on a server
  * without a Runner seam, before it looks at the caller. */
@@ -47,33 +68,33 @@ void rpc_finish_named(struct grpc_call *call, int status, const char *name, cons
 
 /* --- Services ------------------------------------------------------------ */
 
-int health_register(struct hub *ctx, struct grpc_door *door);
+int health_register(struct rpc_context *rpc, struct grpc_door *door);
 struct health_state *health_new(void);
 void health_free(struct health_state *health);
 /* Every Check answers NOT_SERVING from now on, and Watch streams hear it. */
 void health_set_draining(struct health_state *health);
 
 /* grpc.reflection.v1 and v1alpha ServerReflection on DOOR; the first call
- * indexes the embedded descriptor set into ctx->descriptors.  Returns 0, or
+ * indexes the embedded descriptor set into rpc->descriptors.  Returns 0, or
  * -1 when the set does not parse, memory is short or a path is taken. */
-int reflection_register(struct hub *ctx, struct grpc_door *door);
-/* Frees ctx->descriptors (NULL after).  Safe when nothing was built. */
-void reflection_free(struct hub *ctx);
+int reflection_register(struct rpc_context *rpc, struct grpc_door *door);
+/* Frees rpc->descriptors (NULL after).  Safe when nothing was built. */
+void reflection_free(struct rpc_context *rpc);
 
 /* agenthub.testing.v1.EchoService (test builds only).  Returns 0 or -1. */
-int echo_register(struct hub *ctx, struct grpc_door *door);
+int echo_register(struct rpc_context *rpc, struct grpc_door *door);
 
 /* compass.v1.CompassService (public door): its unary methods (compass.c)
  * and its two subscriptions (compass_stream_register). */
-int compass_register(struct hub *ctx, struct grpc_door *door);
+int compass_register(struct rpc_context *rpc, struct grpc_door *door);
 
 /* CompassService's SubscribeAgentSession and SubscribeEvents. */
-int compass_stream_register(struct hub *ctx, struct grpc_door *door);
+int compass_stream_register(struct rpc_context *rpc, struct grpc_door *door);
 
 /* compass.v1.RunnerService (Runner door). */
-int runner_service_register(struct hub *ctx, struct grpc_door *door);
+int runner_service_register(struct rpc_context *rpc, struct grpc_door *door);
 
 /* compass.v1.ResourceService (both doors). */
-int resource_register(struct hub *ctx, struct grpc_door *door);
+int resource_register(struct rpc_context *rpc, struct grpc_door *door);
 
 #endif

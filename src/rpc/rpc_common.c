@@ -1,4 +1,5 @@
-/* Helpers every handler shares: authentication, refusals, metrics. */
+/* Helpers every handler shares: the door data, the hub's view of a call,
+ * authentication, refusals. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,17 +8,78 @@
 #include "store/auth.h"
 #include "store/gate.h"
 
+/* The hub's statuses are gRPC's numbers: a hub module's status goes to
+ * the wire unchanged. */
+#define SAME(x) _Static_assert((int)HUB_STATUS_##x == (int)GRPC_STATUS_##x, #x)
+SAME(OK);
+SAME(NOT_FOUND);
+SAME(PERMISSION_DENIED);
+SAME(RESOURCE_EXHAUSTED);
+SAME(FAILED_PRECONDITION);
+SAME(ABORTED);
+SAME(UNAVAILABLE);
+SAME(UNAUTHENTICATED);
+#undef SAME
+
+struct hub *rpc_hub(const struct grpc_call *call)
+{
+    const struct rpc_context *rpc = grpc_call_door_data(call);
+
+    return rpc->hub;
+}
+
 enum auth_door rpc_door(const struct grpc_call *call)
 {
     return grpc_call_door_kind(call) == AUTH_DOOR_RUNNER ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
 }
+
+/* --- The hub's view of a call (hub/hub_stream.h) -------------------------- */
+
+static void stream_finish(void *call, enum hub_status status, const char *message)
+{
+    grpc_call_finish(call, (int)status, message);
+}
+
+static int stream_send(void *call, const uint8_t *bytes, size_t len)
+{
+    return grpc_call_send_encoded(call, NULL, 0, bytes, len);
+}
+
+static void stream_want_writable(void *call)
+{
+    grpc_call_want_writable(call);
+}
+
+static void stream_set_user(void *call, void *user)
+{
+    grpc_call_set_user(call, user);
+}
+
+static const char *stream_metadata(void *call, const char *name)
+{
+    return grpc_call_metadata(call, name);
+}
+
+static enum auth_door stream_door(void *call)
+{
+    return rpc_door(call);
+}
+
+const struct hub_stream_ops rpc_stream_ops = {
+    .finish = stream_finish,
+    .send = stream_send,
+    .want_writable = stream_want_writable,
+    .set_user = stream_set_user,
+    .metadata = stream_metadata,
+    .door = stream_door,
+};
 
 /* The door authenticator: the Runner seam first for methods that need it,
  * then the bearer token.  Returns a gRPC status (see grpc_authenticator). */
 static int door_authenticate(struct grpc_call *call, const struct grpc_method *method, void *caller,
                              const char **message)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     const char *header = grpc_call_metadata(call, "authorization");
     enum auth_door door = rpc_door(call);
     int rv;
@@ -51,7 +113,7 @@ void rpc_install_authenticator(struct grpc_door *door)
 
 int rpc_authenticate(struct grpc_call *call, struct store_subject *subject)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     const struct store_subject *caller = grpc_call_caller(call);
     const char *header = grpc_call_metadata(call, "authorization");
     enum auth_door door = rpc_door(call);

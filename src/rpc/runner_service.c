@@ -38,7 +38,7 @@
 static int relay_precheck(struct grpc_call *call, const char *session_id, int needs_blobs,
                           struct store_subject *subject)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     int rv;
 
     if (rpc_authenticate(call, subject) != 0)
@@ -62,7 +62,7 @@ static int relay_precheck(struct grpc_call *call, const char *session_id, int ne
 static void enroll_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__EnrollRequest *request = (const Compass__V1__EnrollRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     Compass__V1__EnrollResponse response = COMPASS__V1__ENROLL_RESPONSE__INIT;
     struct store_subject subject;
     uint64_t last;
@@ -116,7 +116,8 @@ static void publish_recheck(struct stream_guard *guard)
     stream->bound_session[0] = '\0';
     if (grpc_call_finished(stream->call))
         return;
-    if (stream_guard_reauthenticate(stream->ctx->guards, stream->call, &stream->subject) != 0) {
+    if (stream_guard_reauthenticate(stream->ctx->guards, rpc_stream(stream->call),
+                                    &stream->subject) != 0) {
         log_info("runner %s: its PublishEvents stream is no longer authorized; ended",
                  stream->runner_id);
         stream_guard_remove(stream->ctx->guards, &stream->guard);
@@ -125,7 +126,7 @@ static void publish_recheck(struct stream_guard *guard)
 
 static void publish_on_start(struct grpc_call *call)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct store_subject subject;
     struct publish_stream *stream;
 
@@ -247,7 +248,7 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
 {
     const Compass__V1__PublishEventsRequest *request =
         (const Compass__V1__PublishEventsRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct publish_stream *stream = grpc_call_user(call);
     const Compass__V1__AgentFrame *frame = request->frame;
     struct keyset_fp key, *fp = NULL;
@@ -365,7 +366,7 @@ static void publish_on_half_close(struct grpc_call *call)
 
 static void publish_on_close(struct grpc_call *call)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct publish_stream *stream = grpc_call_user(call);
 
     if (!stream)
@@ -381,7 +382,7 @@ static void upload_on_message(struct grpc_call *call, const ProtobufCMessage *me
 {
     const Compass__V1__UploadSessionBlobRequest *request =
         (const Compass__V1__UploadSessionBlobRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     Compass__V1__UploadSessionBlobResponse response =
         COMPASS__V1__UPLOAD_SESSION_BLOB_RESPONSE__INIT;
     struct store_subject subject;
@@ -410,7 +411,7 @@ static void fetch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Compass__V1__FetchSessionBlobRequest *request =
         (const Compass__V1__FetchSessionBlobRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     Compass__V1__FetchSessionBlobResponse response = COMPASS__V1__FETCH_SESSION_BLOB_RESPONSE__INIT;
     struct store_subject subject;
     char *content_type = NULL;
@@ -445,7 +446,7 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
 {
     const Compass__V1__ReportEvidenceRequest *request =
         (const Compass__V1__ReportEvidenceRequest *)message;
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     static const Compass__V1__ReportEvidenceResponse response =
         COMPASS__V1__REPORT_EVIDENCE_RESPONSE__INIT;
     struct store_subject subject;
@@ -490,12 +491,12 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
 
 static void sessions_on_start(struct grpc_call *call)
 {
-    struct hub *ctx = grpc_call_door_data(call);
+    struct hub *ctx = rpc_hub(call);
     struct store_subject subject;
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
-    if (!runner_link_open(ctx, call, &subject)) {
+    if (!runner_link_open(ctx, rpc_stream(call), &subject)) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
@@ -509,8 +510,7 @@ static void sessions_on_message(struct grpc_call *call, const ProtobufCMessage *
     struct runner_link *link = grpc_call_user(call);
 
     if (link)
-        runner_link_message(grpc_call_door_data(call), link,
-                            (const Compass__V1__SessionsRequest *)message);
+        runner_link_message(rpc_hub(call), link, (const Compass__V1__SessionsRequest *)message);
 }
 
 static void sessions_on_writable(struct grpc_call *call)
@@ -533,7 +533,7 @@ static void sessions_on_close(struct grpc_call *call)
     if (!link)
         return;
     log_info("runner %s disconnected its Sessions stream", runner_link_id(link));
-    runner_link_close(grpc_call_door_data(call), link, "the runner disconnected");
+    runner_link_close(rpc_hub(call), link, "the runner disconnected");
 }
 
 static const struct grpc_method runner_sessions_method = {
@@ -589,7 +589,7 @@ static const struct grpc_method runner_methods[] = {
     },
 };
 
-int runner_service_register(struct hub *ctx, struct grpc_door *door)
+int runner_service_register(struct rpc_context *rpc, struct grpc_door *door)
 {
     if (grpc_door_register(door, &runner_sessions_method) != 0)
         return -1;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "compass/v1/frames.pb-c.h"
-#include "rpc/rpc_validate.h"
+#include "common/pb_validate.h"
 
 #define PLAN_MAX 256
 
@@ -25,14 +25,14 @@ static int pack_message(const ProtobufCMessage *message, uint8_t **out, size_t *
     return 0;
 }
 
-/* Checks a frame's strings as the server will (rpc_validate.h): a frame it
+/* Checks a frame's strings as the server will (pb_validate.h): a frame it
  * would refuse is skipped here, or resending it would wedge the relay.
  * Returns 0, or -1 with the reason in ERR. */
 static int frame_strings_ok(const uint8_t *frame, size_t len, char *err, size_t err_size)
 {
     char why[256];
 
-    if (rpc_validate_strings(&compass__v1__agent_frame__descriptor, frame, len, why, sizeof(why)) ==
+    if (pb_validate_strings(&compass__v1__agent_frame__descriptor, frame, len, why, sizeof(why)) ==
         0)
         return 0;
     snprintf(err, err_size, "frame refused: %s", why);

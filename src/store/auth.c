@@ -1,6 +1,8 @@
 /* auth: see auth.h. */
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <limits.h>
 #include <string.h>
 #include <strings.h>
 
@@ -32,13 +34,30 @@ int auth_parse_bearer(const char *value, size_t len, const char **token, size_t 
     return 0;
 }
 
-int auth_hash_token(const char *token, size_t len, uint8_t out[STORE_HASH_LEN])
+int auth_sha256(const void *data, size_t len, uint8_t out[STORE_HASH_LEN])
 {
     unsigned int n = 0;
 
-    if (EVP_Digest(token, len, out, &n, EVP_sha256(), NULL) != 1 || n != STORE_HASH_LEN)
+    if (EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) != 1 || n != STORE_HASH_LEN)
         return -1;
     return 0;
+}
+
+int auth_random(void *buf, size_t len)
+{
+    if (len > INT_MAX || RAND_bytes(buf, (int)len) != 1)
+        return -1;
+    return 0;
+}
+
+int auth_equal(const void *a, const void *b, size_t len)
+{
+    return CRYPTO_memcmp(a, b, len) == 0;
+}
+
+int auth_hash_token(const char *token, size_t len, uint8_t out[STORE_HASH_LEN])
+{
+    return auth_sha256(token, len, out);
 }
 
 int auth_authenticate(struct store *s, enum auth_door door, const char *header_value, size_t len,

@@ -41,6 +41,18 @@ int auth_parse_bearer(const char *value, size_t len, const char **token, size_t 
 /* OUT = SHA-256(TOKEN).  Returns 0, or -1 if OpenSSL fails. */
 int auth_hash_token(const char *token, size_t len, uint8_t out[STORE_HASH_LEN]);
 
+/* The store's one door to OpenSSL (nothing else in src/store includes it):
+ * OUT = SHA-256 of LEN bytes at DATA.  Returns 0, or -1 if OpenSSL fails. */
+int auth_sha256(const void *data, size_t len, uint8_t out[STORE_HASH_LEN]);
+
+/* Fills BUF with LEN bytes from the cryptographic random generator.
+ * Returns 0, or -1 when the generator fails. */
+int auth_random(void *buf, size_t len);
+
+/* 1 when the LEN bytes at A and B are equal, compared in constant time so
+ * no code path compares secrets with memcmp; else 0. */
+int auth_equal(const void *a, const void *b, size_t len);
+
 /* Resolves an authorization header value (NULL = header absent) arriving on
  * DOOR.  AUTH_OK fills *OUT; AUTH_FAULT when the store read failed (never
  * reported as unauthenticated, so a client retries instead of giving up). */

@@ -2,26 +2,31 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/auth.h"
+
 #define MAX_CONTENT_TYPE 255
 
-static void hex_digest(const void *data, size_t len, char out[65])
+/* OUT = the SHA-256 of DATA in lowercase hex.  Returns 0, or -1 when
+ * OpenSSL fails. */
+static int hex_digest(const void *data, size_t len, char out[65])
 {
     static const char hex[] = "0123456789abcdef";
-    unsigned char digest[SHA256_DIGEST_LENGTH];
+    uint8_t digest[STORE_HASH_LEN];
 
-    SHA256(data, len, digest);
-    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+    if (auth_sha256(data, len, digest) != 0)
+        return -1;
+    for (int i = 0; i < STORE_HASH_LEN; i++) {
         out[2 * i] = hex[digest[i] >> 4];
         out[2 * i + 1] = hex[digest[i] & 15];
     }
     out[64] = '\0';
+    return 0;
 }
 
 /* 1 when REF is "sha256:" and 64 lowercase hex digits. */
@@ -66,8 +71,9 @@ int blob_put(const char *dir, const char *session_id, const char *content_type, 
         return BLOB_TOO_LARGE;
     if (type_len > MAX_CONTENT_TYPE)
         type_len = MAX_CONTENT_TYPE;
-    hex_digest(session_id, strlen(session_id), session_hash);
-    hex_digest(data, len, content_hash);
+    if (hex_digest(session_id, strlen(session_id), session_hash) != 0 ||
+        hex_digest(data, len, content_hash) != 0)
+        return BLOB_FAULT;
     snprintf(ref, BLOB_REF_SIZE, "sha256:%s", content_hash);
     snprintf(session_dir, sizeof(session_dir), "%s/%s", dir, session_hash);
     snprintf(path, sizeof(path), "%s/%s", session_dir, content_hash);
@@ -116,7 +122,8 @@ int blob_get(const char *dir, const char *session_id, const char *ref, char **co
 
     if (!ref_valid(ref))
         return BLOB_NOT_FOUND;
-    hex_digest(session_id, strlen(session_id), session_hash);
+    if (hex_digest(session_id, strlen(session_id), session_hash) != 0)
+        return BLOB_FAULT;
     snprintf(path, sizeof(path), "%s/%s/%s", dir, session_hash, ref + 7);
     file = fopen(path, "rb");
     if (!file)

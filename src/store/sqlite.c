@@ -3,13 +3,13 @@
  * resource writes are in sqlite_sessions.c, administration in
  * sqlite_admin.c, the schema and SQL text in sqlite_schema.c, the gate read
  * cache in sqlite_cache.c. */
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/failpoint.h"
 #include "common/log.h"
+#include "store/auth.h"
 #include "store/sqlite_cache.h"
 #include "store/sqlite_internal.h"
 
@@ -172,7 +172,7 @@ static int sq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN],
         /* The index found the row; compare the whole hash in constant time
          * anyway so no code path ever compares secrets with memcmp. */
         if (!stored || sqlite3_column_bytes(stmt, 0) != STORE_HASH_LEN ||
-            CRYPTO_memcmp(stored, hash, STORE_HASH_LEN) != 0) {
+            !auth_equal(stored, hash, STORE_HASH_LEN)) {
             ret = STORE_NOT_FOUND;
         } else {
             memset(out, 0, sizeof(*out));

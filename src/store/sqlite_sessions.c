@@ -1,11 +1,11 @@
 /* sqlite_sessions: the SQLite backend's writes of sessions, terminals and
  * agent-session resources, and the Runners' sequence numbers — what the
  * session core changes at run time (reads are in sqlite.c). */
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/clock.h"
+#include "store/auth.h"
 #include "store/sqlite_internal.h"
 
 /* Writes a fresh session id ("s-" and 32 hex digits) into OUT; returns
@@ -16,7 +16,7 @@ static int mint_session_id(char out[STORE_ID_MAX])
     unsigned char r[16];
     size_t i;
 
-    if (RAND_bytes(r, sizeof(r)) != 1)
+    if (auth_random(r, sizeof(r)) != 0)
         return STORE_FAULT;
     out[0] = 's';
     out[1] = '-';

@@ -64,7 +64,8 @@ struct world {
     struct event_base *base;
     struct h2_server *h2;
     struct grpc_server *grpc;
-    struct hub rpc;
+    struct hub hub;
+    struct rpc_context rpc; /* the doors' data */
     struct session_registry sessions;
     struct bus bus;
     struct h2_listener *doors[2];
@@ -100,25 +101,25 @@ static void world_open(struct world *w)
     char err[256];
 
     memset(w, 0, sizeof(*w));
-    w->rpc.store = store_template_fresh();
+    w->hub.store = store_template_fresh();
     session_registry_init(&w->sessions, 64 << 10);
     bus_init(&w->bus, 256 << 10, 0);
     w->rpc.descriptors = descriptors;
-    w->rpc.sessions = &w->sessions;
-    w->rpc.bus = &w->bus;
-    hub_log_memory(&w->rpc.log, &w->bus);
-    w->rpc.config.has_runner_seam = 1;
-    w->rpc.config.blob_dir = blob_dir; /* emptied after each input */
-    w->rpc.config.max_blob_bytes = 64 << 10;
-    w->rpc.config.subscriber_buffer_bytes = 64 << 10;
-    w->rpc.config.command_timeout_ms = 5000;
+    w->hub.sessions = &w->sessions;
+    w->hub.bus = &w->bus;
+    hub_log_memory(&w->hub.log, &w->bus);
+    w->hub.config.has_runner_seam = 1;
+    w->hub.config.blob_dir = blob_dir; /* emptied after each input */
+    w->hub.config.max_blob_bytes = 64 << 10;
+    w->hub.config.subscriber_buffer_bytes = 64 << 10;
+    w->hub.config.command_timeout_ms = 5000;
     w->base = event_base_new();
-    w->rpc.runners = w->base ? runner_registry_new(w->base) : NULL;
+    w->hub.runners = w->base ? runner_registry_new(w->base) : NULL;
     w->h2 = h2_server_new(w->base, &h2_limits);
     w->grpc = w->h2 ? grpc_server_new(w->base, w->h2, &grpc_limits) : NULL;
-    w->rpc.grpc = w->grpc;
+    w->rpc.hub = &w->hub;
     w->rpc.health = health_new();
-    if (!w->rpc.runners || !w->grpc || !w->rpc.health)
+    if (!w->hub.runners || !w->grpc || !w->rpc.health)
         abort();
     for (int i = 0; i < 2; i++) {
         doors[i] = grpc_door_new(w->grpc, i ? "runner" : "public", &w->rpc);
@@ -160,10 +161,10 @@ static void world_close(struct world *w)
 {
     h2_server_free(w->h2); /* streams close first, as a connection would */
     grpc_server_free(w->grpc);
-    runner_registry_free(w->rpc.runners);
+    runner_registry_free(w->hub.runners);
     session_registry_free(&w->sessions);
     bus_free(&w->bus);
-    store_close(w->rpc.store);
+    store_close(w->hub.store);
     health_free(w->rpc.health);
     event_base_free(w->base);
     remove_tree(blob_dir, 1, 1);

@@ -21,7 +21,8 @@ struct fixture {
     struct event_base *base;
     struct h2_server *h2;
     struct grpc_server *grpc;
-    struct hub rpc;
+    struct hub hub;
+    struct rpc_context rpc;
     struct grpc_client *client;
 };
 
@@ -41,7 +42,7 @@ static void setup(void)
     fx.base = event_base_new();
     fx.h2 = h2_server_new(fx.base, &h2_limits);
     fx.grpc = grpc_server_new(fx.base, fx.h2, &grpc_limits);
-    fx.rpc.grpc = fx.grpc;
+    fx.rpc.hub = &fx.hub;
     fx.rpc.health = health_new();
     door = grpc_door_new(fx.grpc, "public", &fx.rpc);
     ck_assert_int_eq(health_register(&fx.rpc, door), 0);

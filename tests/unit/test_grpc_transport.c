@@ -120,7 +120,8 @@ START_TEST(test_a_unary_call_runs_over_a_transport_that_is_not_h2)
     struct event_base *base = event_base_new();
     struct h2_server *h2 = h2_server_new(base, &h2_limits);
     struct grpc_server *grpc = grpc_server_new(base, h2, &grpc_limits);
-    struct hub rpc;
+    struct hub hub;
+    struct rpc_context rpc;
     struct fake_stream fake;
     struct grpc_door *door;
     uint8_t frame[64], body[256];
@@ -128,9 +129,10 @@ START_TEST(test_a_unary_call_runs_over_a_transport_that_is_not_h2)
     uint32_t flags = 0;
     void *call;
 
+    memset(&hub, 0, sizeof(hub));
     memset(&rpc, 0, sizeof(rpc));
     memset(&fake, 0, sizeof(fake));
-    rpc.grpc = grpc;
+    rpc.hub = &hub;
     rpc.health = health_new();
     door = grpc_door_new(grpc, "public", &rpc);
     ck_assert_int_eq(echo_register(&rpc, door), 0);

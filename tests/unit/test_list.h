@@ -29,10 +29,10 @@
     TEST_SUITE(jsonl)                                                                              \
     TEST_SUITE(keyset)                                                                             \
     TEST_SUITE(log)                                                                                \
+    TEST_SUITE(pb_validate)                                                                        \
     TEST_SUITE(protowire)                                                                          \
     TEST_SUITE(reflection)                                                                         \
     TEST_SUITE(ring)                                                                               \
-    TEST_SUITE(rpc_validate)                                                                       \
     TEST_SUITE(runner_frames)                                                                      \
     TEST_SUITE(runner_uploader)                                                                    \
     TEST_SUITE(session)                                                                            \

@@ -1,4 +1,4 @@
-/* rpc_validate: the string check every request message passes before it is
+/* pb_validate: the string check every request message passes before it is
  * decoded (installed with grpc_server_set_request_check).
  *
  * protobuf-c hands string fields to handlers as NUL-terminated copies, so
@@ -9,8 +9,8 @@
  *  - an identifier field (named "id", "..._id", container_name, provider,
  *    blob_ref or live_sessions) holds no control character either.
  * Bytes that do not parse as the message are left to the decoder. */
-#ifndef AGENTHUB_RPC_VALIDATE_H
-#define AGENTHUB_RPC_VALIDATE_H
+#ifndef AGENTHUB_PB_VALIDATE_H
+#define AGENTHUB_PB_VALIDATE_H
 
 #include <protobuf-c/protobuf-c.h>
 #include <stddef.h>
@@ -20,7 +20,7 @@
  * every string field passes (or the bytes do not parse), else -1 with
  * "FIELD: reason" in WHY (WHY_SIZE bytes), FIELD the field's path such as
  * "frame.session.typed_event.record.type" or "live_sessions[2]". */
-int rpc_validate_strings(const ProtobufCMessageDescriptor *type, const uint8_t *bytes, size_t len,
-                         char *why, size_t why_size);
+int pb_validate_strings(const ProtobufCMessageDescriptor *type, const uint8_t *bytes, size_t len,
+                        char *why, size_t why_size);
 
 #endif

@@ -1,5 +1,5 @@
-/* Unit tests for the request string check (src/rpc/rpc_validate.c). */
-#include "rpc/rpc_validate.h"
+/* Unit tests for the request string check (src/common/pb_validate.c). */
+#include "common/pb_validate.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -18,13 +18,13 @@ static int check_message(const ProtobufCMessage *message)
     ck_assert_uint_le(len, sizeof(buf));
     protobuf_c_message_pack(message, buf);
     why[0] = '\0';
-    return rpc_validate_strings(message->descriptor, buf, len, why, sizeof(why));
+    return pb_validate_strings(message->descriptor, buf, len, why, sizeof(why));
 }
 
 static int check_bytes(const ProtobufCMessageDescriptor *type, const char *bytes, size_t len)
 {
     why[0] = '\0';
-    return rpc_validate_strings(type, (const uint8_t *)bytes, len, why, sizeof(why));
+    return pb_validate_strings(type, (const uint8_t *)bytes, len, why, sizeof(why));
 }
 
 START_TEST(a_nul_inside_an_id_is_refused_though_the_decoder_would_cut_there)
@@ -133,10 +133,10 @@ START_TEST(bytes_that_do_not_parse_are_left_to_the_decoder)
 }
 END_TEST
 
-Suite *rpc_validate_suite(void)
+Suite *pb_validate_suite(void)
 {
-    Suite *s = suite_create("rpc_validate");
-    TCase *tc = tcase_create("rpc_validate");
+    Suite *s = suite_create("pb_validate");
+    TCase *tc = tcase_create("pb_validate");
 
     tcase_add_test(tc, a_nul_inside_an_id_is_refused_though_the_decoder_would_cut_there);
     tcase_add_test(tc, text_may_hold_newlines_and_escapes_but_ids_may_not);

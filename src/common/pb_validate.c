@@ -1,6 +1,6 @@
-/* rpc_validate: see rpc_validate.h.  One pass over the wire bytes; nothing
+/* pb_validate: see pb_validate.h.  One pass over the wire bytes; nothing
  * is allocated. */
-#include "rpc/rpc_validate.h"
+#include "common/pb_validate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -131,8 +131,8 @@ static int walk(const ProtobufCMessageDescriptor *type, const uint8_t *p, const 
     return VALIDATE_OK;
 }
 
-int rpc_validate_strings(const ProtobufCMessageDescriptor *type, const uint8_t *bytes, size_t len,
-                         char *why, size_t why_size)
+int pb_validate_strings(const ProtobufCMessageDescriptor *type, const uint8_t *bytes, size_t len,
+                        char *why, size_t why_size)
 {
     char path[VALIDATE_PATH_SIZE];
 
