@@ -75,7 +75,7 @@ UNIT_BIN := $(BUILD)/tests/unit_tests
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps gen check-gen test unit e2e run demo bench fuzz fuzz-smoke lint format clean
+.PHONY: all deps gen check-gen test unit e2e run demo cluster-demo bench fuzz fuzz-smoke lint format clean
 all: $(PROGRAMS) $(UNIT_BIN)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
@@ -210,6 +210,11 @@ fuzz-smoke: $(FUZZ_BIN)
 DEMO_SECONDS ?= 15
 demo: $(PROGRAMS)
 	@tests/agents/demo.sh $(BUILD) $(DEMO_SECONDS)
+
+# Three NATS JetStream servers, three agenthubd nodes, the Runner through
+# node 2, a pane on node 1; node 2 is killed midway (docs/cluster.md).
+cluster-demo: $(PROGRAMS)
+	@deploy/cluster/demo.sh $(BUILD) $(DEMO_SECONDS)
 
 run: $(PROGRAMS)
 	@mkdir -p var
