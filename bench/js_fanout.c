@@ -82,8 +82,8 @@ static natsConnection *connect_to(const char *url)
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"pub", required_argument, NULL, 'p'},    {"sub", required_argument, NULL, 's'},
-        {"size", required_argument, NULL, 'z'},   {"rate", required_argument, NULL, 'R'},
+        {"pub", required_argument, NULL, 'p'},      {"sub", required_argument, NULL, 's'},
+        {"size", required_argument, NULL, 'z'},     {"rate", required_argument, NULL, 'R'},
         {"replicas", required_argument, NULL, 'r'}, {NULL, 0, NULL, 0},
     };
     const char *pub_url = NULL, *sub_list = NULL, *sub_urls[MAX_SUB_URLS];
@@ -103,13 +103,27 @@ int main(int argc, char **argv)
 
     while ((opt = getopt_long(argc, argv, "k:n:", options, NULL)) != -1) {
         switch (opt) {
-        case 'p': pub_url = optarg; break;
-        case 's': sub_list = optarg; break;
-        case 'z': size = atoi(optarg); break;
-        case 'R': rate = atoi(optarg); break;
-        case 'r': replicas = atoi(optarg); break;
-        case 'k': k = atoi(optarg); break;
-        case 'n': frames = atoi(optarg); break;
+        case 'p':
+            pub_url = optarg;
+            break;
+        case 's':
+            sub_list = optarg;
+            break;
+        case 'z':
+            size = atoi(optarg);
+            break;
+        case 'R':
+            rate = atoi(optarg);
+            break;
+        case 'r':
+            replicas = atoi(optarg);
+            break;
+        case 'k':
+            k = atoi(optarg);
+            break;
+        case 'n':
+            frames = atoi(optarg);
+            break;
         default:
             fputs("usage: js_fanout --pub URL --sub URL[,URL] [-k K] [-n N] [--size B] "
                   "[--rate R] [--replicas N]\n",

@@ -9,25 +9,19 @@
 #include "cluster/js_link.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "hub/cluster_wire.h"
 #include "hub/runner_marks.h"
 #include "store/store.h"
 
-/* One entry of a frames message, little-endian: kind (1), frame length (4),
- * at_unix_ms (8), origin length (1), runner_seq (8), then the origin (the
- * Runner's id, or nothing) and the frame's bytes (none for a mark). */
-#define ENTRY_HEAD         22u
-#define ENTRY_FRAME        0xffu
-#define ENTRY_RUNNER_RESET 0xfeu /* on agenthub.frames.=<runner>: a new run */
 /* A batch stays well under NATS's default max_payload (1 MiB). */
 #define BATCH_BYTES   ((size_t)512 * 1024)
-#define TOKEN_MAX     (2 * SESSION_MAX_ID + 2)
-#define SUBJECT_MAX   (sizeof(JS_FRAMES_PREFIX) + TOKEN_MAX)
+#define SUBJECT_MAX   CLUSTER_SUBJECT_MAX
 #define RETRY_MS      20
 #define TABLE_BUCKETS 1024u
 
 struct js_entry {
     struct js_entry *next;
-    uint8_t kind; /* ENTRY_FRAME, ENTRY_RUNNER_RESET or an enum hub_log_mark */
+    uint8_t kind; /* CLUSTER_ENTRY_FRAME, CLUSTER_ENTRY_RUNNER_RESET or an enum hub_log_mark */
     uint8_t olen; /* origin bytes at the front of data */
     uint64_t runner_seq;
     int64_t at_unix_ms;
@@ -38,7 +32,7 @@ struct js_entry {
 /* Entries that take a seq on their subject. */
 static int entry_counts(uint8_t kind)
 {
-    return kind == ENTRY_FRAME || kind == ENTRY_RUNNER_RESET;
+    return kind == CLUSTER_ENTRY_FRAME || kind == CLUSTER_ENTRY_RUNNER_RESET;
 }
 
 /* A session as JetStream sees it: where its subject stands and what this
@@ -87,68 +81,6 @@ struct hub_log_js {
     uint64_t apply_gaps; /* a session's copy resumed past a gap */
 };
 
-/* --- subjects ---------------------------------------------------------------- */
-
-static int token_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_';
-}
-
-/* agenthub.frames.<token>: the id itself when every byte is safe in a
- * subject token, else '~' and its hex (no raw id starts with '~'). */
-static void subject_of(const char *id, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t n = strlen(id), i;
-    int raw = n > 0;
-    char *p;
-
-    for (i = 0; i < n && raw; i++)
-        raw = token_char(id[i]);
-    p = out + sprintf(out, "%s", JS_FRAMES_PREFIX);
-    if (raw) {
-        memcpy(p, id, n + 1);
-        return;
-    }
-    *p++ = '~';
-    for (i = 0; i < n; i++) {
-        *p++ = hex[(uint8_t)id[i] >> 4];
-        *p++ = hex[(uint8_t)id[i] & 15];
-    }
-    *p = '\0';
-}
-
-/* The session id of SUBJECT into OUT.  Returns 0, or -1 when SUBJECT is not
- * one of ours. */
-static int id_of(const char *subject, char *out)
-{
-    const char *t = subject + strlen(JS_FRAMES_PREFIX);
-    size_t n, i;
-
-    if (strncmp(subject, JS_FRAMES_PREFIX, strlen(JS_FRAMES_PREFIX)) != 0)
-        return -1;
-    n = strlen(t);
-    if (t[0] != '~') {
-        if (n == 0 || n > SESSION_MAX_ID)
-            return -1;
-        memcpy(out, t, n + 1);
-        return 0;
-    }
-    t++;
-    n--;
-    if (n == 0 || n % 2 || n / 2 > SESSION_MAX_ID)
-        return -1;
-    for (i = 0; i < n / 2; i++) {
-        unsigned v;
-        if (sscanf(t + 2 * i, "%2x", &v) != 1)
-            return -1;
-        out[i] = (char)v;
-    }
-    out[n / 2] = '\0';
-    return 0;
-}
-
 static uint64_t hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
@@ -190,21 +122,6 @@ static void entries_free(struct js_entry *e)
 }
 
 /* --- applying what the streams deliver ---------------------------------------- */
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-
-    for (int i = n - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static void check_caught_up(struct hub_log_js *js)
 {
@@ -260,6 +177,7 @@ static void on_frames(void *arg, const struct js_link_msg *m)
 {
     struct hub_log_js *js = arg;
     char id[SESSION_MAX_ID + 1];
+    struct cluster_wire_entry w;
     struct js_session *e;
     uint64_t seq;
     size_t off = 0;
@@ -271,30 +189,22 @@ static void on_frames(void *arg, const struct js_link_msg *m)
         check_caught_up(js);
         return;
     }
-    is_session = id_of(m->subject, id) == 0;
+    is_session = cluster_wire_session_id(m->subject, id) == 0;
     seq = strtoull(m->seq_header, NULL, 10);
     e = js_session_get(js, m->subject, is_session ? id : "", 1);
-    while (off + ENTRY_HEAD <= m->len) {
-        const uint8_t *p = m->data + off;
-        uint8_t kind = p[0], olen = p[13];
-        size_t len = (size_t)get_le(p + 1, 4);
-        int64_t at = (int64_t)get_le(p + 5, 8);
-        uint64_t runner_seq = get_le(p + 14, 8);
-
-        if (olen + len > m->len - off - ENTRY_HEAD)
-            break;
-        if (kind == ENTRY_FRAME && olen)
-            runner_marks_see(js->marks, (const char *)p + ENTRY_HEAD, olen, runner_seq);
-        else if (kind == ENTRY_RUNNER_RESET && olen)
-            runner_marks_reset(js->marks, (const char *)p + ENTRY_HEAD, olen, runner_seq);
-        if (is_session && kind != ENTRY_RUNNER_RESET)
-            apply_entry(js, id, kind, seq, p + ENTRY_HEAD + olen, len, at);
-        if (entry_counts(kind)) {
+    /* A malformed rest (rv -1) is dropped; the entries before it stand. */
+    while (cluster_wire_next(m->data, m->len, &off, &w) == 1) {
+        if (w.kind == CLUSTER_ENTRY_FRAME && w.origin_len)
+            runner_marks_see(js->marks, (const char *)w.origin, w.origin_len, w.runner_seq);
+        else if (w.kind == CLUSTER_ENTRY_RUNNER_RESET && w.origin_len)
+            runner_marks_reset(js->marks, (const char *)w.origin, w.origin_len, w.runner_seq);
+        if (is_session && w.kind != CLUSTER_ENTRY_RUNNER_RESET)
+            apply_entry(js, id, w.kind, seq, w.frame, w.frame_len, w.at_unix_ms);
+        if (entry_counts(w.kind)) {
             if (e && m->stream_seq > e->last_stream_seq && seq > e->last_seq)
                 e->last_seq = seq;
             seq++;
         }
-        off += ENTRY_HEAD + olen + len;
     }
     if (e && m->stream_seq > e->last_stream_seq) {
         e->last_stream_seq = m->stream_seq;
@@ -490,9 +400,9 @@ static void pump(struct hub_log_js *js, struct js_session *e)
         return;
     if (!e->fly) {
         for (p = take; p; p = p->next) {
-            if (last && bytes + ENTRY_HEAD + p->olen + p->len > BATCH_BYTES)
+            if (last && bytes + CLUSTER_ENTRY_HEAD + p->olen + p->len > BATCH_BYTES)
                 break;
-            bytes += ENTRY_HEAD + p->olen + p->len;
+            bytes += CLUSTER_ENTRY_HEAD + p->olen + p->len;
             frames += entry_counts(p->kind);
             last = p;
         }
@@ -500,14 +410,16 @@ static void pump(struct hub_log_js *js, struct js_session *e)
         if (!e->fly_buf)
             return;
         for (p = take;; p = p->next) {
-            uint8_t *b = e->fly_buf + off;
-            b[0] = p->kind;
-            put_le(b + 1, p->len, 4);
-            put_le(b + 5, (uint64_t)p->at_unix_ms, 8);
-            b[13] = p->olen;
-            put_le(b + 14, p->runner_seq, 8);
-            memcpy(b + ENTRY_HEAD, p->data, p->olen + p->len);
-            off += ENTRY_HEAD + p->olen + p->len;
+            struct cluster_wire_entry w = {
+                .kind = p->kind,
+                .at_unix_ms = p->at_unix_ms,
+                .runner_seq = p->runner_seq,
+                .origin = p->data,
+                .origin_len = p->olen,
+                .frame = p->data + p->olen,
+                .frame_len = p->len,
+            };
+            off += cluster_wire_put(e->fly_buf + off, &w);
             if (p == last)
                 break;
         }
@@ -571,11 +483,11 @@ static struct js_session *enqueue(struct hub_log_js *js, const char *subject, co
                                   uint8_t kind, const void *data, size_t len, int64_t at)
 {
     struct js_session *e = js_session_get(js, subject, id, 1);
-    const char *origin = kind == ENTRY_FRAME ? js->origin : "";
+    const char *origin = kind == CLUSTER_ENTRY_FRAME ? js->origin : "";
     struct js_entry *entry;
-    size_t olen = kind == ENTRY_RUNNER_RESET ? strlen(id) : strlen(origin);
+    size_t olen = kind == CLUSTER_ENTRY_RUNNER_RESET ? strlen(id) : strlen(origin);
 
-    if (kind == ENTRY_RUNNER_RESET)
+    if (kind == CLUSTER_ENTRY_RUNNER_RESET)
         origin = id;
     entry = e ? malloc(sizeof(*entry) + olen + len) : NULL;
     if (!entry)
@@ -604,7 +516,7 @@ static struct js_session *enqueue_session(struct hub_log_js *js, struct session 
 {
     char subject[SUBJECT_MAX];
 
-    subject_of(session_id(s), subject);
+    cluster_wire_subject(session_id(s), 0, subject);
     return enqueue(js, subject, session_id(s), kind, data, len, at);
 }
 
@@ -615,9 +527,10 @@ static uint64_t js_append(void *impl, struct session *s, const void *frame, size
     struct js_session *e;
     uint64_t seq;
 
-    if (!js_writable(js) || session_is_ended(s) || len > BATCH_BYTES - ENTRY_HEAD - STORE_ID_MAX)
+    if (!js_writable(js) || session_is_ended(s) ||
+        len > BATCH_BYTES - CLUSTER_ENTRY_HEAD - STORE_ID_MAX)
         return 0;
-    e = enqueue_session(js, s, ENTRY_FRAME, frame, len, at_unix_ms);
+    e = enqueue_session(js, s, CLUSTER_ENTRY_FRAME, frame, len, at_unix_ms);
     if (!e)
         return 0;
     /* The seq it gets unless another node writes this session first (the
@@ -671,18 +584,16 @@ static uint64_t js_runner_mark(void *impl, const char *runner_id, uint64_t *gene
 static void js_runner_reset(void *impl, const char *runner_id)
 {
     struct hub_log_js *js = impl;
-    char subject[SUBJECT_MAX + 1], token[SUBJECT_MAX];
-    struct js_session *e;
-
     uint64_t nonce = ((uint64_t)clock_unix_ms() << 16) ^ clock_monotonic_ns();
+    char subject[SUBJECT_MAX];
+    struct js_session *e;
 
     /* Here at once, so this node's next frames are the new run's; the same
      * reset coming back through the stream changes nothing more. */
     runner_marks_reset(js->marks, runner_id, strlen(runner_id), nonce);
     js->origin_seq = nonce;
-    subject_of(runner_id, token);
-    snprintf(subject, sizeof(subject), "%s=%s", JS_FRAMES_PREFIX, token + strlen(JS_FRAMES_PREFIX));
-    e = enqueue(js, subject, runner_id, ENTRY_RUNNER_RESET, NULL, 0, clock_unix_ms());
+    cluster_wire_subject(runner_id, 1, subject);
+    e = enqueue(js, subject, runner_id, CLUSTER_ENTRY_RUNNER_RESET, NULL, 0, clock_unix_ms());
     js->origin_seq = 0;
     if (e)
         pump(js, e);
