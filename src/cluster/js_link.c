@@ -133,6 +133,7 @@ static struct js_event *event_alloc(enum js_event_kind kind)
 
 static void dispatch_msg(struct js_link *link, struct js_event *ev)
 {
+    const char *node = NULL;
     struct js_link_msg m;
 
     memset(&m, 0, sizeof(m));
@@ -147,6 +148,8 @@ static void dispatch_msg(struct js_link *link, struct js_event *ev)
         m.at_header = NULL;
     if (natsMsgHeader_Get(ev->msg, "Agenthub-Batch", &m.batch_header) != NATS_OK)
         m.batch_header = NULL;
+    if (natsMsgHeader_Get(ev->msg, "Agenthub-Node", &node) == NATS_OK && link->config.node_id)
+        m.from_self = strcmp(node, link->config.node_id) == 0;
     if (ev->kind == JS_EV_FRAMES)
         link->events.frames(link->arg, &m);
     else
@@ -702,7 +705,9 @@ int js_link_publish_frames(struct js_link *link, const char *subject, uint64_t s
     snprintf(v, sizeof(v), "%" PRIu64, seq);
     snprintf(b, sizeof(b), "%" PRIu64, batch);
     if (natsMsgHeader_Set(msg, "Agenthub-Seq", v) != NATS_OK ||
-        natsMsgHeader_Set(msg, "Agenthub-Batch", b) != NATS_OK) {
+        natsMsgHeader_Set(msg, "Agenthub-Batch", b) != NATS_OK ||
+        (link->config.node_id &&
+         natsMsgHeader_Set(msg, "Agenthub-Node", link->config.node_id) != NATS_OK)) {
         natsMsg_Destroy(msg);
         return -1;
     }

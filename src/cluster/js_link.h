@@ -54,6 +54,7 @@ struct js_link_msg {
     const char *seq_header;   /* Agenthub-Seq, or NULL */
     const char *at_header;    /* Agenthub-At, or NULL */
     const char *batch_header; /* Agenthub-Batch, or NULL */
+    int from_self;            /* Agenthub-Node is this node's id */
     const uint8_t *data;
     size_t len;
 };
@@ -94,8 +95,9 @@ int js_link_connected(const struct js_link *link);
 /* Publishes DATA to SUBJECT of AGENTHUB_FRAMES, stored only when the
  * subject's last stream sequence is EXPECT_LAST (0: the subject is empty)
  * and no message with id MSG_ID was stored within the duplicate window (2
- * min), with headers Agenthub-Seq SEQ and Agenthub-Batch BATCH (the
- * writer's name for this batch, the same on every attempt).  The outcome
+ * min), with headers Agenthub-Seq SEQ, Agenthub-Batch BATCH (the
+ * writer's name for this batch, the same on every attempt) and
+ * Agenthub-Node (the node id).  The outcome
  * comes through events.ack.  Returns 0, or -1 when it could not be sent
  * (disconnected, memory): no ack follows then. */
 int js_link_publish_frames(struct js_link *link, const char *subject, uint64_t seq,

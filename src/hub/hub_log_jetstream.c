@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "hub/cluster_wire.h"
+#include "hub/hub_wire.h"
 #include "hub/runner_marks.h"
 #include "store/store.h"
 
@@ -139,7 +140,7 @@ static void fly_check(struct hub_log_js *js, struct js_session *e, const struct 
 /* Applies one entry to the node's copy of session ID.  Frame SEQ is
  * appended unless the copy has it already. */
 static void apply_entry(struct hub_log_js *js, const char *id, uint8_t kind, uint64_t seq,
-                        const uint8_t *data, size_t len, int64_t at)
+                        const uint8_t *data, size_t len, int64_t at, int from_self)
 {
     size_t n = strlen(id);
     struct session *s = session_lookup(js->reg, id, n);
@@ -170,6 +171,13 @@ static void apply_entry(struct hub_log_js *js, const char *id, uint8_t kind, uin
             js->apply_gaps++;
         session_skip_to(s, seq);
     }
+    /* Another node's state frame is this session's state here too
+     * (GetAgentStatus); the writer's own arbiter derived it already. */
+    if (!from_self) {
+        int state = hub_frame_state(data, len);
+        if (state > 0)
+            arbiter_announce(session_arbiter(s), (enum arbiter_state)state);
+    }
     session_append(s, data, len, at);
 }
 
@@ -199,7 +207,7 @@ static void on_frames(void *arg, const struct js_link_msg *m)
         else if (w.kind == CLUSTER_ENTRY_RUNNER_RESET && w.origin_len)
             runner_marks_reset(js->marks, (const char *)w.origin, w.origin_len, w.runner_seq);
         if (is_session && w.kind != CLUSTER_ENTRY_RUNNER_RESET)
-            apply_entry(js, id, w.kind, seq, w.frame, w.frame_len, w.at_unix_ms);
+            apply_entry(js, id, w.kind, seq, w.frame, w.frame_len, w.at_unix_ms, m->from_self);
         if (entry_counts(w.kind)) {
             if (e && m->stream_seq > e->last_stream_seq && seq > e->last_seq)
                 e->last_seq = seq;

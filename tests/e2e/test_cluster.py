@@ -14,8 +14,8 @@ import grpc
 import pytest
 
 import harness
-from rpc_harness import (F, S, Hub, RequestQueue, auth, fail, method, subscribe,  # noqa
-                         subscribe_events, text, wait_for)
+from rpc_harness import (F, S, Hub, RequestQueue, auth, event_frame, fail, method, state,  # noqa
+                         subscribe, subscribe_events, text, wait_for)
 
 SUB = "SubscribeAgentSession"
 
@@ -126,6 +126,20 @@ def spawn_agent_session(h):
 def record_lengths(frames):
     return [json.loads(f.event.record.data_json)["length"] for f in frames
             if f.event.HasField("record")]
+
+
+def test_every_node_reports_the_state_the_writer_derived(nodes):
+    n = nodes()
+    r = n[1].runner("runner-1")
+    r.publish("sess-1", event_frame(tool_call=F.SessionToolCall(
+        tool_call_id="t", status=F.AGENT_TOOL_CALL_STATUS_IN_PROGRESS)))
+
+    def states():
+        return [h.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                       token="t-alice").statuses[0] for h in n.hubs]
+    got = wait_for(lambda: (lambda st: st if all(s.state == state("WORKING") for s in st) else
+                            None)(states()), 10, what="WORKING on every node")
+    assert len({s.last_seq for s in got}) == 1
 
 
 def test_two_nodes_writing_one_session_keep_its_seq_contiguous(nodes):
