@@ -1,4 +1,4 @@
-#include "cluster/js_link.h"
+#include "cluster/js_link_internal.h"
 
 #include <event2/event.h>
 #include <errno.h>
@@ -16,87 +16,7 @@
 
 #include "common/log.h"
 
-#define JS_MAX_URLS       16
-#define JS_SETUP_RETRY_MS 250
-
-enum js_event_kind {
-    JS_EV_READY,
-    JS_EV_FRAMES,
-    JS_EV_BUS,
-    JS_EV_ACK,
-    JS_EV_CONNECTION,
-    JS_EV_REQUEST,
-    JS_EV_REPLY
-};
-
-/* A subject this node serves.  Freed with the link: a request queued
- * before js_link_unserve still names it (and is then dropped). */
-struct js_serve {
-    struct js_serve *next;
-    natsSubscription *sub;
-    js_link_request_fn fn;
-    void *arg;
-    struct js_link *link;
-    int dead;
-};
-
-/* A request waiting for its answer (loop thread only). */
-struct js_pending {
-    struct js_pending *next;
-    uint64_t id;
-    js_link_reply_fn fn;
-    void *arg;
-};
-
-/* One thing libnats told on its threads, queued for the loop. */
-struct js_event {
-    struct js_event *next;
-    enum js_event_kind kind;
-    natsMsg *msg; /* FRAMES, BUS, ACK: owned, destroyed after dispatch */
-    enum js_ack ack;
-    uint64_t seq;
-    uint64_t pending;
-    uint64_t epoch, frames_last, bus_last; /* READY */
-    int up;                                /* CONNECTION */
-    struct js_serve *serve;                /* REQUEST */
-};
-
-struct js_link {
-    struct event_base *base;
-    struct js_link_config config;
-    struct js_link_events events;
-    void *arg;
-    char *urls_copy;
-    const char *urls[JS_MAX_URLS];
-    int nurls;
-
-    natsOptions *opts;
-    natsConnection *nc;
-    jsCtx *js;
-    natsSubscription *frames_sub, *bus_sub;
-    natsSubscription *inbox_sub; /* <inbox>.* : answers to this node's requests */
-    char inbox[64];
-    size_t inbox_len;
-    struct js_serve *serves;
-    struct js_pending *pending;
-    uint64_t next_request;
-
-    pthread_mutex_t lock; /* guards the queue */
-    struct js_event *head, *tail;
-    int pipe_fds[2];
-    struct event *wake;
-
-    pthread_t setup_thread;
-    int setup_started;
-    atomic_int stopping;
-    atomic_int connected;
-
-    struct js_link_stats stats; /* loop thread only, but disconnects */
-    atomic_ullong disconnects;
-};
-
-/* Queues EV for the loop and wakes it.  Called on libnats's threads. */
-static void post(struct js_link *link, struct js_event *ev)
+void js_link_post(struct js_link *link, struct js_event *ev)
 {
     int was_empty;
     char byte = 1;
@@ -122,7 +42,7 @@ static void post(struct js_link *link, struct js_event *ev)
         log_warn("cluster: cannot wake the loop: %s", strerror(errno));
 }
 
-static struct js_event *event_alloc(enum js_event_kind kind)
+struct js_event *js_link_event_alloc(enum js_event_kind kind)
 {
     struct js_event *ev = calloc(1, sizeof(*ev));
 
@@ -238,7 +158,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 static void queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind)
 {
     jsMsgMetaData *meta = NULL;
-    struct js_event *ev = event_alloc(kind);
+    struct js_event *ev = js_link_event_alloc(kind);
 
     if (!ev || natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
         /* Without its sequence the message cannot be placed; the ordered
@@ -251,15 +171,15 @@ static void queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kin
     ev->seq = meta->Sequence.Stream;
     ev->pending = meta->NumPending;
     jsMsgMetaData_Destroy(meta);
-    post(link, ev);
+    js_link_post(link, ev);
 }
 
-static void on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+void js_link_on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
     queue_msg(closure, msg, JS_EV_FRAMES);
 }
 
-static void on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+void js_link_on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
     queue_msg(closure, msg, JS_EV_BUS);
 }
@@ -267,7 +187,7 @@ static void on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, 
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
     struct js_link *link = closure;
-    struct js_event *ev = event_alloc(JS_EV_ACK);
+    struct js_event *ev = js_link_event_alloc(JS_EV_ACK);
 
     if (!ev) {
         natsMsg_Destroy(msg);
@@ -286,19 +206,19 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
     } else {
         ev->ack = JS_ACK_FAILED;
     }
-    post(link, ev);
+    js_link_post(link, ev);
 }
 
 static void post_connection(struct js_link *link, int up)
 {
-    struct js_event *ev = event_alloc(JS_EV_CONNECTION);
+    struct js_event *ev = js_link_event_alloc(JS_EV_CONNECTION);
 
     atomic_store(&link->connected, up);
     if (!up)
         atomic_fetch_add(&link->disconnects, 1);
     if (ev) {
         ev->up = up;
-        post(link, ev);
+        js_link_post(link, ev);
     }
 }
 
@@ -320,7 +240,7 @@ static void on_connected(natsConnection *nc, void *closure)
 static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
     struct js_serve *serve = closure;
-    struct js_event *ev = event_alloc(JS_EV_REQUEST);
+    struct js_event *ev = js_link_event_alloc(JS_EV_REQUEST);
 
     if (!ev) {
         natsMsg_Destroy(msg);
@@ -328,172 +248,19 @@ static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *msg, 
     }
     ev->msg = msg;
     ev->serve = serve;
-    post(serve->link, ev);
+    js_link_post(serve->link, ev);
 }
 
 static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
-    struct js_event *ev = event_alloc(JS_EV_REPLY);
+    struct js_event *ev = js_link_event_alloc(JS_EV_REPLY);
 
     if (!ev) {
         natsMsg_Destroy(msg);
         return;
     }
     ev->msg = msg;
-    post(closure, ev);
-}
-
-/* --- setup thread ----------------------------------------------------------- */
-
-/* Creates stream NAME on SUBJECT, or accepts the one that exists.  Returns
- * its info (destroy it), or NULL. */
-static jsStreamInfo *ensure_stream(struct js_link *link, const char *name, const char *subject,
-                                   size_t max_bytes)
-{
-    jsStreamConfig cfg;
-    jsStreamInfo *si = NULL;
-    jsErrCode jerr = 0;
-    const char *subjects[1] = {subject};
-    natsStatus s;
-
-    jsStreamConfig_Init(&cfg);
-    cfg.Name = name;
-    cfg.Subjects = subjects;
-    cfg.SubjectsLen = 1;
-    cfg.Storage = js_FileStorage;
-    cfg.Replicas = link->config.replicas;
-    cfg.MaxBytes = (int64_t)max_bytes;
-    cfg.Discard = js_DiscardOld;
-    cfg.Duplicates = (int64_t)120 * 1000 * 1000 * 1000; /* 2 min, in ns */
-    cfg.AllowDirect = true;
-    s = js_AddStream(&si, link->js, &cfg, NULL, &jerr);
-    if (s == NATS_OK)
-        return si;
-    if (jerr == JSStreamNameExistErr) {
-        s = js_GetStreamInfo(&si, link->js, name, NULL, &jerr);
-        if (s == NATS_OK)
-            return si;
-    }
-    log_warn("cluster: stream %s: %s (%d)", name, natsStatus_GetText(s), (int)jerr);
-    return NULL;
-}
-
-/* The bus epoch of the bus stream created at CREATED: the first node to
- * reach it draws one, every other reads it. Returns 0 on failure. */
-static uint64_t cluster_epoch(struct js_link *link, int64_t created)
-{
-    kvConfig kc;
-    kvStore *kv = NULL;
-    kvEntry *e = NULL;
-    char key[64], value[24];
-    uint64_t epoch = 0, rev;
-    natsStatus s;
-
-    kvConfig_Init(&kc);
-    kc.Bucket = JS_CLUSTER_BUCKET;
-    kc.StorageType = js_FileStorage;
-    kc.Replicas = link->config.replicas;
-    kc.History = 1;
-    s = js_CreateKeyValue(&kv, link->js, &kc);
-    if (s != NATS_OK)
-        s = js_KeyValue(&kv, link->js, JS_CLUSTER_BUCKET);
-    if (s != NATS_OK) {
-        log_warn("cluster: bucket %s: %s", JS_CLUSTER_BUCKET, natsStatus_GetText(s));
-        return 0;
-    }
-    snprintf(key, sizeof(key), "epoch.%" PRId64, created);
-    while (epoch == 0 && getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
-        epoch = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    snprintf(value, sizeof(value), "%" PRIu64, epoch | 1);
-    /* Only the first create wins; everyone then reads the winner's. */
-    (void)kvStore_CreateString(&rev, kv, key, value);
-    epoch = 0;
-    if (kvStore_Get(&e, kv, key) == NATS_OK) {
-        epoch = strtoull(kvEntry_ValueString(e), NULL, 10);
-        kvEntry_Destroy(e);
-    }
-    kvStore_Destroy(kv);
-    return epoch;
-}
-
-static natsSubscription *ordered_consumer(struct js_link *link, const char *stream,
-                                          const char *subject, natsMsgHandler cb)
-{
-    natsSubscription *sub = NULL;
-    jsSubOptions so;
-    jsErrCode jerr = 0;
-    natsStatus s;
-
-    jsSubOptions_Init(&so);
-    so.Stream = stream;
-    so.Ordered = true;
-    so.Config.DeliverPolicy = js_DeliverAll;
-    s = js_Subscribe(&sub, link->js, subject, cb, link, NULL, &so, &jerr);
-    if (s != NATS_OK) {
-        log_warn("cluster: consumer on %s: %s (%d)", stream, natsStatus_GetText(s), (int)jerr);
-        return NULL;
-    }
-    /* Deliveries queue in the loop's memory, not libnats's: no slow-consumer
-     * drops while the loop is busy. */
-    natsSubscription_SetPendingLimits(sub, -1, -1);
-    return sub;
-}
-
-/* Streams, epoch, consumers.  Returns 0 when all are in place. */
-static int setup_once(struct js_link *link)
-{
-    jsStreamInfo *frames = NULL, *bus = NULL;
-    struct js_event *ev;
-    uint64_t epoch;
-    int rv = -1;
-
-    frames =
-        ensure_stream(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", link->config.frames_max_bytes);
-    bus = ensure_stream(link, JS_BUS_STREAM, JS_BUS_SUBJECT, link->config.bus_max_bytes);
-    if (!frames || !bus)
-        goto out;
-    epoch = cluster_epoch(link, bus->Created);
-    if (epoch == 0)
-        goto out;
-    ev = event_alloc(JS_EV_READY);
-    if (!ev)
-        goto out;
-    /* READY is queued before the first delivery, so the loop knows where
-     * the replay ends before it applies anything. */
-    ev->epoch = epoch;
-    /* A stream whose messages are all gone delivers nothing to wait for. */
-    ev->frames_last = frames->State.Msgs ? frames->State.LastSeq : 0;
-    ev->bus_last = bus->State.Msgs ? bus->State.LastSeq : 0;
-    post(link, ev);
-    link->frames_sub =
-        ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", on_frames_msg);
-    link->bus_sub =
-        link->frames_sub ? ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT, on_bus_msg) : NULL;
-    rv = link->bus_sub ? 0 : -1;
-    if (rv != 0) {
-        /* A READY went out already: the next try sends another. */
-        if (link->frames_sub) {
-            natsSubscription_Unsubscribe(link->frames_sub);
-            natsSubscription_Destroy(link->frames_sub);
-            link->frames_sub = NULL;
-        }
-    }
-out:
-    jsStreamInfo_Destroy(frames);
-    jsStreamInfo_Destroy(bus);
-    return rv;
-}
-
-static void *setup_main(void *arg)
-{
-    struct js_link *link = arg;
-
-    while (!atomic_load(&link->stopping)) {
-        if (atomic_load(&link->connected) && setup_once(link) == 0)
-            return NULL;
-        nats_Sleep(JS_SETUP_RETRY_MS);
-    }
-    return NULL;
+    js_link_post(closure, ev);
 }
 
 /* --- the loop's API ---------------------------------------------------------- */
@@ -590,7 +357,7 @@ struct js_link *js_link_new(struct event_base *base, const struct js_link_config
         snprintf(err, errlen, "cannot make a JetStream context");
         goto fail;
     }
-    if (pthread_create(&link->setup_thread, NULL, setup_main, link) != 0) {
+    if (pthread_create(&link->setup_thread, NULL, js_link_setup_main, link) != 0) {
         snprintf(err, errlen, "cannot start a thread");
         goto fail;
     }

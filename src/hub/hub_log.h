@@ -99,6 +99,15 @@ struct hub_log {
  * BUS. */
 void hub_log_memory(struct hub_log *log, struct bus *bus);
 
+/* The session-log reads of every backend that keeps its frames (or its
+ * copy of them) in the sessions' core rings: ring_next, ring_cursor_check,
+ * ring_tail_cursor and the ring's span.  IMPL is unused. */
+enum ring_status hub_log_ring_read(void *impl, struct session *s, uint64_t after_seq,
+                                   struct ring_entry *out);
+enum ring_status hub_log_ring_check(void *impl, struct session *s, uint64_t after_seq);
+uint64_t hub_log_ring_tail(void *impl, struct session *s, uint64_t n);
+void hub_log_ring_span(void *impl, struct session *s, struct hub_log_span *out);
+
 static inline uint64_t hub_log_append(const struct hub_log *log, struct session *s,
                                       const void *frame, size_t len, int64_t at_unix_ms)
 {

@@ -609,32 +609,6 @@ static void js_runner_reset(void *impl, const char *runner_id)
 
 /* --- reading: the node's copies, as the memory backend reads them ---------------- */
 
-static enum ring_status js_read(void *impl, struct session *s, uint64_t after_seq,
-                                struct ring_entry *out)
-{
-    return ring_next(session_ring(s), after_seq, out);
-}
-
-static enum ring_status js_check(void *impl, struct session *s, uint64_t after_seq)
-{
-    return ring_cursor_check(session_ring(s), after_seq);
-}
-
-static uint64_t js_tail(void *impl, struct session *s, uint64_t n)
-{
-    return ring_tail_cursor(session_ring(s), n);
-}
-
-static void js_span(void *impl, struct session *s, struct hub_log_span *out)
-{
-    const struct ring *ring = session_ring(s);
-
-    out->oldest = ring_oldest_seq(ring);
-    out->newest = ring_newest_seq(ring);
-    out->count = ring_count(ring);
-    out->bytes = ring_retained_bytes(ring);
-}
-
 static uint64_t js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)
 {
     struct hub_log_js *js = impl;
@@ -751,11 +725,11 @@ static void js_write_metrics(void *impl, FILE *out)
 
 static const struct hub_log_ops js_ops = {
     .append = js_append,
-    .read = js_read,
-    .check = js_check,
+    .read = hub_log_ring_read,
+    .check = hub_log_ring_check,
     .mark = js_mark,
-    .tail = js_tail,
-    .span = js_span,
+    .tail = hub_log_ring_tail,
+    .span = hub_log_ring_span,
     .publish = js_publish,
     .open = js_open,
     .next = js_next,

@@ -8,13 +8,13 @@ static uint64_t memory_append(void *impl, struct session *s, const void *frame, 
     return session_append(s, frame, len, at_unix_ms);
 }
 
-static enum ring_status memory_read(void *impl, struct session *s, uint64_t after_seq,
-                                    struct ring_entry *out)
+enum ring_status hub_log_ring_read(void *impl, struct session *s, uint64_t after_seq,
+                                   struct ring_entry *out)
 {
     return ring_next(session_ring(s), after_seq, out);
 }
 
-static enum ring_status memory_check(void *impl, struct session *s, uint64_t after_seq)
+enum ring_status hub_log_ring_check(void *impl, struct session *s, uint64_t after_seq)
 {
     return ring_cursor_check(session_ring(s), after_seq);
 }
@@ -54,12 +54,12 @@ static void memory_runner_reset(void *impl, const char *runner_id)
 {
 }
 
-static uint64_t memory_tail(void *impl, struct session *s, uint64_t n)
+uint64_t hub_log_ring_tail(void *impl, struct session *s, uint64_t n)
 {
     return ring_tail_cursor(session_ring(s), n);
 }
 
-static void memory_span(void *impl, struct session *s, struct hub_log_span *out)
+void hub_log_ring_span(void *impl, struct session *s, struct hub_log_span *out)
 {
     const struct ring *ring = session_ring(s);
 
@@ -101,11 +101,11 @@ static uint64_t memory_epoch(void *impl)
 
 static const struct hub_log_ops memory_ops = {
     .append = memory_append,
-    .read = memory_read,
-    .check = memory_check,
+    .read = hub_log_ring_read,
+    .check = hub_log_ring_check,
     .mark = memory_mark,
-    .tail = memory_tail,
-    .span = memory_span,
+    .tail = hub_log_ring_tail,
+    .span = hub_log_ring_span,
     .publish = memory_publish,
     .open = memory_open,
     .next = memory_next,
