@@ -155,6 +155,15 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 
 /* --- libnats's threads ---------------------------------------------------- */
 
+/* *AT = max(*AT, V), from any thread. */
+static void raise_to(atomic_ullong *at, uint64_t v)
+{
+    unsigned long long seen = atomic_load(at);
+
+    while (seen < v && !atomic_compare_exchange_weak(at, &seen, v)) {
+    }
+}
+
 static void queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind)
 {
     jsMsgMetaData *meta = NULL;
@@ -171,6 +180,7 @@ static void queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kin
     ev->seq = meta->Sequence.Stream;
     ev->pending = meta->NumPending;
     jsMsgMetaData_Destroy(meta);
+    raise_to(kind == JS_EV_FRAMES ? &link->frames_next : &link->bus_next, ev->seq + 1);
     js_link_post(link, ev);
 }
 
@@ -229,7 +239,10 @@ static void on_disconnected(natsConnection *nc, void *closure)
 
 static void on_reconnected(natsConnection *nc, void *closure)
 {
-    post_connection(closure, 1);
+    struct js_link *link = closure;
+
+    atomic_store(&link->resubscribe, 1);
+    post_connection(link, 1);
 }
 
 static void on_connected(natsConnection *nc, void *closure)
@@ -594,4 +607,9 @@ void js_link_request_cancel(struct js_link *link, uint64_t id)
             free(p);
             return;
         }
+}
+
+void js_link_refresh(struct js_link *link)
+{
+    atomic_store(&link->resubscribe, 1);
 }

@@ -139,4 +139,9 @@ struct js_link_stats {
 };
 void js_link_stats(const struct js_link *link, struct js_link_stats *out);
 
+/* Makes both consumers again from the first message not yet delivered (a
+ * consumer may die with the server it was on while this node stays
+ * connected elsewhere); what comes twice the caller applies once. */
+void js_link_refresh(struct js_link *link);
+
 #endif

@@ -85,6 +85,9 @@ struct js_link {
     int setup_started;
     atomic_int stopping;
     atomic_int connected;
+    atomic_int resubscribe;    /* reconnected: make the consumers again */
+    atomic_ullong frames_next; /* the first stream seq not yet delivered */
+    atomic_ullong bus_next;
 
     struct js_link_stats stats; /* loop thread only, but disconnects */
     atomic_ullong disconnects;

@@ -85,8 +85,9 @@ static uint64_t cluster_epoch(struct js_link *link, int64_t created)
     return epoch;
 }
 
+/* An ordered consumer of STREAM from stream sequence FROM (0: its start). */
 static natsSubscription *ordered_consumer(struct js_link *link, const char *stream,
-                                          const char *subject, natsMsgHandler cb)
+                                          const char *subject, natsMsgHandler cb, uint64_t from)
 {
     natsSubscription *sub = NULL;
     jsSubOptions so;
@@ -96,7 +97,10 @@ static natsSubscription *ordered_consumer(struct js_link *link, const char *stre
     jsSubOptions_Init(&so);
     so.Stream = stream;
     so.Ordered = true;
-    so.Config.DeliverPolicy = js_DeliverAll;
+    so.Config.DeliverPolicy = from ? js_DeliverByStartSequence : js_DeliverAll;
+    so.Config.OptStartSeq = from;
+    /* A consumer that died with its server is noticed in about 3 s. */
+    so.Config.Heartbeat = (int64_t)1000 * 1000 * 1000;
     s = js_Subscribe(&sub, link->js, subject, cb, link, NULL, &so, &jerr);
     if (s != NATS_OK) {
         log_warn("cluster: consumer on %s: %s (%d)", stream, natsStatus_GetText(s), (int)jerr);
@@ -135,10 +139,10 @@ static int setup_once(struct js_link *link)
     ev->bus_last = bus->State.Msgs ? bus->State.LastSeq : 0;
     js_link_post(link, ev);
     link->frames_sub =
-        ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", js_link_on_frames_msg);
-    link->bus_sub = link->frames_sub
-                        ? ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT, js_link_on_bus_msg)
-                        : NULL;
+        ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", js_link_on_frames_msg, 0);
+    link->bus_sub = link->frames_sub ? ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT,
+                                                        js_link_on_bus_msg, 0)
+                                     : NULL;
     rv = link->bus_sub ? 0 : -1;
     if (rv != 0) {
         /* A READY went out already: the next try sends another. */
@@ -154,13 +158,49 @@ out:
     return rv;
 }
 
+/* After a reconnect: new consumers from the first message not yet
+ * delivered, in case the old ones died with the server they were on (an
+ * ordered consumer lives on one server).  What both deliver twice the
+ * loop applies once.  Returns 0, or -1 to try again. */
+static int resubscribe(struct js_link *link)
+{
+    natsSubscription *frames, *bus;
+
+    frames = ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", js_link_on_frames_msg,
+                              atomic_load(&link->frames_next));
+    bus = frames ? ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT, js_link_on_bus_msg,
+                                    atomic_load(&link->bus_next))
+                 : NULL;
+    if (!bus) {
+        if (frames) {
+            natsSubscription_Unsubscribe(frames);
+            natsSubscription_Destroy(frames);
+        }
+        return -1;
+    }
+    natsSubscription_Unsubscribe(link->frames_sub);
+    natsSubscription_Destroy(link->frames_sub);
+    natsSubscription_Unsubscribe(link->bus_sub);
+    natsSubscription_Destroy(link->bus_sub);
+    link->frames_sub = frames;
+    link->bus_sub = bus;
+    log_info("cluster: consumers made again after a reconnect");
+    return 0;
+}
+
 void *js_link_setup_main(void *arg)
 {
     struct js_link *link = arg;
+    int ready = 0;
 
     while (!atomic_load(&link->stopping)) {
-        if (atomic_load(&link->connected) && setup_once(link) == 0)
-            return NULL;
+        if (!ready && atomic_load(&link->connected) && setup_once(link) == 0) {
+            ready = 1;
+            atomic_store(&link->resubscribe, 0);
+        }
+        if (ready && atomic_load(&link->connected) && atomic_exchange(&link->resubscribe, 0) &&
+            resubscribe(link) != 0)
+            atomic_store(&link->resubscribe, 1);
         nats_Sleep(JS_SETUP_RETRY_MS);
     }
     return NULL;

@@ -17,6 +17,7 @@
 /* A batch stays well under NATS's default max_payload (1 MiB). */
 #define BATCH_BYTES   ((size_t)512 * 1024)
 #define SUBJECT_MAX   CLUSTER_SUBJECT_MAX
+#define WATCH_MS      2000
 #define RETRY_MS      20
 #define TABLE_BUCKETS 1024u
 
@@ -50,7 +51,8 @@ struct js_session {
     uint64_t fly_first_seq;
     uint64_t fly_pred;  /* the stream seq it was written after */
     uint64_t fly_nonce; /* its Agenthub-Batch */
-    uint64_t dup_wait;  /* a duplicate ack named this stream seq */
+    uint64_t dup_wait;  /* refused: the first stream seq that tells whose it was */
+    uint64_t dup_since_ns;
     uint64_t fly_since_ns;
     uint8_t in_flight;
     uint8_t retry; /* a conflict: publish again once the copy catches up */
@@ -64,6 +66,7 @@ struct hub_log_js {
     struct session_registry *reg;
     struct bus *bus;
     struct event *retry_timer;
+    struct event *watch_timer;
     struct js_session *table[TABLE_BUCKETS];
     struct runner_marks *marks;
     char origin[STORE_ID_MAX]; /* the Runner whose frame is being taken, or "" */
@@ -310,6 +313,14 @@ static void fly_done(struct hub_log_js *js, struct js_session *e)
     e->dup_wait = 0;
 }
 
+/* A batch waits for the consumer to tell whose message follows its
+ * predecessor: if the consumer stays silent it may have died with its
+ * server, and is made again (on_watch). */
+static void watch_later(struct hub_log_js *js)
+{
+    event_add(js->watch_timer, &(struct timeval){WATCH_MS / 1000, (WATCH_MS % 1000) * 1000});
+}
+
 static void retry_later(struct hub_log_js *js, struct js_session *e)
 {
     e->retry = 1;
@@ -318,8 +329,9 @@ static void retry_later(struct hub_log_js *js, struct js_session *e)
 
 /* A frames message on E's subject was applied: when it is the batch in
  * flight (its Agenthub-Batch), that batch is stored, whatever became of
- * its ack; when a duplicate ack named it and it is another node's, the
- * batch goes again after it. */
+ * its ack; when the batch was refused (conflict, duplicate) and this is
+ * the first message after its predecessor, another node's, the batch goes
+ * again after it. */
 static void fly_check(struct hub_log_js *js, struct js_session *e, const struct js_link_msg *m)
 {
     if (!e->fly)
@@ -330,7 +342,6 @@ static void fly_check(struct hub_log_js *js, struct js_session *e, const struct 
         return;
     }
     if (e->dup_wait && m->stream_seq >= e->dup_wait) {
-        js->writer_changes++;
         fly_return(e);
         e->in_flight = 0;
         e->dup_wait = 0;
@@ -364,25 +375,21 @@ static void on_ack(void *arg, const char *subject, const char *batch, enum js_ac
         fly_done(js, e);
         break;
     case JS_ACK_DUPLICATE:
-        /* A message after the same predecessor is stored at STREAM_SEQ:
-         * this batch's own earlier attempt, or another node's.  The
-         * consumer tells (fly_check). */
-        e->dup_wait = stream_seq;
-        if (stream_seq > e->last_stream_seq)
-            return;
-        /* Applied already, and it was not this batch (fly_check). */
-        e->in_flight = 0;
-        e->dup_wait = 0;
-        js->writer_changes++;
-        fly_return(e);
-        break;
     case JS_ACK_CONFLICT:
-        /* Another node wrote this session: its frames come through the
-         * consumer, and this batch goes again after them. */
+        /* A message after the same predecessor is stored: this batch's own
+         * earlier attempt (its ack lost to a server's death), or another
+         * node's.  The first message after the predecessor tells, by its
+         * Agenthub-Batch (fly_check); when it was applied already and was
+         * not this batch, the batch goes again after what is there. */
         js->writer_changes++;
-        e->in_flight = 0;
-        fly_return(e);
-        retry_later(js, e);
+        if (e->last_stream_seq > e->fly_pred) {
+            e->in_flight = 0;
+            fly_return(e);
+            break;
+        }
+        e->dup_wait = e->fly_pred + 1;
+        e->dup_since_ns = clock_monotonic_ns();
+        watch_later(js);
         return;
     default:
         /* Not known to be stored (a server lost, no quorum in time): the
@@ -463,6 +470,29 @@ static void pump(struct hub_log_js *js, struct js_session *e)
     e->in_flight = 1;
     log_debug("cluster: %s: frames %" PRIu64 "+%u after stream seq %" PRIu64 " sent", e->subject,
               e->fly_first_seq, e->fly_frames, e->fly_pred);
+}
+
+static void on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct hub_log_js *js = arg;
+    uint64_t now = clock_monotonic_ns();
+    int waiting = 0, stale = 0;
+
+    for (size_t i = 0; i < TABLE_BUCKETS; i++)
+        for (struct js_session *e = js->table[i]; e; e = e->hnext)
+            if (e->dup_wait) {
+                waiting = 1;
+                stale |= now - e->dup_since_ns >= (uint64_t)WATCH_MS * 1000000;
+            }
+    if (stale) {
+        log_warn("cluster: the frames consumer is silent; making it again");
+        js_link_refresh(js->link);
+        for (size_t i = 0; i < TABLE_BUCKETS; i++)
+            for (struct js_session *e = js->table[i]; e; e = e->hnext)
+                e->dup_since_ns = now;
+    }
+    if (waiting)
+        watch_later(js);
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
@@ -776,8 +806,9 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
         js->batches = clock_monotonic_ns() ^ ((uint64_t)clock_unix_ms() << 20);
     js->batches &= ~(uint64_t)0 >> 1; /* room to count up */
     js->retry_timer = evtimer_new(base, on_retry, js);
+    js->watch_timer = evtimer_new(base, on_watch, js);
     js->marks = runner_marks_new();
-    if (!js->retry_timer || !js->marks) {
+    if (!js->retry_timer || !js->watch_timer || !js->marks) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -791,6 +822,8 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
 fail:
     if (js->retry_timer)
         event_free(js->retry_timer);
+    if (js->watch_timer)
+        event_free(js->watch_timer);
     runner_marks_free(js->marks);
     free(js);
     return NULL;
@@ -802,6 +835,7 @@ void hub_log_js_free(struct hub_log_js *js)
         return;
     js_link_free(js->link);
     event_free(js->retry_timer);
+    event_free(js->watch_timer);
     runner_marks_free(js->marks);
     for (size_t i = 0; i < TABLE_BUCKETS; i++) {
         struct js_session *e = js->table[i];

@@ -411,6 +411,8 @@ def test_one_of_three_nats_servers_killed_loses_nothing_acknowledged(nodes):
         publish_until_taken(n[0], r, chunk * 50 + 1, [text(w) for w in want[chunk * 50:][:50]])
     # Every node's copy holds every frame once, in order.
     for h in n.hubs:
+        seen = []
+
         def holds_all(h=h):
             rd = subscribe(h, "sess-1", tail=100000)
             try:
@@ -418,10 +420,13 @@ def test_one_of_three_nats_servers_killed_loses_nothing_acknowledged(nodes):
                               timeout=10)
                 return got
             except AssertionError:
+                seen[:] = texts(rd.items)
                 return None
             finally:
                 rd.cancel()
-        got = wait_for(holds_all, 30, what="every frame on %s" % h.public)
+        got = wait_for(holds_all, 30, what=lambda: "every frame on %s: have %d, last %r; %r" % (
+            h.public, len(seen), seen[-3:], {k: v for k, v in h.metrics().items()
+                                            if "cluster" in k}))
         assert texts(got) == want
         assert [f.seq for f in got] == list(range(got[0].seq, got[0].seq + len(got)))
 
