@@ -4,7 +4,7 @@
 #   make FAILPOINTS=1 compile in AGENTHUB_FAILPOINTS (into build-fp/)
 
 CC ?= cc
-PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib
+PKGS := libnghttp2 libevent libevent_openssl openssl libprotobuf-c sqlite3 jansson zlib libnats
 # libpq is dlopen()ed by the PostgreSQL store (src/store/postgres_lib.h), so
 # no program links it; only its header at build time, and the tests, which
 # talk to their PostgreSQL server directly.
@@ -15,7 +15,8 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   libjansson-dev zlib1g-dev check python3 python3-grpcio python3-protobuf python3-h2 \
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time curl \
-  libgrpc++-dev protobuf-compiler-grpc g++ chromium chromium-driver python3-selenium
+  libgrpc++-dev protobuf-compiler-grpc g++ chromium chromium-driver python3-selenium \
+  libnats-dev nats-server
 # Node.js for the e2e suites' npm clients, only where there is none: a
 # machine whose nodejs package bundles npm (as NodeSource's does) conflicts
 # with Debian's separate npm package.
@@ -50,7 +51,7 @@ GEN_SRC := $(patsubst %.proto,gen/%.pb-c.c,$(PROTOS)) gen/descriptor_set.c
 # layer whose directory does not exist yet is skipped, so a new layer is
 # one word here and one row in tools/check_layers.py.  Programs link the
 # archives highest first; a lower layer calling up fails to link.
-LAYERS := $(foreach l,common web h2 http1 grpc core store hub rpc,$(if $(wildcard src/$(l)/*.c),$(l)))
+LAYERS := $(foreach l,common web h2 http1 grpc core store cluster hub rpc,$(if $(wildcard src/$(l)/*.c),$(l)))
 layer_src = $(sort $(wildcard src/$(1)/*.c)) $(if $(filter common,$(1)),$(GEN_SRC))
 layer_lib = $(patsubst %,$(BUILD)/lib%.a,$(1))
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
@@ -91,7 +92,7 @@ JSON_DRIVER := $(BUILD)/tests/json_codec_driver
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps gen check-gen web web-bundle check-web test unit e2e run demo bench fuzz fuzz-smoke lint format clean
+.PHONY: all deps gen check-gen web web-bundle check-web test unit e2e run demo cluster-demo bench fuzz fuzz-smoke lint format clean
 all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
@@ -99,7 +100,7 @@ all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 # packages of the clients the e2e suites drive (tests/node, from its lock
 # file, into tests/node/node_modules; nothing global).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl chromium chromedriver
+  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl chromium chromedriver nats-server
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -265,6 +266,11 @@ fuzz-smoke: $(FUZZ_BIN)
 DEMO_SECONDS ?= 15
 demo: $(PROGRAMS)
 	@tests/agents/demo.sh $(BUILD) $(DEMO_SECONDS)
+
+# Three NATS JetStream servers, three agenthubd nodes, the Runner through
+# node 2, a pane on node 1; node 2 is killed midway (docs/cluster.md).
+cluster-demo: $(PROGRAMS)
+	@deploy/cluster/demo.sh $(BUILD) $(DEMO_SECONDS)
 
 run: $(PROGRAMS)
 	@mkdir -p var

@@ -15,7 +15,9 @@
  * gRPC-Web ones have).
  *
  * With --idle it only opens K subscriptions, waits until the server holds
- * them, and prints the server's RSS. */
+ * them, and prints the server's RSS.  --public may list several addresses
+ * (h1:p1,h2:p2, a cluster's nodes): the subscribers are dealt out over
+ * them in turn (gRPC-Web subscribers use the first). */
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/hostport.h"
 #include "compass/v1/frames.pb-c.h"
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc_client.h"
@@ -69,6 +72,8 @@ struct bench {
     struct event_base *base;
     struct grpc_client **clients;
     int client_count;
+    int addr_count;       /* addresses in --public */
+    int clients_per_addr; /* connections to each */
     struct grpc_client *runner;
     struct subscriber *subscribers;
     struct grpc_client_call *publisher;
@@ -474,31 +479,46 @@ int main(int argc, char **argv)
     if (rv != 0)
         return rv > 0 ? 0 : 2;
     bench.base = event_base_new();
-    bench.client_count = bench.opt.web
-                             ? 0
-                             : (bench.opt.subscribers + bench.opt.streams_per_connection - 1) /
-                                   bench.opt.streams_per_connection;
-    bench.clients = calloc((size_t)bench.client_count, sizeof(*bench.clients));
+    {
+        char addr[256];
+        size_t n_addr = hostport_list_nth(bench.opt.public_addr, 0, addr, sizeof(addr));
+        int per_addr;
+
+        if (n_addr == 0) {
+            fprintf(stderr, "fanout: --public %s: no address\n", bench.opt.public_addr);
+            return 2;
+        }
+        bench.addr_count = (int)n_addr;
+        per_addr = (bench.opt.subscribers + bench.addr_count - 1) / bench.addr_count;
+        bench.clients_per_addr =
+            bench.opt.web ? 0
+                          : (per_addr + bench.opt.streams_per_connection - 1) /
+                                bench.opt.streams_per_connection;
+        bench.client_count = bench.clients_per_addr * bench.addr_count;
+        bench.clients = calloc((size_t)bench.client_count + 1, sizeof(*bench.clients));
+        for (int i = 0; i < bench.client_count; i++) {
+            hostport_list_nth(bench.opt.public_addr, (size_t)(i / bench.clients_per_addr), addr,
+                              sizeof(addr));
+            bench.clients[i] = grpc_client_new(bench.base, addr, NULL, err, sizeof(err));
+            if (!bench.clients[i]) {
+                fprintf(stderr, "fanout: %s\n", err);
+                return 1;
+            }
+        }
+    }
     bench.subscribers = calloc((size_t)bench.opt.subscribers, sizeof(*bench.subscribers));
     bench.text = calloc(1, (size_t)bench.opt.size + 1);
     memset(bench.text, 'x', (size_t)bench.opt.size);
-    for (int i = 0; i < bench.client_count; i++) {
-        bench.clients[i] =
-            grpc_client_new(bench.base, bench.opt.public_addr, NULL, err, sizeof(err));
-        if (!bench.clients[i]) {
-            fprintf(stderr, "fanout: %s\n", err);
-            return 1;
-        }
-    }
     request.session_id = (char *)bench.opt.session;
     if (bench.opt.web) {
         /* HTTP/1.1: one connection per subscriber, no h2 client needed. */
         uint8_t packed[512];
         size_t packed_len = protobuf_c_message_pack(&request.base, packed);
-        char host[256];
-        const char *colon = strrchr(bench.opt.public_addr, ':');
-        snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - bench.opt.public_addr) : 0,
-                 bench.opt.public_addr);
+        char first[256], host[256];
+        const char *colon;
+        hostport_list_nth(bench.opt.public_addr, 0, first, sizeof(first));
+        colon = strrchr(first, ':');
+        snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - first) : 0, first);
         for (int i = 0; i < bench.opt.subscribers; i++) {
             bench.subscribers[i].bench = &bench;
             if (!colon || web_subscribe(&bench, &bench.subscribers[i], host, atoi(colon + 1),
@@ -511,7 +531,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < bench.opt.subscribers && !bench.opt.web; i++) {
         struct subscriber *sub = &bench.subscribers[i];
         sub->bench = &bench;
-        sub->call = grpc_client_call_start(bench.clients[i / bench.opt.streams_per_connection],
+        /* Subscriber I goes to address I mod N, on that address's clients. */
+        int client = (i % bench.addr_count) * bench.clients_per_addr +
+                     (i / bench.addr_count) / bench.opt.streams_per_connection;
+        sub->call = grpc_client_call_start(bench.clients[client],
                                            "/compass.v1.CompassService/SubscribeAgentSession",
                                            bench.opt.token, 0, &subscriber_handler, sub);
         if (!sub->call) {

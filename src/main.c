@@ -18,6 +18,8 @@
 #include "h2/h2.h"
 #include "rpc/rpc.h"
 #include "hub/hub.h"
+#include "hub/hub_log_jetstream.h"
+#include "hub/runner_remote.h"
 #include "hub/hub_wire.h"
 #include "hub/runner_control.h"
 #include "common/pb_validate.h"
@@ -61,6 +63,9 @@ struct config {
     int max_connections_set;                    /* --max-connections given */
     const char *cors_origins[CORS_ORIGINS_MAX]; /* --cors-origin, in order */
     size_t cors_origin_count;
+    const char *cluster;     /* NATS URLs: session logs and the bus on JetStream */
+    const char *node_id;
+    size_t cluster_replicas;
 };
 
 struct server {
@@ -72,6 +77,8 @@ struct server {
     struct rpc_context rpc; /* every door's door data */
     struct session_registry sessions;
     struct bus bus;
+    struct hub_log_js *cluster;   /* NULL: the in-memory log */
+    struct runner_remote *remote; /* Runners on other nodes, with cluster */
     struct metrics_http *metrics;
     struct event *sigterm;
     struct event *sigint;
@@ -141,6 +148,15 @@ static void usage(FILE *out)
           "                                (repeatable; none by default)\n"
           "  --web on|off                  serve the pane page at GET / on the public door\n"
           "                                (default on; off answers 404, docs/web-page.md)\n"
+          "  --cluster nats://HOST:PORT[,nats://HOST:PORT...]\n"
+          "                                run as a node of a cluster: session logs and the\n"
+          "                                event bus live in NATS JetStream (streams\n"
+          "                                AGENTHUB_FRAMES, AGENTHUB_BUS), so every node\n"
+          "                                serves every session; see docs/cluster.md\n"
+          "  --node-id NAME                this node's name in the cluster (default: the\n"
+          "                                host name)\n"
+          "  --cluster-replicas N          copies JetStream keeps of each stream (default 1,\n"
+          "                                at most 5)\n"
           "  --verbose                     debug logging\n"
           "  --version, --help\n"
           "\n"
@@ -238,6 +254,9 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_METRICS_MAX_CONNECTIONS,
         OPT_METRICS_IDLE_TIMEOUT,
         OPT_WEB,
+        OPT_CLUSTER,
+        OPT_NODE_ID,
+        OPT_CLUSTER_REPLICAS,
         OPT_VERBOSE,
         OPT_CORS_ORIGIN,
         OPT_VERSION,
@@ -274,6 +293,9 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"metrics-max-connections", required_argument, NULL, OPT_METRICS_MAX_CONNECTIONS},
         {"metrics-idle-timeout-ms", required_argument, NULL, OPT_METRICS_IDLE_TIMEOUT},
         {"web", required_argument, NULL, OPT_WEB},
+        {"cluster", required_argument, NULL, OPT_CLUSTER},
+        {"node-id", required_argument, NULL, OPT_NODE_ID},
+        {"cluster-replicas", required_argument, NULL, OPT_CLUSTER_REPLICAS},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -306,6 +328,7 @@ static int parse_args(int argc, char **argv, struct config *config)
     config->runner_queue_bytes = 8 * 1024 * 1024;
     config->command_timeout_ms = 5000;
     config->max_report_sessions = 10000;
+    config->cluster_replicas = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
@@ -341,6 +364,20 @@ static int parse_args(int argc, char **argv, struct config *config)
                 return -1;
             }
             config->cors_origins[config->cors_origin_count++] = optarg;
+            break;
+        case OPT_CLUSTER:
+            config->cluster = optarg;
+            break;
+        case OPT_NODE_ID:
+            config->node_id = optarg;
+            break;
+        case OPT_CLUSTER_REPLICAS:
+            if (parse_size("--cluster-replicas", optarg, &config->cluster_replicas) != 0)
+                return -1;
+            if (config->cluster_replicas > 5) {
+                fprintf(stderr, "agenthubd: --cluster-replicas: at most 5\n");
+                return -1;
+            }
             break;
         case OPT_BLOB_DIR:
             config->blob_dir = optarg;
@@ -595,7 +632,7 @@ static void write_metrics(void *arg, FILE *out)
 static int metrics_healthy(void *arg)
 {
     struct server *server = arg;
-    return !server->shutting_down;
+    return !server->shutting_down && hub_log_writable(&server->hub.log);
 }
 
 /* A networked store's notifications are read whenever the store is used;
@@ -654,6 +691,37 @@ static void on_signal(evutil_socket_t signal_number, short what, void *arg)
     event_add(server->shutdown_deadline, &grace);
 }
 
+/* Session logs and the bus on JetStream.  Returns 0, or -1 after a
+ * message. */
+static int start_cluster(struct server *server)
+{
+    struct hub_log_js_config jc = {
+        .urls = server->config.cluster,
+        .node_id = server->config.node_id,
+        .replicas = (int)server->config.cluster_replicas,
+        .frames_max_bytes = server->config.session_log_budget,
+        .bus_max_bytes = server->config.bus_bytes,
+        .publish_wait_ms = 2000,
+    };
+    char host[256], err[256];
+
+    if (!jc.node_id) {
+        if (gethostname(host, sizeof(host)) != 0)
+            snprintf(host, sizeof(host), "agenthubd");
+        host[sizeof(host) - 1] = '\0';
+        jc.node_id = host;
+    }
+    server->cluster = hub_log_jetstream(&server->hub.log, server->base, &server->sessions,
+                                        &server->bus, &jc, err, sizeof(err));
+    if (!server->cluster) {
+        log_error("--cluster %s: %s", server->config.cluster, err);
+        return -1;
+    }
+    log_info("cluster node %s: session logs and the bus on JetStream (%zu replica(s))", jc.node_id,
+             server->config.cluster_replicas);
+    return 0;
+}
+
 static int register_door(struct server *server, struct grpc_door *door, int runner_door)
 {
     rpc_install_authenticator(door);
@@ -677,6 +745,9 @@ static void server_free(struct server *server)
     h2_server_free(server->h2);
     grpc_server_free(server->grpc);
     runner_registry_free(server->hub.runners);
+    runner_remote_free(server->remote);
+    /* Before the copies it fills: no delivery arrives after this. */
+    hub_log_js_free(server->cluster);
     stream_guards_free(server->hub.guards);
     session_registry_free(&server->sessions);
     bus_free(&server->bus);
@@ -750,10 +821,19 @@ int main(int argc, char **argv)
         goto fail;
     if (log_attach(server.base) != 0)
         log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the server");
+    if (server.config.cluster && start_cluster(&server) != 0)
+        goto fail;
     server.hub.runners = runner_registry_new(server.base);
     server.hub.guards = stream_guards_new(server.base, server.hub.store);
     if (!server.hub.runners || !server.hub.guards)
         goto fail;
+    if (server.cluster) {
+        server.remote =
+            runner_remote_new(&server.hub, server.base, hub_log_js_link(server.cluster));
+        if (!server.remote)
+            goto fail;
+        runner_registry_set_remote(server.hub.runners, &runner_remote_ops, server.remote);
+    }
     server.h2 = h2_server_new(server.base, &server.config.h2);
     server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;
     server.rpc.hub = &server.hub;

@@ -25,7 +25,8 @@ LAYERS = {
     "grpc": ["h2", "http1", "common"],
     "core": ["common"],
     "store": ["common"],
-    "hub": ["core", "store", "common"],
+    "cluster": ["common"],
+    "hub": ["cluster", "core", "store", "common"],
     "rpc": ["hub", "grpc", "core", "store", "common"],
     "web": ["common"],
 }
@@ -38,6 +39,7 @@ CONFINED = [
     (re.compile(r"^nghttp2/"), "nghttp2", ["h2"]),
     (re.compile(r"^http_parser\.h$"), "http-parser", ["http1"]),
     (re.compile(r"^openssl/|^event2/bufferevent_ssl\.h$"), "OpenSSL", ["h2", "store/auth.c"]),
+    (re.compile(r"^nats/"), "libnats", ["cluster"]),
 ]
 
 # Programs that talk to the server over gRPC and must link no handler (rpc)

@@ -9,11 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hostport.h"
 #include "grpc/grpc_wire.h"
 
 const char cli_common_help[] =
     "common flags:\n"
-    "  --addr HOST:PORT         public door (env AGENTHUB_ADDR, default " CLI_DEFAULT_ADDR ")\n"
+    "  --addr HOST:PORT         public door (env AGENTHUB_ADDR, default " CLI_DEFAULT_ADDR ");\n"
+    "                           a comma-separated list names a cluster's nodes\n"
     "  --runner-addr HOST:PORT  Runner door (env AGENTHUB_RUNNER_ADDR)\n"
     "  --token TOKEN            bearer token (env AGENTHUB_TOKEN)\n"
     "  --tls                    TLS with ALPN h2 (env AGENTHUB_TLS=1)\n"
@@ -150,6 +152,9 @@ int cli_connect(struct cli_env *env, int runner)
     const char *addr = runner ? env->runner_addr : env->addr;
     char err[256];
 
+    if (addr && hostport_list_nth(addr, env->addr_index, env->addr_buf, sizeof(env->addr_buf)))
+        addr = env->addr_buf;
+
     if (env->client && !grpc_client_broken(env->client) && env->runner_door == runner)
         return 0;
     if (env->client) {
@@ -181,6 +186,14 @@ int cli_connect(struct cli_env *env, int runner)
     }
     env->runner_door = runner;
     return 0;
+}
+
+void cli_next_address(struct cli_env *env)
+{
+    if (env->client)
+        grpc_client_free(env->client);
+    env->client = NULL;
+    env->addr_index++;
 }
 
 void cli_env_free(struct cli_env *env)

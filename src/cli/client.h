@@ -36,6 +36,10 @@ struct cli_env {
     struct event_base *base;
     struct grpc_client *client;
     int runner_door; /* client is connected to runner_addr */
+    /* Which address of a comma-separated list (a cluster's nodes) is used;
+     * cli_next_address moves on. */
+    size_t addr_index;
+    char addr_buf[256];
 };
 
 /* Fills ENV from the environment. */
@@ -67,6 +71,10 @@ extern const char cli_common_help[];
 /* Connects (once) to the public door, or to the Runner door when RUNNER is
  * set.  Returns 0, or -1 after printing why (as UNAVAILABLE). */
 int cli_connect(struct cli_env *env, int runner);
+
+/* Drops the connection; the next cli_connect uses the next address of a
+ * list (the next node of a cluster). */
+void cli_next_address(struct cli_env *env);
 
 /* Closes the connection and the event loop. */
 void cli_env_free(struct cli_env *env);

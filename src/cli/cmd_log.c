@@ -86,8 +86,39 @@ static int pane_round_run(struct log_stream *stream, uint64_t since, uint32_t ta
     return 0;
 }
 
+/* Consecutive failed reconnects --follow makes before it gives up. */
+#define FOLLOW_RETRIES 40
+
+/* --follow after a round ended with RESULT: a node that went away or cut
+ * off (UNAVAILABLE, a broken connection) is left for the next address of
+ * AGENTHUB_ADDR's list, and the pane resumes after the last frame shown.
+ * Returns 1 when connected again, 0 when the error stands. */
+static int follow_reconnect(struct log_stream *stream, const struct grpc_client_result *result,
+                            int *failures)
+{
+    struct cli_env *env = stream->env;
+    int status = result->status;
+
+    if (!stream->follow || stream->stopped ||
+        (status != GRPC_STATUS_UNAVAILABLE && status != GRPC_STATUS_UNKNOWN &&
+         status != GRPC_STATUS_INTERNAL && status != GRPC_STATUS_CANCELLED))
+        return 0;
+    fprintf(stderr, "agenthub: the pane ended (%s: %s); following on from seq %" PRIu64 "\n",
+            grpc_status_name(status), result->message, stream->last_seq);
+    do {
+        struct timeval wait = {0, 100000 * (*failures < 10 ? *failures + 1 : 10)};
+        if (++*failures > FOLLOW_RETRIES)
+            return 0;
+        cli_next_address(env);
+        event_base_loopexit(env->base, &wait);
+        event_base_dispatch(env->base);
+    } while (cli_connect(env, 0) != 0);
+    return 1;
+}
+
 int log_stream_run(struct log_stream *stream, struct grpc_client_result *result)
 {
+    int failures = 0;
     uint64_t since = 0;
     uint32_t tail = stream->tail ? stream->tail : TAIL_ALL;
     int rounds = 0;
@@ -107,10 +138,16 @@ int log_stream_run(struct log_stream *stream, struct grpc_client_result *result)
         char trailer[32];
 
         if (pane_round_run(stream, since, tail, &round) != 0) {
+            if (follow_reconnect(stream, &round.result, &failures)) {
+                since = stream->last_seq;
+                continue;
+            }
             *result = round.result;
             return result->status;
         }
         rounds++;
+        if (round.delivered)
+            failures = 0;
         if (round.reached || stream->stopped)
             return GRPC_STATUS_OK;
         if (round.result.status == GRPC_STATUS_OUT_OF_RANGE && since > 0) {
@@ -124,6 +161,12 @@ int log_stream_run(struct log_stream *stream, struct grpc_client_result *result)
             continue;
         }
         if (round.result.status != GRPC_STATUS_OK) {
+            if (follow_reconnect(stream, &round.result, &failures)) {
+                since = stream->last_seq;
+                if (since == 0)
+                    tail = stream->tail ? stream->tail : TAIL_ALL;
+                continue;
+            }
             *result = round.result;
             return result->status;
         }

@@ -82,3 +82,42 @@ void hostport_format_bound(int fd, char *out, size_t size, const char *fallback)
         snprintf(out, size, "%s:%u", ip, ntohs(in4->sin_port));
     }
 }
+
+/* The length of LIST's element at P (up to a comma or the end). */
+static size_t element_len(const char *p)
+{
+    const char *comma = strchr(p, ',');
+
+    return comma ? (size_t)(comma - p) : strlen(p);
+}
+
+size_t hostport_list_nth(const char *list, size_t index, char *out, size_t size)
+{
+    size_t count = 0, len;
+    const char *p;
+
+    if (size)
+        out[0] = '\0';
+    if (!list)
+        return 0;
+    for (p = list;; p += element_len(p) + 1) {
+        count++;
+        if (!p[element_len(p)])
+            break;
+    }
+    index %= count;
+    for (p = list; index; index--)
+        p += element_len(p) + 1;
+    len = element_len(p);
+    while (len && (*p == ' ' || *p == '\t')) {
+        p++;
+        len--;
+    }
+    while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+        len--;
+    if (len == 0 || len >= size)
+        return 0;
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return count;
+}

@@ -14,6 +14,13 @@
 int hostport_split(const char *host_port, char *host, size_t host_size, char *port,
                    size_t port_size);
 
+/* Clients take a comma-separated list of addresses ("h1:p1,h2:p2"), the
+ * nodes of one cluster, and move to the next when one fails.  Writes the
+ * INDEX-th (modulo the count) into OUT, spaces around it removed, and
+ * returns how many the list holds; 0 (OUT empty) when it holds none or the
+ * one picked does not fit. */
+size_t hostport_list_nth(const char *list, size_t index, char *out, size_t size);
+
 struct addrinfo;
 
 /* The address a listener binds for HOST_PORT (an empty host: every

@@ -103,6 +103,11 @@ uint64_t bus_newest_seq(const struct bus *b)
     return ring_newest_seq(&b->ring);
 }
 
+void bus_skip_to(struct bus *b, uint64_t next_seq)
+{
+    ring_skip_to(&b->ring, next_seq);
+}
+
 size_t bus_memory_bytes(const struct bus *b)
 {
     return sizeof(*b) - sizeof(b->ring) + ring_memory_bytes(&b->ring);

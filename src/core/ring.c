@@ -227,6 +227,14 @@ uint64_t ring_oldest_seq(const struct ring *r)
     return r->count ? r->next_seq - r->count : 0;
 }
 
+void ring_skip_to(struct ring *r, uint64_t next_seq)
+{
+    if (next_seq <= r->next_seq)
+        return;
+    ring_trim(r, 0);
+    r->next_seq = next_seq;
+}
+
 uint64_t ring_newest_seq(const struct ring *r)
 {
     return r->next_seq - 1;

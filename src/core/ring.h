@@ -95,6 +95,12 @@ uint64_t ring_tail_cursor(const struct ring *r, uint64_t n);
  * are still evicted and only the compaction is skipped. */
 size_t ring_trim(struct ring *r, size_t keep);
 
+/* Makes NEXT_SEQ the seq of the next append when it is past the ring's
+ * own, evicting every retained entry (a reader behind gets RING_EVICTED):
+ * a copy of a log whose older entries are gone at the source starts where
+ * the source is.  Does nothing otherwise. */
+void ring_skip_to(struct ring *r, uint64_t next_seq);
+
 /* Oldest retained seq, or 0 when the ring is empty. */
 uint64_t ring_oldest_seq(const struct ring *r);
 /* Last seq assigned, or 0 before the first append (the live cursor). */

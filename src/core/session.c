@@ -528,6 +528,14 @@ uint64_t session_append(struct session *s, const void *frame, size_t len, int64_
     return seq;
 }
 
+void session_skip_to(struct session *s, uint64_t next_seq)
+{
+    size_t before = ring_heap_bytes(&s->ring);
+
+    ring_skip_to(&s->ring, next_seq);
+    session_account(s, before);
+}
+
 void session_watch(struct session *s, struct session_watcher *w)
 {
     watch_list_add(&s->watchers, w);

@@ -177,6 +177,11 @@ uint64_t session_tail_start(const struct session *s);
  * watcher left. */
 uint64_t session_append(struct session *s, const void *frame, size_t len, int64_t at_unix_ms);
 
+/* The next append to S gets seq NEXT_SEQ when it is past S's own (see
+ * ring_skip_to), the memory given back counted.  Watchers are woken by
+ * the append that follows. */
+void session_skip_to(struct session *s, uint64_t next_seq);
+
 /* W->wake must be set.  Watching an ended session is allowed (it drains). */
 void session_watch(struct session *s, struct session_watcher *w);
 /* Unlinks W; frees S when it has ended, is not retained and W was its last

@@ -166,6 +166,7 @@ void hub_write_metrics(const struct hub *ctx, FILE *out)
     if (ctx->runners)
         runner_registry_write_metrics(ctx->runners, out);
     stream_guards_write_metrics(ctx->guards, out);
+    hub_log_write_metrics(&ctx->log, out);
 }
 
 enum hub_live hub_live_session(struct hub *ctx, const char *session_id, struct session **out)
@@ -250,12 +251,12 @@ static void publish_status(struct hub *ctx, struct session *s, int state)
     struct store_session row;
 
     if (!state_is_terminal(state))
-        session_tail_resume(s);
+        hub_log_mark(&ctx->log, s, HUB_LOG_TAIL_RESUME);
     frame.session_id = (char *)session_id(s);
     frame.state = (Compass__V1__AgentSessionState)state;
     hub_ring_append(ctx, s, &frame);
     if (state_is_terminal(state))
-        session_tail_end(s);
+        hub_log_mark(&ctx->log, s, HUB_LOG_TAIL_END);
 
     status.session_id = (char *)session_id(s);
     status.state = (Compass__V1__AgentSessionState)state;
@@ -393,5 +394,5 @@ uint64_t hub_append_event(struct hub *ctx, struct session *s,
 void hub_end_session(struct hub *ctx, struct session *s)
 {
     hub_observe(ctx, s, ARBITER_RANK_STREAM, ARBITER_RETRACT, ARBITER_LIVE_UNCHANGED);
-    session_end(s);
+    hub_log_mark(&ctx->log, s, HUB_LOG_END);
 }

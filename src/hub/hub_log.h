@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/bus.h"
 #include "core/ring.h"
@@ -28,6 +29,13 @@ struct hub_log_span {
     size_t bytes;    /* their bytes */
 };
 
+/* Changes of a session's log other than frames, kept in order with them. */
+enum hub_log_mark {
+    HUB_LOG_TAIL_END = 0,    /* the agent stopped: the current tail is over */
+    HUB_LOG_TAIL_RESUME = 1, /* the agent is back: a new tail starts */
+    HUB_LOG_END = 2,         /* the session ended (closed); do not use S afterwards */
+};
+
 struct hub_log_ops {
     /* --- session logs --- */
     /* Appends FRAME to S's log and wakes its watchers.  Returns its seq, or
@@ -39,6 +47,9 @@ struct hub_log_ops {
                              struct ring_entry *out);
     /* May a reader resume after AFTER_SEQ (see ring_cursor_check)? */
     enum ring_status (*check)(void *impl, struct session *s, uint64_t after_seq);
+    /* Applies MARK to S after every frame appended before it (see
+     * session_tail_end, session_tail_resume, session_end). */
+    void (*mark)(void *impl, struct session *s, enum hub_log_mark mark);
     /* The cursor that replays the last N retained frames. */
     uint64_t (*tail)(void *impl, struct session *s, uint64_t n);
     void (*span)(void *impl, struct session *s, struct hub_log_span *out);
@@ -56,7 +67,28 @@ struct hub_log_ops {
     void (*unsubscribe)(void *impl, struct watcher *w);
     /* This server run's instance_epoch. */
     uint64_t (*epoch)(void *impl);
+
+    /* --- Runners' runner_seq --- */
+    /* Frames appended until the next call are RUNNER_ID's frame RUNNER_SEQ
+     * (RUNNER_ID NULL: not a Runner's). */
+    void (*origin)(void *impl, const char *runner_id, uint64_t runner_seq);
+    /* The highest runner_seq of RUNNER_ID whose frames the log holds, in
+     * the run counted by *GENERATION (bumped by every runner_reset, on
+     * whichever node).  0 when none is known (memory: always). */
+    uint64_t (*runner_mark)(void *impl, const char *runner_id, uint64_t *generation);
+    /* RUNNER_ID starts a new run: its mark goes back to 0. */
+    void (*runner_reset)(void *impl, const char *runner_id);
+
+    /* --- operating --- */
+    /* 1 when appends and publishes are taken now; 0 while a replicated log
+     * is unreachable or still catching up (producers answer UNAVAILABLE). */
+    int (*writable)(void *impl);
+    /* Prometheus text of the backend's own state; NULL: none. */
+    void (*write_metrics)(void *impl, FILE *out);
 };
+
+/* What a producer hears while the log takes no appends (hub_log_writable). */
+#define HUB_LOG_UNAVAILABLE_MESSAGE "the session log is unreachable (JetStream); retry"
 
 struct hub_log {
     const struct hub_log_ops *ops;
@@ -66,6 +98,15 @@ struct hub_log {
 /* Makes LOG the in-memory implementation: each session's core ring, and
  * BUS. */
 void hub_log_memory(struct hub_log *log, struct bus *bus);
+
+/* The session-log reads of every backend that keeps its frames (or its
+ * copy of them) in the sessions' core rings: ring_next, ring_cursor_check,
+ * ring_tail_cursor and the ring's span.  IMPL is unused. */
+enum ring_status hub_log_ring_read(void *impl, struct session *s, uint64_t after_seq,
+                                   struct ring_entry *out);
+enum ring_status hub_log_ring_check(void *impl, struct session *s, uint64_t after_seq);
+uint64_t hub_log_ring_tail(void *impl, struct session *s, uint64_t n);
+void hub_log_ring_span(void *impl, struct session *s, struct hub_log_span *out);
 
 static inline uint64_t hub_log_append(const struct hub_log *log, struct session *s,
                                       const void *frame, size_t len, int64_t at_unix_ms)
@@ -83,6 +124,40 @@ static inline enum ring_status hub_log_check(const struct hub_log *log, struct s
                                              uint64_t after_seq)
 {
     return log->ops->check(log->impl, s, after_seq);
+}
+
+static inline void hub_log_mark(const struct hub_log *log, struct session *s,
+                                enum hub_log_mark mark)
+{
+    log->ops->mark(log->impl, s, mark);
+}
+
+static inline void hub_log_origin(const struct hub_log *log, const char *runner_id,
+                                  uint64_t runner_seq)
+{
+    log->ops->origin(log->impl, runner_id, runner_seq);
+}
+
+static inline uint64_t hub_log_runner_mark(const struct hub_log *log, const char *runner_id,
+                                           uint64_t *generation)
+{
+    return log->ops->runner_mark(log->impl, runner_id, generation);
+}
+
+static inline void hub_log_runner_reset(const struct hub_log *log, const char *runner_id)
+{
+    log->ops->runner_reset(log->impl, runner_id);
+}
+
+static inline int hub_log_writable(const struct hub_log *log)
+{
+    return log->ops->writable(log->impl);
+}
+
+static inline void hub_log_write_metrics(const struct hub_log *log, FILE *out)
+{
+    if (log->ops->write_metrics)
+        log->ops->write_metrics(log->impl, out);
 }
 
 static inline uint64_t hub_log_tail(const struct hub_log *log, struct session *s, uint64_t n)

@@ -8,23 +8,58 @@ static uint64_t memory_append(void *impl, struct session *s, const void *frame, 
     return session_append(s, frame, len, at_unix_ms);
 }
 
-static enum ring_status memory_read(void *impl, struct session *s, uint64_t after_seq,
-                                    struct ring_entry *out)
+enum ring_status hub_log_ring_read(void *impl, struct session *s, uint64_t after_seq,
+                                   struct ring_entry *out)
 {
     return ring_next(session_ring(s), after_seq, out);
 }
 
-static enum ring_status memory_check(void *impl, struct session *s, uint64_t after_seq)
+enum ring_status hub_log_ring_check(void *impl, struct session *s, uint64_t after_seq)
 {
     return ring_cursor_check(session_ring(s), after_seq);
 }
 
-static uint64_t memory_tail(void *impl, struct session *s, uint64_t n)
+static void memory_mark(void *impl, struct session *s, enum hub_log_mark mark)
+{
+    switch (mark) {
+    case HUB_LOG_TAIL_END:
+        session_tail_end(s);
+        break;
+    case HUB_LOG_TAIL_RESUME:
+        session_tail_resume(s);
+        break;
+    case HUB_LOG_END:
+        session_end(s);
+        break;
+    }
+}
+
+static int memory_writable(void *impl)
+{
+    return 1;
+}
+
+/* One process: runner_seq.c's own mark is the whole truth. */
+static void memory_origin(void *impl, const char *runner_id, uint64_t runner_seq)
+{
+}
+
+static uint64_t memory_runner_mark(void *impl, const char *runner_id, uint64_t *generation)
+{
+    *generation = 0;
+    return 0;
+}
+
+static void memory_runner_reset(void *impl, const char *runner_id)
+{
+}
+
+uint64_t hub_log_ring_tail(void *impl, struct session *s, uint64_t n)
 {
     return ring_tail_cursor(session_ring(s), n);
 }
 
-static void memory_span(void *impl, struct session *s, struct hub_log_span *out)
+void hub_log_ring_span(void *impl, struct session *s, struct hub_log_span *out)
 {
     const struct ring *ring = session_ring(s);
 
@@ -66,16 +101,21 @@ static uint64_t memory_epoch(void *impl)
 
 static const struct hub_log_ops memory_ops = {
     .append = memory_append,
-    .read = memory_read,
-    .check = memory_check,
-    .tail = memory_tail,
-    .span = memory_span,
+    .read = hub_log_ring_read,
+    .check = hub_log_ring_check,
+    .mark = memory_mark,
+    .tail = hub_log_ring_tail,
+    .span = hub_log_ring_span,
     .publish = memory_publish,
     .open = memory_open,
     .next = memory_next,
     .subscribe = memory_subscribe,
     .unsubscribe = memory_unsubscribe,
     .epoch = memory_epoch,
+    .origin = memory_origin,
+    .runner_mark = memory_runner_mark,
+    .runner_reset = memory_runner_reset,
+    .writable = memory_writable,
 };
 
 void hub_log_memory(struct hub_log *log, struct bus *bus)

@@ -66,6 +66,18 @@ int hub_event_session_id(const void *payload, size_t len, const char **id, size_
     return 0;
 }
 
+int hub_frame_state(const void *frame, size_t len)
+{
+    struct protowire_reader r;
+    struct protowire_field f;
+
+    protowire_reader_init(&r, frame, len);
+    while (protowire_next(&r, &f) == 1)
+        if (f.number == HUB_FRAME_STATE && f.type == PROTOWIRE_VARINT)
+            return f.varint <= 64 ? (int)f.varint : 0;
+    return 0;
+}
+
 /* 0 when field NAME of TYPE has NUMBER, else -1 with WHY. */
 static int check_field(const ProtobufCMessageDescriptor *type, const char *name, unsigned number,
                        char *why, size_t why_size)
@@ -83,7 +95,8 @@ int hub_wire_check(char *why, size_t why_size)
     const ProtobufCMessageDescriptor *frame = &compass__v1__agent_session_frame__descriptor;
     const ProtobufCMessageDescriptor *event = &compass__v1__subscribe_events_response__descriptor;
 
-    if (check_field(frame, "seq", HUB_FRAME_SEQ, why, why_size) != 0 ||
+    if (check_field(frame, "state", HUB_FRAME_STATE, why, why_size) != 0 ||
+        check_field(frame, "seq", HUB_FRAME_SEQ, why, why_size) != 0 ||
         check_field(frame, "at_unix_ms", HUB_FRAME_AT_UNIX_MS, why, why_size) != 0 ||
         check_field(event, "seq", HUB_EVENT_SEQ, why, why_size) != 0 ||
         check_field(event, "at_unix_ms", HUB_EVENT_AT_UNIX_MS, why, why_size) != 0 ||

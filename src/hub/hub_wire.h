@@ -14,7 +14,8 @@
 
 #include "common/protowire.h"
 
-/* compass.v1.AgentSessionFrame fields written on delivery. */
+/* compass.v1.AgentSessionFrame fields written on delivery, and its state. */
+#define HUB_FRAME_STATE      3
 #define HUB_FRAME_SEQ        4
 #define HUB_FRAME_AT_UNIX_MS 5
 /* compass.v1.SubscribeEventsResponse fields written on delivery, and the
@@ -39,6 +40,10 @@ size_t hub_event_prefix(uint8_t out[HUB_PREFIX_MAX], uint64_t seq, int64_t at_un
 /* The session id of the bus entry PAYLOAD[0..LEN).  Returns 0 with *ID and
  * *ID_LEN (not NUL-terminated), or -1 when it has none or is malformed. */
 int hub_event_session_id(const void *payload, size_t len, const char **id, size_t *id_len);
+
+/* The state a ring entry FRAME[0..LEN) carries (a state frame), or 0 when
+ * it carries none or is malformed. */
+int hub_frame_state(const void *frame, size_t len);
 
 /* Checks the field numbers above against the generated descriptors.
  * Returns 0, or -1 naming the first mismatch in WHY. */

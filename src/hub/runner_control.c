@@ -35,6 +35,7 @@ struct runner_command {
     uint8_t *bytes;      /* the encoded SessionsResponse until written */
     size_t len;
     size_t charge;
+    void *remote; /* sent to another node (no link): runner_remote_ops's handle */
     unsigned written : 1;
     unsigned answered : 1; /* its waiter was told before the Runner answered */
     struct runner_command *prev, *next;
@@ -72,6 +73,8 @@ struct runner_registry {
     uint64_t late;       /* answers after the waiter was told */
     uint64_t unknown;    /* answers matching no remembered command */
     uint64_t reports_too_big;
+    const struct runner_remote_ops *remote;
+    void *remote_impl;
 };
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
@@ -89,6 +92,13 @@ struct runner_registry *runner_registry_new(struct event_base *base)
         return NULL;
     }
     return runners;
+}
+
+void runner_registry_set_remote(struct runner_registry *runners,
+                                const struct runner_remote_ops *ops, void *impl)
+{
+    runners->remote = ops;
+    runners->remote_impl = impl;
 }
 
 struct runner_runs *runner_registry_runs(const struct runner_registry *runners)
@@ -309,6 +319,47 @@ static uint8_t *command_encode(Compass__V1__SessionsResponse *message, uint64_t 
     return bytes;
 }
 
+/* The outcome of a command sent to another node. */
+static void remote_done(void *arg, enum runner_outcome outcome, int code, const char *detail)
+{
+    struct runner_command *c = arg;
+    runner_command_done done = c->done;
+    void *done_arg = c->arg;
+
+    free(c);
+    done(done_arg, outcome, code, detail);
+}
+
+/* Sends MESSAGE to the node holding RUNNER_ID (see runner_command_send). */
+static int send_remote(struct runner_registry *runners, const char *runner_id,
+                       Compass__V1__SessionsResponse *message, runner_command_done done, void *arg,
+                       struct runner_command **handle)
+{
+    struct runner_command *c = calloc(1, sizeof(*c));
+    uint8_t *bytes;
+    size_t len;
+    int rv;
+
+    bytes = c ? command_encode(message, runners->next_id + 1, &len) : NULL;
+    if (!bytes) {
+        free(c);
+        return RUNNER_SEND_NOMEM;
+    }
+    c->id = ++runners->next_id;
+    c->done = done;
+    c->arg = arg;
+    rv = runners->remote->send(runners->remote_impl, runner_id, bytes, len,
+                               done ? remote_done : NULL, c, &c->remote);
+    free(bytes);
+    if (rv != 0 || !done) {
+        free(c);
+        return rv != 0 ? RUNNER_SEND_NOT_CONNECTED : RUNNER_SEND_QUEUED;
+    }
+    if (handle)
+        *handle = c;
+    return RUNNER_SEND_QUEUED;
+}
+
 int runner_command_send(struct hub *ctx, const char *runner_id,
                         Compass__V1__SessionsResponse *message, runner_command_done done, void *arg,
                         struct runner_command **handle)
@@ -321,6 +372,8 @@ int runner_command_send(struct hub *ctx, const char *runner_id,
 
     if (handle)
         *handle = NULL;
+    if (!link && runners->remote)
+        return send_remote(runners, runner_id, message, done, arg, handle);
     if (!link)
         return RUNNER_SEND_NOT_CONNECTED;
     bytes = command_encode(message, runners->next_id + 1, &len);
@@ -375,6 +428,11 @@ void runner_command_abandon(struct hub *ctx, struct runner_command *c)
 {
     if (!c)
         return;
+    if (c->remote) {
+        ctx->runners->remote->abandon(ctx->runners->remote_impl, c->remote);
+        free(c);
+        return;
+    }
     c->done = NULL;
     if (c->timer)
         event_del(c->timer);
@@ -442,6 +500,8 @@ void runner_link_close(struct hub *ctx, struct runner_link *link, const char *wh
     stream_guard_remove(ctx->guards, &link->guard);
     link_fail_commands(link, why);
     link_unlink(ctx->runners, link);
+    if (ctx->runners->remote)
+        ctx->runners->remote->hold(ctx->runners->remote_impl, link->id, 0);
     for (struct session *s = session_first(ctx->sessions); s; s = session_next(s)) {
         const char *binding = session_binding(s);
         enum arbiter_state state = arbiter_state(session_arbiter(s));
@@ -493,6 +553,8 @@ struct runner_link *runner_link_open(struct hub *ctx, struct hub_stream stream,
         old->stream.ops->finish(old->stream.call, HUB_STATUS_ABORTED,
                                 "replaced by a newer Sessions stream from the same runner");
         free(old);
+    } else if (ctx->runners->remote) {
+        ctx->runners->remote->hold(ctx->runners->remote_impl, link->id, 1);
     }
     stream.ops->set_user(stream.call, link);
     stream_guard_add(ctx->guards, &link->guard);

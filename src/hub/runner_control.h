@@ -79,6 +79,25 @@ int runner_command_send(struct hub *ctx, const char *runner_id,
  * counted as late. */
 void runner_command_abandon(struct hub *ctx, struct runner_command *command);
 
+/* Reaching a Runner whose Sessions stream is on another node of a cluster
+ * (hub/runner_remote.h); without it a Runner not connected here is not
+ * connected at all. */
+struct runner_remote_ops {
+    /* Sends the encoded command BYTES to the node holding RUNNER_ID.  With
+     * DONE, DONE runs once, later, with the outcome that node reports (or
+     * RUNNER_NOT_SENT when no node holds the Runner), unless abandoned
+     * first.  Returns 0 with *HANDLE set, or -1: nothing sent, DONE will
+     * not run. */
+    int (*send)(void *impl, const char *runner_id, const uint8_t *bytes, size_t len,
+                runner_command_done done, void *arg, void **handle);
+    /* DONE of HANDLE will not run. */
+    void (*abandon)(void *impl, void *handle);
+    /* This node now holds RUNNER_ID's Sessions stream (ON 1), or no more. */
+    void (*hold)(void *impl, const char *runner_id, int on);
+};
+void runner_registry_set_remote(struct runner_registry *runners,
+                                const struct runner_remote_ops *ops, void *impl);
+
 /* Every Runner's place in its runner_seq (hub/runner_seq.h). */
 struct runner_runs *runner_registry_runs(const struct runner_registry *runners);
 

@@ -13,8 +13,9 @@
 
 struct runner_run {
     char id[STORE_ID_MAX];
-    uint64_t number; /* bumped by every plain Enroll */
-    uint64_t last;   /* the high-water mark of this run */
+    uint64_t number;     /* bumped by every plain Enroll */
+    uint64_t generation; /* the log's count of this Runner's new runs */
+    uint64_t last;       /* the high-water mark of this run */
     uint64_t persisted;
     uint64_t unpersisted; /* frames since the last write */
     struct keyset keys;   /* across runs */
@@ -46,6 +47,21 @@ void runner_runs_free(struct runner_runs *runs)
     free(runs);
 }
 
+void runner_run_sync(struct hub *ctx, struct runner_run *run)
+{
+    uint64_t generation, mark = hub_log_runner_mark(&ctx->log, run->id, &generation);
+
+    if (generation != run->generation) {
+        /* The Runner began a new run through another node: this node's
+         * streams of the old one are stale. */
+        run->generation = generation;
+        run->number++;
+        run->last = mark;
+    } else if (mark > run->last) {
+        run->last = mark;
+    }
+}
+
 int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **out)
 {
     struct runner_runs *runs = runner_registry_runs(ctx->runners);
@@ -54,6 +70,7 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **o
 
     for (run = runs->list; run; run = run->next)
         if (strcmp(run->id, runner_id) == 0) {
+            runner_run_sync(ctx, run);
             *out = run;
             return 0;
         }
@@ -64,6 +81,8 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **o
         return -1;
     snprintf(run->id, sizeof(run->id), "%s", runner_id);
     run->last = run->persisted = stored;
+    hub_log_runner_mark(&ctx->log, run->id, &run->generation);
+    runner_run_sync(ctx, run);
     run->next = runs->list;
     runs->list = run;
     *out = run;
@@ -87,6 +106,8 @@ int runner_run_enroll(struct hub *ctx, const char *runner_id, int resume, uint64
     if (run->persisted != 0 && store_runner_seq_set(ctx->store, runner_id, 0) != STORE_OK)
         return -1;
     runs->enrolled_new++;
+    hub_log_runner_reset(&ctx->log, runner_id);
+    hub_log_runner_mark(&ctx->log, runner_id, &run->generation);
     run->number++;
     run->last = run->persisted = run->unpersisted = 0;
     *last = 0;

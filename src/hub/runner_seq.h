@@ -36,6 +36,12 @@ void runner_runs_free(struct runner_runs *runs);
  * answer (or memory is short). */
 int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **run);
 
+/* Takes in what the session log knows of RUN's Runner (a cluster's other
+ * nodes' frames): its mark moves up to the log's, and a new run begun
+ * through another node starts a new run here too (this node's streams of
+ * the old one become stale). */
+void runner_run_sync(struct hub *ctx, struct runner_run *run);
+
 /* Enroll of RUNNER_ID: with RESUME its run continues, else a new run
  * starts at mark 0.  Returns 0 with *LAST the mark the Runner continues
  * after, or -1 when the store cannot answer (nothing changed). */

@@ -294,7 +294,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
         /* STOPPED is the last word: ending without retracting the Stream
          * evidence, so no fallback state is published after it. */
         hub_announce_state(ctx, s, ARBITER_STOPPED);
-        session_end(s);
+        hub_log_mark(&ctx->log, s, HUB_LOG_END);
     }
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);

@@ -152,6 +152,13 @@ static void pane_wake(struct session_watcher *watcher)
 {
     struct pane_subscriber *sub = container_of(watcher, struct pane_subscriber, watcher);
 
+    /* The log went unreachable (a cluster node cut off from JetStream):
+     * the pane ends where it is, so its client resumes on another node. */
+    if (!hub_log_writable(&sub->ctx->log)) {
+        pane_finish(sub, 0);
+        return;
+    }
+
     if (pane_check_lag(sub))
         return;
     if (grpc_call_pending_bytes(sub->call) == 0 && pane_tail_done(sub)) {
@@ -218,6 +225,10 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     }
     if (rpc_authenticate(call, &subject) != 0)
         return;
+    if (!hub_log_writable(&ctx->log)) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+        return;
+    }
     rv = gate_may_view(ctx->store, &subject, request->session_id, &row);
     if (rv != GATE_ALLOWED) {
         rpc_finish_gate_refusal(call, rv);
@@ -419,6 +430,10 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
+    if (!hub_log_writable(&ctx->log)) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+        return;
+    }
     if (hub_log_open(&ctx->log, request->since_seq, request->instance_epoch, &cursor) != BUS_OK) {
         events_resync(call, ctx);
         return;

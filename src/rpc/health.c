@@ -55,9 +55,10 @@ static int status_for(struct grpc_call *call, struct rpc_context *ctx, const cha
         if (!lookup.found)
             return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
     }
-    /* A store that cannot answer (PostgreSQL unreachable) fails every call
-     * that needs it: a load balancer should send traffic elsewhere. */
-    return ctx->health->draining || !store_ok
+    /* A store that cannot answer (PostgreSQL unreachable) or a session log
+     * that cannot take appends (JetStream unreachable) fails the calls that
+     * need it: a load balancer should send traffic elsewhere. */
+    return ctx->health->draining || !store_ok || !hub_log_writable(&ctx->hub->log)
                ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }

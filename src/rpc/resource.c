@@ -376,6 +376,11 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
         jsonl_batch_free(&batch);
         return;
     }
+    if (!hub_log_writable(&ctx->log)) {
+        jsonl_batch_free(&batch);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+        return;
+    }
     if (append_records(ctx, s, &batch, &response.first_seq, &response.last_seq) != 0) {
         jsonl_batch_free(&batch);
         rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");

@@ -197,12 +197,16 @@ static void publish_accept(struct hub *ctx, struct publish_stream *stream, struc
         checked_event.record = &checked_record;
         event = &checked_event;
     }
+    /* What the log takes now is this frame's: a cluster's nodes learn the
+     * Runner's mark from it. */
+    hub_log_origin(&ctx->log, stream->runner_id, runner_seq);
     if (event)
         hub_append_event(ctx, s, event, evidence);
     free(rec.data_json);
     if (frame->state != COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED)
         hub_observe(ctx, s, ARBITER_RANK_STREAM, arbiter_evidence_for_frame_state(frame->state),
                     ARBITER_LIVE_UNCHANGED);
+    hub_log_origin(&ctx->log, NULL, 0);
     ctx->counters.frames_accepted++;
 }
 
@@ -259,12 +263,19 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, RUNNER_SEQ_RANGE_MESSAGE);
         return;
     }
+    runner_run_sync(ctx, stream->run);
     if (runner_run_number(stream->run) != stream->run_number) {
         ctx->counters.relay_stale_streams++;
         log_info("runner %s: a PublishEvents stream of its previous run sent runner_seq %llu; "
                  "ended",
                  stream->runner_id, (unsigned long long)seq);
         grpc_call_finish(call, GRPC_STATUS_ABORTED, STALE_STREAM_MESSAGE);
+        return;
+    }
+    if (!hub_log_writable(&ctx->log)) {
+        /* Not accepted: a resuming Runner resends from last_runner_seq. */
+        runner_run_persist(ctx, stream->run);
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
         return;
     }
     if (request->idempotency_key[0]) {

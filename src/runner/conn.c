@@ -15,6 +15,7 @@
 #include <sys/random.h>
 
 #include "common/clock.h"
+#include "common/hostport.h"
 #include "common/log.h"
 #include "grpc/grpc_wire.h"
 #include "runner/runner.h"
@@ -62,6 +63,10 @@ struct conn {
     /* The blocking side connection for blob relays. */
     struct event_base *blob_base;
     struct grpc_client *blob_client;
+    /* The address in use: one of --addr's list, the next after a loss (the
+     * nodes of a cluster). */
+    size_t addr_index;
+    char addr[256];
 };
 
 static void conn_lost(struct conn *conn, const char *why);
@@ -125,11 +130,12 @@ static void conn_lost(struct conn *conn, const char *why)
         /* Warn when an established connection drops and on the first failed
          * attempt after it; the retries after that are debug noise. */
         if (conn->state == CONN_READY || !conn->failing)
-            log_warn("connection to %s lost: %s", conn->r->cfg.addr, why);
+            log_warn("connection to %s lost: %s", conn->addr, why);
         else
-            log_debug("connection to %s failed: %s", conn->r->cfg.addr, why);
+            log_debug("connection to %s failed: %s", conn->addr, why);
         conn->failing = conn->state != CONN_READY;
         conn->state = CONN_LOST;
+        conn->addr_index++;
     }
     relay_detach(conn->r);
     event_active(conn->teardown, EV_TIMEOUT, 0);
@@ -222,7 +228,7 @@ static void conn_open_streams(struct conn *conn)
         return;
     }
     if (conn->failing)
-        log_info("connected again to %s", r->cfg.addr);
+        log_info("connected again to %s", conn->addr);
     conn->state = CONN_READY;
     conn->probe_ms = clock_monotonic_ms();
     conn->failing = 0;
@@ -249,7 +255,7 @@ static void enroll_on_message(void *arg, const uint8_t *data, size_t len)
     conn->last_runner_seq = response->reattached ? response->last_runner_seq : 0;
     conn->enroll_ok = 1;
     log_info("enrolled as %s at %s (%s); last runner_seq the server accepted: %llu",
-             response->runner_id, conn->r->cfg.addr, response->reattached ? "resumed" : "a new run",
+             response->runner_id, conn->addr, response->reattached ? "resumed" : "a new run",
              (unsigned long long)conn->last_runner_seq);
     compass__v1__enroll_response__free_unpacked(response, NULL);
 }
@@ -286,7 +292,13 @@ static void conn_connect(struct conn *conn)
     char err[256];
 
     conn->enroll_ok = 0;
-    conn->client = grpc_client_new(r->base, r->cfg.addr, &r->cfg.tls, err, sizeof(err));
+    if (hostport_list_nth(r->cfg.addr, conn->addr_index, conn->addr, sizeof(conn->addr)) == 0) {
+        log_warn("cannot connect: --addr %s has an empty or overlong address", r->cfg.addr);
+        conn->addr_index++;
+        schedule_retry(conn);
+        return;
+    }
+    conn->client = grpc_client_new(r->base, conn->addr, &r->cfg.tls, err, sizeof(err));
     if (!conn->client) {
         log_warn("cannot connect: %s", err);
         schedule_retry(conn);
@@ -475,8 +487,8 @@ static struct grpc_client *blob_client(struct conn *conn)
         conn->blob_client = NULL;
     }
     if (!conn->blob_client) {
-        conn->blob_client = grpc_client_new(conn->blob_base, conn->r->cfg.addr, &conn->r->cfg.tls,
-                                            err, sizeof(err));
+        conn->blob_client =
+            grpc_client_new(conn->blob_base, conn->addr, &conn->r->cfg.tls, err, sizeof(err));
         if (!conn->blob_client)
             log_warn("blob connection: %s", err);
     }

@@ -14,6 +14,7 @@ Fixtures:
   start_server  a factory: start_server("--flag", "value") -> Server
   server        one default Server
   tls_dir       TLS material made by deploy/make-tls.sh (session-scoped)
+  nats_cluster  three JetStream nats-servers in one cluster (harness.NatsCluster)
 
 Servers are tests/e2e/harness.py's Server: every one is stopped at
 teardown with SIGTERM and must exit 0 within 5 s with no sanitizer report;
@@ -90,3 +91,11 @@ def start_server(tmp_path):
 @pytest.fixture
 def server(start_server):
     return start_server()
+
+
+@pytest.fixture
+def nats_cluster():
+    """Three nats-servers with JetStream routed into one cluster on loopback
+    ports (harness.NatsCluster); always stopped at teardown."""
+    with harness.nats_cluster() as cluster:
+        yield cluster

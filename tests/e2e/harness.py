@@ -14,6 +14,9 @@
   (tests/pg_server.sh), databases on it, stopped and started again on the
   same port, always removed at the end.
 - parse_metrics(), wait_for(), free_port().
+- NatsCluster / nats_cluster(): three nats-servers with JetStream (-js -sd
+  DIR) routed into one cluster on loopback ports in a temporary folder;
+  `with nats_cluster() as c:` always stops them.
 """
 import copy
 import importlib
@@ -493,3 +496,132 @@ class Server:
 
         wait_for(holds, timeout, what=lambda: "metric %s (last %r)" % (key, last[0]))
         return last[0]
+
+
+# --- NATS JetStream -----------------------------------------------------------
+
+NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
+
+
+class NatsServer:
+    """One nats-server of a NatsCluster: JetStream on (-js) with its store
+    in DIR, its client port, its route port and its monitoring port, all on
+    127.0.0.1."""
+
+    def __init__(self, name, workdir, port, route_port, http_port, routes, cluster_name):
+        self.name = name
+        self.dir = Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = port
+        self.route_port = route_port
+        self.http_port = http_port
+        self.routes = routes
+        self.cluster_name = cluster_name
+        self.proc = None
+        self.log_path = self.dir / "nats.log"
+
+    @property
+    def url(self):
+        return "nats://127.0.0.1:%d" % self.port
+
+    def args(self):
+        return [NATS_SERVER, "-js", "-sd", str(self.dir / "js"), "-n", self.name,
+                "-a", "127.0.0.1", "-p", str(self.port), "-m", str(self.http_port),
+                "--cluster_name", self.cluster_name,
+                "--cluster", "nats://127.0.0.1:%d" % self.route_port,
+                "--routes", ",".join(self.routes), "-l", str(self.log_path)]
+
+    def start(self):
+        self.proc = subprocess.Popen(self.args(), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return self
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def healthy(self):
+        """1 when /healthz answers 200 and the JetStream meta group has a
+        leader (streams can be created)."""
+        base = "http://127.0.0.1:%d" % self.http_port
+        try:
+            with urllib.request.urlopen(base + "/healthz", timeout=1.0) as resp:
+                if resp.status != 200:
+                    return False
+            with urllib.request.urlopen(base + "/jsz", timeout=1.0) as resp:
+                return bool(json.load(resp).get("meta_cluster", {}).get("leader"))
+        except Exception:
+            return False
+
+    def kill(self):
+        """SIGKILL, as a crash."""
+        if self.running():
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self):
+        if self.running():
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def log(self, lines=40):
+        try:
+            return "".join(self.log_path.read_text(errors="replace").splitlines(True)[-lines:])
+        except OSError:
+            return ""
+
+
+class NatsCluster:
+    """N nats-servers forming one JetStream cluster on loopback ports, their
+    stores in a temporary folder.  url is the comma-separated list of every
+    client URL (what --cluster takes)."""
+
+    def __init__(self, size=3, workdir=None):
+        self.tmp = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="nats-"))
+        ports = [(free_port(), free_port(), free_port()) for _ in range(size)]
+        routes = ["nats://127.0.0.1:%d" % p[1] for p in ports]
+        self.servers = [NatsServer("n%d" % (i + 1), self.tmp / ("n%d" % (i + 1)), p[0], p[1],
+                                   p[2], routes, "agenthub-test")
+                        for i, p in enumerate(ports)]
+
+    @property
+    def url(self):
+        return ",".join(s.url for s in self.servers)
+
+    def start(self, timeout=30.0):
+        for s in self.servers:
+            s.start()
+        self.wait_healthy(timeout)
+        return self
+
+    def wait_healthy(self, timeout=30.0):
+        wait_for(lambda: all(s.healthy() for s in self.servers if s.running()), timeout,
+                 interval=0.1, what=lambda: "the NATS cluster to be healthy:\n" +
+                 "\n".join(s.log() for s in self.servers))
+
+    def stop(self):
+        for s in self.servers:
+            s.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class nats_cluster:
+    """with nats_cluster() as cluster: three JetStream servers, always
+    stopped (and their stores removed) on the way out."""
+
+    def __init__(self, size=3, workdir=None):
+        self.cluster = NatsCluster(size, workdir)
+
+    def __enter__(self):
+        try:
+            return self.cluster.start()
+        except BaseException:
+            self.cluster.stop()
+            raise
+
+    def __exit__(self, *exc):
+        self.cluster.stop()
+        return False

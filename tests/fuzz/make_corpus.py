@@ -379,6 +379,21 @@ def json_codec_corpus(svc, fr):
     write("fuzz_json_codec", "binary", bytes([0x80]) + msg.SerializeToString())
 
 
+def cluster_corpus():
+    """fuzz_cluster_wire: batch bodies (hub/cluster_wire.h) and subjects."""
+    def entry(kind, frame=b"", origin=b"", at=1700000000000, rseq=0):
+        return (bytes([kind]) + struct.pack("<I", len(frame)) + struct.pack("<q", at) +
+                bytes([len(origin)]) + struct.pack("<Q", rseq) + origin + frame)
+    write("fuzz_cluster_wire", "one_frame", entry(0xff, b"\x1a\x05sess1"))
+    write("fuzz_cluster_wire", "frame_with_origin",
+          entry(0xff, b"\x22\x02hi", b"runner-1", rseq=7) + entry(0, b""))
+    write("fuzz_cluster_wire", "marks", entry(1) + entry(0) + entry(2))
+    write("fuzz_cluster_wire", "reset", entry(0xfe, b"", b"runner-1", rseq=12345))
+    write("fuzz_cluster_wire", "truncated", entry(0xff, b"abcdef")[:-2])
+    write("fuzz_cluster_wire", "subject_raw", b"sess-1")
+    write("fuzz_cluster_wire", "subject_hex", b"~73657373")
+
+
 def main():
     tmp = modules()
     try:
@@ -395,6 +410,7 @@ def main():
         frames_corpus(fr)
         small_corpora()
         json_codec_corpus(svc, fr)
+        cluster_corpus()
     finally:
         shutil.rmtree(tmp)
 

@@ -82,6 +82,26 @@ START_TEST(test_a_listen_address_resolves_and_its_bound_name_reads_back)
 }
 END_TEST
 
+START_TEST(test_an_address_list_rotates_and_refuses_empty_or_oversized_elements)
+{
+    char out[32];
+
+    ck_assert_uint_eq(hostport_list_nth("a:1", 0, out, sizeof(out)), 1);
+    ck_assert_str_eq(out, "a:1");
+    ck_assert_uint_eq(hostport_list_nth("a:1, b:2 ,c:3", 1, out, sizeof(out)), 3);
+    ck_assert_str_eq(out, "b:2");
+    ck_assert_uint_eq(hostport_list_nth("a:1,b:2,c:3", 5, out, sizeof(out)), 3);
+    ck_assert_str_eq(out, "c:3");
+    ck_assert_uint_eq(hostport_list_nth("a:1,,c:3", 1, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "");
+    ck_assert_uint_eq(hostport_list_nth("", 0, out, sizeof(out)), 0);
+    ck_assert_uint_eq(hostport_list_nth(NULL, 0, out, sizeof(out)), 0);
+    ck_assert_uint_eq(
+        hostport_list_nth("a:1,bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb:2", 1, out, sizeof(out)),
+        0);
+}
+END_TEST
+
 Suite *hostport_suite(void)
 {
     Suite *suite = suite_create("hostport");
@@ -91,6 +111,7 @@ Suite *hostport_suite(void)
     tcase_add_test(tc, test_unbracketed_v6_splits_at_last_colon_and_host_may_be_empty);
     tcase_add_test(tc, test_a_listen_address_resolves_and_its_bound_name_reads_back);
     tcase_add_test(tc, test_refuses_missing_port_bad_brackets_and_overflow);
+    tcase_add_test(tc, test_an_address_list_rotates_and_refuses_empty_or_oversized_elements);
     suite_add_tcase(suite, tc);
     return suite;
 }

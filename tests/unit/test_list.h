@@ -19,6 +19,7 @@
     TEST_SUITE(cli_hook_spool)                                                                     \
     TEST_SUITE(cli_mcp)                                                                            \
     TEST_SUITE(cli_render)                                                                         \
+    TEST_SUITE(cluster_wire)                                                                       \
     TEST_SUITE(gate)                                                                               \
     TEST_SUITE(grpc_compress)                                                                      \
     TEST_SUITE(grpc_json)                                                                          \
@@ -36,6 +37,7 @@
     TEST_SUITE(reflection)                                                                         \
     TEST_SUITE(ring)                                                                               \
     TEST_SUITE(runner_frames)                                                                      \
+    TEST_SUITE(runner_marks)                                                                       \
     TEST_SUITE(runner_uploader)                                                                    \
     TEST_SUITE(session)                                                                            \
     TEST_SUITE(store)                                                                              \

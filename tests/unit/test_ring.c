@@ -168,6 +168,29 @@ START_TEST(tail_cursor_after_eviction_starts_at_oldest)
 }
 END_TEST
 
+START_TEST(skip_to_starts_a_copy_where_its_source_is)
+{
+    struct ring r;
+    struct ring_entry e;
+
+    ring_init(&r, 1024);
+    ck_assert_uint_eq(append_str(&r, "one", 1), 1);
+    ring_skip_to(&r, 1); /* not past the ring's own: nothing changes */
+    ck_assert_uint_eq(ring_newest_seq(&r), 1);
+    ring_skip_to(&r, 10);
+    ck_assert_uint_eq(ring_count(&r), 0);
+    ck_assert_uint_eq(ring_newest_seq(&r), 9);
+    /* A reader before the skip is told the entries are gone. */
+    ck_assert_int_eq(ring_next(&r, 1, &e), RING_EVICTED);
+    ck_assert_int_eq(ring_cursor_check(&r, 1), RING_EVICTED);
+    ck_assert_uint_eq(append_str(&r, "ten", 2), 10);
+    ck_assert_int_eq(ring_next(&r, 9, &e), RING_OK);
+    ck_assert_uint_eq(e.seq, 10);
+    ck_assert_uint_eq(ring_oldest_seq(&r), 10);
+    ring_free(&r);
+}
+END_TEST
+
 START_TEST(memory_accounting_matches_allocations_and_stays_bounded)
 {
     struct ring r;
@@ -345,6 +368,7 @@ Suite *ring_suite(void)
     tcase_add_test(tc, empty_entries_are_kept_and_read);
     tcase_add_test(tc, tail_cursor_replays_last_n_retained);
     tcase_add_test(tc, tail_cursor_after_eviction_starts_at_oldest);
+    tcase_add_test(tc, skip_to_starts_a_copy_where_its_source_is);
     tcase_add_test(tc, memory_accounting_matches_allocations_and_stays_bounded);
     tcase_add_loop_test(tc, property_random_sizes_respect_bound_and_seq_order, 0, 20);
     tcase_add_test(tc, cursor_check_classifies_resume_points);

@@ -1,0 +1,90 @@
+#!/bin/sh
+# Cluster fan-out benchmark: three NATS JetStream servers (3 replicas) and
+# three agenthubd nodes (--cluster) on loopback ports; one Runner publishes
+# 200-byte frames into one session through node B while K=100 subscribers
+# tail it, split over nodes A and C (build/bench/fanout).  The reference,
+# measured in the same run on the same NATS cluster: raw JetStream fan-out
+# with libnats (build/bench/js_fanout), one publisher connected to server B,
+# 100 ordered consumers split over servers A and C, on a stream configured
+# as AGENTHUB_FRAMES.  Prints deliveries/s at full speed and p50/p99
+# publish-to-delivery at 1,000 frames/s for both, and the ratio.
+set -eu
+cd "$(dirname "$0")/.."
+K=${K:-100}
+FRAMES=${FRAMES:-10000}
+work=$(mktemp -d)
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+make -s -j2 all build/bench/fanout build/bench/js_fanout
+ulimit -n 16384 2>/dev/null || true
+nats=$(command -v nats-server || echo /usr/sbin/nats-server)
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+routes=
+for i in 1 2 3; do
+    eval "c$i=$(port) r$i=$(port) h$i=$(port)"
+    eval "routes=\"\${routes:+\$routes,}nats://127.0.0.1:\$r$i\""
+done
+for i in 1 2 3; do
+    eval "c=\$c$i r=\$r$i h=\$h$i"
+    mkdir -p "$work/nats-$i"
+    "$nats" -js -sd "$work/nats-$i" -n "n$i" -a 127.0.0.1 -p "$c" -m "$h" \
+        --cluster_name bench --cluster "nats://127.0.0.1:$r" --routes "$routes" \
+        -l "$work/nats-$i.log" &
+    pids="$pids $!"
+done
+nats_a="nats://127.0.0.1:$c1" nats_b="nats://127.0.0.1:$c2" nats_c="nats://127.0.0.1:$c3"
+for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$h1/jsz" 2>/dev/null | grep -q '"leader"' && break
+    /usr/bin/python3 -c "import json,urllib.request,sys; sys.exit(0 if json.load(urllib.request.urlopen('http://127.0.0.1:$h1/jsz')).get('meta_cluster',{}).get('leader') else 1)" 2>/dev/null && break
+    sleep 0.1
+done
+
+build/agenthub admin --db "$work/db" import deploy/demo-world.json >/dev/null
+# Node A and C take the subscribers, node B the Runner; each node connects
+# to "its" NATS server first.
+i=0
+for node in a b c; do
+    i=$((i + 1))
+    eval "url=\$nats_$node"
+    build/agenthubd --db "$work/db" --listen 127.0.0.1:0 --runner-listen 127.0.0.1:0 \
+        --cluster "$url" --node-id "node-$node" --cluster-replicas 3 \
+        --agent-log-bytes 536870912 --subscriber-buffer-bytes 268435456 \
+        2>"$work/node-$node.log" &
+    eval "pid_$node=$!"
+    pids="$pids $!"
+done
+for node in a b c; do
+    for _ in $(seq 300); do grep -q 'caught up with JetStream' "$work/node-$node.log" && break; sleep 0.1; done
+    grep -q 'caught up with JetStream' "$work/node-$node.log" || { cat "$work/node-$node.log"; exit 1; }
+    eval "public_$node=\$(sed -n 's/^agenthubd: listening public //p' \"\$work/node-$node.log\")"
+    eval "runner_$node=\$(sed -n 's/^agenthubd: listening runner //p' \"\$work/node-$node.log\")"
+done
+
+echo "== agenthub cluster: Runner on node B, $K subscribers over nodes A and C, full speed"
+build/bench/fanout --public "$public_a,$public_c" --runner "$runner_b" --token t-admin \
+    --runner-token t-runner-1 --session sess-1 -k "$K" -n "$FRAMES" | tee "$work/ours.txt"
+echo "== raw JetStream: publisher on server B, $K ordered consumers over servers A and C, full speed"
+build/bench/js_fanout --pub "$nats_b" --sub "$nats_a,$nats_c" -k "$K" -n "$FRAMES" --replicas 3 \
+    | tee "$work/raw.txt"
+echo "== agenthub cluster, 1,000 frames/s"
+build/bench/fanout --public "$public_a,$public_c" --runner "$runner_b" --token t-admin \
+    --runner-token t-runner-1 --session sess-1 -k "$K" -n 5000 --rate 1000 | tee "$work/ours-paced.txt"
+echo "== raw JetStream, 1,000 frames/s"
+build/bench/js_fanout --pub "$nats_b" --sub "$nats_a,$nats_c" -k "$K" -n 5000 --rate 1000 \
+    --replicas 3 | tee "$work/raw-paced.txt"
+
+rate() { sed -n 's/.*= \([0-9]*\) deliveries\/s/\1/p' "$1"; }
+p99() { sed -n 's/.*p99 \([0-9]*\) us/\1/p' "$1"; }
+ours=$(rate "$work/ours.txt") raw=$(rate "$work/raw.txt")
+echo "== summary"
+awk -v o="$ours" -v r="$raw" -v op="$(p99 "$work/ours-paced.txt")" -v rp="$(p99 "$work/raw-paced.txt")" 'BEGIN {
+    printf "deliveries/s: agenthub %d, raw JetStream %d, ratio %.2fx (target >= 0.8x)\n", o, r, r ? o / r : 0
+    printf "p99 at 1,000 frames/s: agenthub %d us, raw JetStream %d us (target < 10000 us)\n", op, rp
+}'

@@ -1,0 +1,615 @@
+#include "cluster/js_link_internal.h"
+
+#include <event2/event.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <nats/nats.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+void js_link_post(struct js_link *link, struct js_event *ev)
+{
+    int was_empty;
+    char byte = 1;
+
+    ev->next = NULL;
+    pthread_mutex_lock(&link->lock);
+    if (atomic_load(&link->stopping)) {
+        /* js_link_free drained the queue: nobody reads it any more. */
+        pthread_mutex_unlock(&link->lock);
+        natsMsg_Destroy(ev->msg);
+        free(ev);
+        return;
+    }
+    was_empty = link->head == NULL;
+    if (link->tail)
+        link->tail->next = ev;
+    else
+        link->head = ev;
+    link->tail = ev;
+    pthread_mutex_unlock(&link->lock);
+    /* A full pipe already holds a wake-up: the loop drains everything. */
+    if (was_empty && write(link->pipe_fds[1], &byte, 1) < 0 && errno != EAGAIN)
+        log_warn("cluster: cannot wake the loop: %s", strerror(errno));
+}
+
+struct js_event *js_link_event_alloc(enum js_event_kind kind)
+{
+    struct js_event *ev = calloc(1, sizeof(*ev));
+
+    if (ev)
+        ev->kind = kind;
+    return ev;
+}
+
+static void dispatch_msg(struct js_link *link, struct js_event *ev)
+{
+    const char *node = NULL;
+    struct js_link_msg m;
+
+    memset(&m, 0, sizeof(m));
+    m.subject = natsMsg_GetSubject(ev->msg);
+    m.stream_seq = ev->seq;
+    m.pending = ev->pending;
+    m.data = (const uint8_t *)natsMsg_GetData(ev->msg);
+    m.len = (size_t)natsMsg_GetDataLength(ev->msg);
+    if (natsMsgHeader_Get(ev->msg, "Agenthub-Seq", &m.seq_header) != NATS_OK)
+        m.seq_header = NULL;
+    if (natsMsgHeader_Get(ev->msg, "Agenthub-At", &m.at_header) != NATS_OK)
+        m.at_header = NULL;
+    if (natsMsgHeader_Get(ev->msg, "Agenthub-Batch", &m.batch_header) != NATS_OK)
+        m.batch_header = NULL;
+    if (natsMsgHeader_Get(ev->msg, "Agenthub-Node", &node) == NATS_OK && link->config.node_id)
+        m.from_self = strcmp(node, link->config.node_id) == 0;
+    if (ev->kind == JS_EV_FRAMES)
+        link->events.frames(link->arg, &m);
+    else
+        link->events.bus(link->arg, &m);
+}
+
+/* The answer to request <inbox>.<id>: its waiter, once. */
+static void dispatch_reply(struct js_link *link, struct js_event *ev)
+{
+    const char *subject = natsMsg_GetSubject(ev->msg);
+    struct js_pending **pp, *p;
+    uint64_t id;
+
+    if (strlen(subject) <= link->inbox_len + 1)
+        return;
+    id = strtoull(subject + link->inbox_len + 1, NULL, 10);
+    for (pp = &link->pending; (p = *pp) != NULL; pp = &p->next)
+        if (p->id == id) {
+            *pp = p->next;
+            p->fn(p->arg, natsMsg_IsNoResponders(ev->msg),
+                  (const uint8_t *)natsMsg_GetData(ev->msg),
+                  (size_t)natsMsg_GetDataLength(ev->msg));
+            free(p);
+            return;
+        }
+}
+
+static void dispatch(struct js_link *link, struct js_event *ev)
+{
+    switch (ev->kind) {
+    case JS_EV_READY:
+        link->events.ready(link->arg, ev->epoch, ev->frames_last, ev->bus_last);
+        break;
+    case JS_EV_FRAMES:
+    case JS_EV_BUS:
+        dispatch_msg(link, ev);
+        break;
+    case JS_EV_ACK: {
+        const char *batch = NULL;
+        if (ev->ack == JS_ACK_CONFLICT || ev->ack == JS_ACK_DUPLICATE)
+            link->stats.conflicts++;
+        else if (ev->ack == JS_ACK_FAILED)
+            link->stats.publish_failures++;
+        if (natsMsgHeader_Get(ev->msg, "Agenthub-Batch", &batch) != NATS_OK)
+            batch = NULL;
+        link->events.ack(link->arg, natsMsg_GetSubject(ev->msg), batch, ev->ack, ev->seq);
+        break;
+    }
+    case JS_EV_CONNECTION:
+        link->events.connection(link->arg, ev->up);
+        break;
+    case JS_EV_REQUEST:
+        if (!ev->serve->dead)
+            ev->serve->fn(ev->serve->arg, (const uint8_t *)natsMsg_GetData(ev->msg),
+                          (size_t)natsMsg_GetDataLength(ev->msg), natsMsg_GetReply(ev->msg));
+        break;
+    case JS_EV_REPLY:
+        dispatch_reply(link, ev);
+        break;
+    }
+}
+
+/* The loop's side of the queue: everything posted so far, in order. */
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct js_link *link = arg;
+    struct js_event *ev, *next;
+    char buf[64];
+
+    while (read(fd, buf, sizeof(buf)) > 0) {
+    }
+    pthread_mutex_lock(&link->lock);
+    ev = link->head;
+    link->head = link->tail = NULL;
+    pthread_mutex_unlock(&link->lock);
+    for (; ev; ev = next) {
+        next = ev->next;
+        dispatch(link, ev);
+        natsMsg_Destroy(ev->msg);
+        free(ev);
+    }
+}
+
+/* --- libnats's threads ---------------------------------------------------- */
+
+/* *AT = max(*AT, V), from any thread. */
+static void raise_to(atomic_ullong *at, uint64_t v)
+{
+    unsigned long long seen = atomic_load(at);
+
+    while (seen < v && !atomic_compare_exchange_weak(at, &seen, v)) {
+    }
+}
+
+static void queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind)
+{
+    jsMsgMetaData *meta = NULL;
+    struct js_event *ev = js_link_event_alloc(kind);
+
+    if (!ev || natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
+        /* Without its sequence the message cannot be placed; the ordered
+         * consumer's next message shows the gap to the reader. */
+        free(ev);
+        natsMsg_Destroy(msg);
+        return;
+    }
+    ev->msg = msg;
+    ev->seq = meta->Sequence.Stream;
+    ev->pending = meta->NumPending;
+    jsMsgMetaData_Destroy(meta);
+    raise_to(kind == JS_EV_FRAMES ? &link->frames_next : &link->bus_next, ev->seq + 1);
+    js_link_post(link, ev);
+}
+
+void js_link_on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    queue_msg(closure, msg, JS_EV_FRAMES);
+}
+
+void js_link_on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    queue_msg(closure, msg, JS_EV_BUS);
+}
+
+static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+    struct js_link *link = closure;
+    struct js_event *ev = js_link_event_alloc(JS_EV_ACK);
+
+    if (!ev) {
+        natsMsg_Destroy(msg);
+        return;
+    }
+    ev->msg = msg;
+    if (pa && !pa->Duplicate) {
+        ev->ack = JS_ACK_OK;
+        ev->seq = pa->Sequence;
+    } else if (pa) {
+        /* A message with this Nats-Msg-Id was stored first. */
+        ev->ack = JS_ACK_DUPLICATE;
+        ev->seq = pa->Sequence;
+    } else if (pae && pae->ErrCode == JSStreamWrongLastSequenceErr) {
+        ev->ack = JS_ACK_CONFLICT;
+    } else {
+        ev->ack = JS_ACK_FAILED;
+    }
+    js_link_post(link, ev);
+}
+
+static void post_connection(struct js_link *link, int up)
+{
+    struct js_event *ev = js_link_event_alloc(JS_EV_CONNECTION);
+
+    atomic_store(&link->connected, up);
+    if (!up)
+        atomic_fetch_add(&link->disconnects, 1);
+    if (ev) {
+        ev->up = up;
+        js_link_post(link, ev);
+    }
+}
+
+static void on_disconnected(natsConnection *nc, void *closure)
+{
+    post_connection(closure, 0);
+}
+
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+    struct js_link *link = closure;
+
+    atomic_store(&link->resubscribe, 1);
+    post_connection(link, 1);
+}
+
+static void on_connected(natsConnection *nc, void *closure)
+{
+    post_connection(closure, 1);
+}
+
+static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    struct js_serve *serve = closure;
+    struct js_event *ev = js_link_event_alloc(JS_EV_REQUEST);
+
+    if (!ev) {
+        natsMsg_Destroy(msg);
+        return;
+    }
+    ev->msg = msg;
+    ev->serve = serve;
+    js_link_post(serve->link, ev);
+}
+
+static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    struct js_event *ev = js_link_event_alloc(JS_EV_REPLY);
+
+    if (!ev) {
+        natsMsg_Destroy(msg);
+        return;
+    }
+    ev->msg = msg;
+    js_link_post(closure, ev);
+}
+
+/* --- the loop's API ---------------------------------------------------------- */
+
+static int split_urls(struct js_link *link, char *err, size_t errlen)
+{
+    char *save = NULL, *tok;
+
+    link->urls_copy = strdup(link->config.urls);
+    if (!link->urls_copy) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (tok = strtok_r(link->urls_copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strncmp(tok, "nats://", 7) != 0 || strlen(tok) < 8) {
+            snprintf(err, errlen, "%s: not a nats://HOST:PORT URL", tok);
+            return -1;
+        }
+        if (link->nurls == JS_MAX_URLS) {
+            snprintf(err, errlen, "more than %d URLs", JS_MAX_URLS);
+            return -1;
+        }
+        link->urls[link->nurls++] = tok;
+    }
+    if (link->nurls == 0) {
+        snprintf(err, errlen, "no URL");
+        return -1;
+    }
+    return 0;
+}
+
+static int make_options(struct js_link *link)
+{
+    natsOptions *o = NULL;
+
+    if (natsOptions_Create(&o) != NATS_OK)
+        return -1;
+    link->opts = o;
+    if (natsOptions_SetServers(o, link->urls, link->nurls) != NATS_OK ||
+        natsOptions_SetName(o, link->config.node_id) != NATS_OK ||
+        natsOptions_SetMaxReconnect(o, -1) != NATS_OK ||
+        natsOptions_SetReconnectWait(o, 200) != NATS_OK ||
+        natsOptions_SetPingInterval(o, 1000) != NATS_OK ||
+        natsOptions_SetMaxPingsOut(o, 2) != NATS_OK || natsOptions_SetTimeout(o, 1000) != NATS_OK ||
+        natsOptions_SetDisconnectedCB(o, on_disconnected, link) != NATS_OK ||
+        natsOptions_SetReconnectedCB(o, on_reconnected, link) != NATS_OK ||
+        natsOptions_SetRetryOnFailedConnect(o, true, on_connected, link) != NATS_OK)
+        return -1;
+    return 0;
+}
+
+struct js_link *js_link_new(struct event_base *base, const struct js_link_config *config,
+                            const struct js_link_events *events, void *arg, char *err,
+                            size_t errlen)
+{
+    struct js_link *link = calloc(1, sizeof(*link));
+    jsOptions jo;
+    natsStatus s;
+
+    if (!link) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    link->base = base;
+    link->config = *config;
+    link->events = *events;
+    link->arg = arg;
+    link->pipe_fds[0] = link->pipe_fds[1] = -1;
+    pthread_mutex_init(&link->lock, NULL);
+    if (split_urls(link, err, errlen) != 0)
+        goto fail;
+    if (pipe2(link->pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    link->wake = event_new(base, link->pipe_fds[0], EV_READ | EV_PERSIST, on_wake, link);
+    if (!link->wake || event_add(link->wake, NULL) != 0 || make_options(link) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    s = natsConnection_Connect(&link->nc, link->opts);
+    if (s == NATS_OK)
+        atomic_store(&link->connected, 1);
+    else if (s != NATS_NOT_YET_CONNECTED) {
+        snprintf(err, errlen, "cannot connect: %s", natsStatus_GetText(s));
+        goto fail;
+    }
+    jsOptions_Init(&jo);
+    jo.Wait = 2000;
+    jo.PublishAsync.MaxPending = 1 << 20;
+    jo.PublishAsync.AckHandler = on_ack;
+    jo.PublishAsync.AckHandlerClosure = link;
+    if (natsConnection_JetStream(&link->js, link->nc, &jo) != NATS_OK) {
+        snprintf(err, errlen, "cannot make a JetStream context");
+        goto fail;
+    }
+    if (pthread_create(&link->setup_thread, NULL, js_link_setup_main, link) != 0) {
+        snprintf(err, errlen, "cannot start a thread");
+        goto fail;
+    }
+    link->setup_started = 1;
+    return link;
+fail:
+    js_link_free(link);
+    return NULL;
+}
+
+void js_link_free(struct js_link *link)
+{
+    struct js_event *ev, *next;
+
+    if (!link)
+        return;
+    atomic_store(&link->stopping, 1);
+    if (link->setup_started)
+        pthread_join(link->setup_thread, NULL);
+    if (link->inbox_sub)
+        natsSubscription_Destroy(link->inbox_sub);
+    for (struct js_serve *s = link->serves; s; s = s->next)
+        natsSubscription_Destroy(s->sub);
+    if (link->frames_sub)
+        natsSubscription_Destroy(link->frames_sub);
+    if (link->bus_sub)
+        natsSubscription_Destroy(link->bus_sub);
+    if (link->nc)
+        natsConnection_Close(link->nc);
+    jsCtx_Destroy(link->js);
+    natsConnection_Destroy(link->nc);
+    natsOptions_Destroy(link->opts);
+    /* What was queued goes while libnats is still open; what its threads
+     * post from now on is dropped by post() itself. */
+    pthread_mutex_lock(&link->lock);
+    ev = link->head;
+    link->head = link->tail = NULL;
+    pthread_mutex_unlock(&link->lock);
+    for (; ev; ev = next) {
+        next = ev->next;
+        natsMsg_Destroy(ev->msg);
+        free(ev);
+    }
+    /* libnats calls the connection handlers on its own threads even after
+     * the close: the link must outlive them. */
+    nats_CloseAndWait(2000);
+    if (link->wake)
+        event_free(link->wake);
+    if (link->pipe_fds[0] >= 0)
+        close(link->pipe_fds[0]);
+    if (link->pipe_fds[1] >= 0)
+        close(link->pipe_fds[1]);
+    pthread_mutex_destroy(&link->lock);
+    while (link->serves) {
+        struct js_serve *s = link->serves;
+        link->serves = s->next;
+        free(s);
+    }
+    while (link->pending) {
+        struct js_pending *p = link->pending;
+        link->pending = p->next;
+        free(p);
+    }
+    free(link->urls_copy);
+    free(link);
+}
+
+int js_link_connected(const struct js_link *link)
+{
+    return atomic_load(&((struct js_link *)link)->connected);
+}
+
+static int publish(struct js_link *link, natsMsg *msg, const char *msg_id, uint64_t expect_last,
+                   int expect)
+{
+    jsPubOptions po;
+    natsStatus s;
+
+    jsPubOptions_Init(&po);
+    po.MaxWait = link->config.publish_wait_ms;
+    po.MsgId = msg_id;
+    if (expect) {
+        char v[24];
+        /* Set by hand: libnats leaves a 0 out, and 0 means "none yet". */
+        snprintf(v, sizeof(v), "%" PRIu64, expect_last);
+        if (natsMsgHeader_Set(msg, "Nats-Expected-Last-Subject-Sequence", v) != NATS_OK) {
+            natsMsg_Destroy(msg);
+            return -1;
+        }
+    }
+    s = js_PublishMsgAsync(link->js, &msg, &po);
+    natsMsg_Destroy(msg); /* NULL when libnats took it */
+    if (s != NATS_OK) {
+        link->stats.publish_failures++;
+        return -1;
+    }
+    link->stats.publishes++;
+    return 0;
+}
+
+int js_link_publish_frames(struct js_link *link, const char *subject, uint64_t seq,
+                           uint64_t expect_last, const char *msg_id, uint64_t batch,
+                           const void *data, size_t len)
+{
+    natsMsg *msg = NULL;
+    char v[24], b[24];
+
+    if (!atomic_load(&link->connected) || len > INT32_MAX)
+        return -1;
+    if (natsMsg_Create(&msg, subject, NULL, data, (int)len) != NATS_OK)
+        return -1;
+    snprintf(v, sizeof(v), "%" PRIu64, seq);
+    snprintf(b, sizeof(b), "%" PRIu64, batch);
+    if (natsMsgHeader_Set(msg, "Agenthub-Seq", v) != NATS_OK ||
+        natsMsgHeader_Set(msg, "Agenthub-Batch", b) != NATS_OK ||
+        (link->config.node_id &&
+         natsMsgHeader_Set(msg, "Agenthub-Node", link->config.node_id) != NATS_OK)) {
+        natsMsg_Destroy(msg);
+        return -1;
+    }
+    return publish(link, msg, msg_id, expect_last, 1);
+}
+
+int js_link_publish_bus(struct js_link *link, const void *data, size_t len, int64_t at_unix_ms)
+{
+    natsMsg *msg = NULL;
+    char v[24];
+
+    if (!atomic_load(&link->connected) || len > INT32_MAX)
+        return -1;
+    if (natsMsg_Create(&msg, JS_BUS_SUBJECT, NULL, data, (int)len) != NATS_OK)
+        return -1;
+    snprintf(v, sizeof(v), "%" PRId64, at_unix_ms);
+    if (natsMsgHeader_Set(msg, "Agenthub-At", v) != NATS_OK) {
+        natsMsg_Destroy(msg);
+        return -1;
+    }
+    return publish(link, msg, NULL, 0, 0);
+}
+
+void js_link_stats(const struct js_link *link, struct js_link_stats *out)
+{
+    *out = link->stats;
+    out->disconnects = atomic_load(&((struct js_link *)link)->disconnects);
+}
+
+/* --- request/reply ------------------------------------------------------------ */
+
+int js_link_serve(struct js_link *link, const char *subject, const char *group,
+                  js_link_request_fn fn, void *arg, void **handle)
+{
+    struct js_serve *serve = calloc(1, sizeof(*serve));
+
+    if (!serve)
+        return -1;
+    serve->fn = fn;
+    serve->arg = arg;
+    serve->link = link;
+    if (natsConnection_QueueSubscribe(&serve->sub, link->nc, subject, group, on_request, serve) !=
+        NATS_OK) {
+        free(serve);
+        return -1;
+    }
+    serve->next = link->serves;
+    link->serves = serve;
+    *handle = serve;
+    return 0;
+}
+
+void js_link_unserve(struct js_link *link, void *handle)
+{
+    struct js_serve *serve = handle;
+
+    if (!serve || serve->dead)
+        return;
+    serve->dead = 1;
+    natsSubscription_Unsubscribe(serve->sub);
+}
+
+int js_link_respond(struct js_link *link, const char *reply, const void *data, size_t len)
+{
+    if (!reply || !reply[0] || len > INT32_MAX)
+        return -1;
+    return natsConnection_Publish(link->nc, reply, data, (int)len) == NATS_OK ? 0 : -1;
+}
+
+int js_link_request(struct js_link *link, const char *subject, const void *data, size_t len,
+                    js_link_reply_fn fn, void *arg, uint64_t *id)
+{
+    struct js_pending *p;
+    char reply[96], wildcard[80];
+
+    if (!atomic_load(&link->connected) || len > INT32_MAX)
+        return -1;
+    if (!link->inbox_sub) {
+        natsInbox *inbox = NULL;
+        if (natsInbox_Create(&inbox) != NATS_OK)
+            return -1;
+        snprintf(link->inbox, sizeof(link->inbox), "%s", (const char *)inbox);
+        natsInbox_Destroy(inbox);
+        link->inbox_len = strlen(link->inbox);
+        snprintf(wildcard, sizeof(wildcard), "%s.*", link->inbox);
+        if (natsConnection_Subscribe(&link->inbox_sub, link->nc, wildcard, on_reply, link) !=
+            NATS_OK) {
+            link->inbox_sub = NULL;
+            return -1;
+        }
+        natsSubscription_SetPendingLimits(link->inbox_sub, -1, -1);
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p)
+        return -1;
+    p->id = ++link->next_request;
+    p->fn = fn;
+    p->arg = arg;
+    snprintf(reply, sizeof(reply), "%s.%" PRIu64, link->inbox, p->id);
+    if (natsConnection_PublishRequest(link->nc, subject, reply, data, (int)len) != NATS_OK) {
+        free(p);
+        return -1;
+    }
+    p->next = link->pending;
+    link->pending = p;
+    *id = p->id;
+    return 0;
+}
+
+void js_link_request_cancel(struct js_link *link, uint64_t id)
+{
+    struct js_pending **pp, *p;
+
+    for (pp = &link->pending; (p = *pp) != NULL; pp = &p->next)
+        if (p->id == id) {
+            *pp = p->next;
+            free(p);
+            return;
+        }
+}
+
+void js_link_refresh(struct js_link *link)
+{
+    atomic_store(&link->resubscribe, 1);
+}

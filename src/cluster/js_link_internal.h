@@ -1,0 +1,107 @@
+/* js_link_internal: what js_link.c and js_setup.c share (not for other
+ * modules): the link's state and the queue that hands libnats's events to
+ * the loop. */
+#ifndef AGENTHUB_CLUSTER_JS_LINK_INTERNAL_H
+#define AGENTHUB_CLUSTER_JS_LINK_INTERNAL_H
+
+#include <event2/event.h>
+#include <nats/nats.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cluster/js_link.h"
+
+#define JS_MAX_URLS       16
+#define JS_SETUP_RETRY_MS 250
+
+enum js_event_kind {
+    JS_EV_READY,
+    JS_EV_FRAMES,
+    JS_EV_BUS,
+    JS_EV_ACK,
+    JS_EV_CONNECTION,
+    JS_EV_REQUEST,
+    JS_EV_REPLY
+};
+
+/* A subject this node serves.  Freed with the link: a request queued
+ * before js_link_unserve still names it (and is then dropped). */
+struct js_serve {
+    struct js_serve *next;
+    natsSubscription *sub;
+    js_link_request_fn fn;
+    void *arg;
+    struct js_link *link;
+    int dead;
+};
+
+/* A request waiting for its answer (loop thread only). */
+struct js_pending {
+    struct js_pending *next;
+    uint64_t id;
+    js_link_reply_fn fn;
+    void *arg;
+};
+
+/* One thing libnats told on its threads, queued for the loop. */
+struct js_event {
+    struct js_event *next;
+    enum js_event_kind kind;
+    natsMsg *msg; /* FRAMES, BUS, ACK: owned, destroyed after dispatch */
+    enum js_ack ack;
+    uint64_t seq;
+    uint64_t pending;
+    uint64_t epoch, frames_last, bus_last; /* READY */
+    int up;                                /* CONNECTION */
+    struct js_serve *serve;                /* REQUEST */
+};
+
+struct js_link {
+    struct event_base *base;
+    struct js_link_config config;
+    struct js_link_events events;
+    void *arg;
+    char *urls_copy;
+    const char *urls[JS_MAX_URLS];
+    int nurls;
+
+    natsOptions *opts;
+    natsConnection *nc;
+    jsCtx *js;
+    natsSubscription *frames_sub, *bus_sub;
+    natsSubscription *inbox_sub; /* <inbox>.* : answers to this node's requests */
+    char inbox[64];
+    size_t inbox_len;
+    struct js_serve *serves;
+    struct js_pending *pending;
+    uint64_t next_request;
+
+    pthread_mutex_t lock; /* guards the queue */
+    struct js_event *head, *tail;
+    int pipe_fds[2];
+    struct event *wake;
+
+    pthread_t setup_thread;
+    int setup_started;
+    atomic_int stopping;
+    atomic_int connected;
+    atomic_int resubscribe;    /* reconnected: make the consumers again */
+    atomic_ullong frames_next; /* the first stream seq not yet delivered */
+    atomic_ullong bus_next;
+
+    struct js_link_stats stats; /* loop thread only, but disconnects */
+    atomic_ullong disconnects;
+};
+
+/* Queues EV for the loop and wakes it (any thread); after js_link_free
+ * began, EV is dropped. */
+void js_link_post(struct js_link *link, struct js_event *ev);
+/* A zeroed event of KIND, or NULL when memory is short. */
+struct js_event *js_link_event_alloc(enum js_event_kind kind);
+/* The consumers' message handlers (libnats's threads). */
+void js_link_on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
+void js_link_on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
+/* The setup thread's body (js_setup.c): streams, epoch, consumers. */
+void *js_link_setup_main(void *arg);
+
+#endif

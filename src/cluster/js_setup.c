@@ -1,0 +1,207 @@
+/* js_setup: the blocking JetStream requests a link makes once, on its
+ * setup thread: the streams, the cluster epoch and the two ordered
+ * consumers (js_link.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster/js_link_internal.h"
+#include "common/log.h"
+
+/* --- setup thread ----------------------------------------------------------- */
+
+/* Creates stream NAME on SUBJECT, or accepts the one that exists.  Returns
+ * its info (destroy it), or NULL. */
+static jsStreamInfo *ensure_stream(struct js_link *link, const char *name, const char *subject,
+                                   size_t max_bytes)
+{
+    jsStreamConfig cfg;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    const char *subjects[1] = {subject};
+    natsStatus s;
+
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = name;
+    cfg.Subjects = subjects;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    cfg.Replicas = link->config.replicas;
+    cfg.MaxBytes = (int64_t)max_bytes;
+    cfg.Discard = js_DiscardOld;
+    cfg.Duplicates = (int64_t)120 * 1000 * 1000 * 1000; /* 2 min, in ns */
+    cfg.AllowDirect = true;
+    s = js_AddStream(&si, link->js, &cfg, NULL, &jerr);
+    if (s == NATS_OK)
+        return si;
+    if (jerr == JSStreamNameExistErr) {
+        s = js_GetStreamInfo(&si, link->js, name, NULL, &jerr);
+        if (s == NATS_OK)
+            return si;
+    }
+    log_warn("cluster: stream %s: %s (%d)", name, natsStatus_GetText(s), (int)jerr);
+    return NULL;
+}
+
+/* The bus epoch of the bus stream created at CREATED: the first node to
+ * reach it draws one, every other reads it. Returns 0 on failure. */
+static uint64_t cluster_epoch(struct js_link *link, int64_t created)
+{
+    kvConfig kc;
+    kvStore *kv = NULL;
+    kvEntry *e = NULL;
+    char key[64], value[24];
+    uint64_t epoch = 0, rev;
+    natsStatus s;
+
+    kvConfig_Init(&kc);
+    kc.Bucket = JS_CLUSTER_BUCKET;
+    kc.StorageType = js_FileStorage;
+    kc.Replicas = link->config.replicas;
+    kc.History = 1;
+    s = js_CreateKeyValue(&kv, link->js, &kc);
+    if (s != NATS_OK)
+        s = js_KeyValue(&kv, link->js, JS_CLUSTER_BUCKET);
+    if (s != NATS_OK) {
+        log_warn("cluster: bucket %s: %s", JS_CLUSTER_BUCKET, natsStatus_GetText(s));
+        return 0;
+    }
+    snprintf(key, sizeof(key), "epoch.%" PRId64, created);
+    while (epoch == 0 && getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
+        epoch = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    snprintf(value, sizeof(value), "%" PRIu64, epoch | 1);
+    /* Only the first create wins; everyone then reads the winner's. */
+    (void)kvStore_CreateString(&rev, kv, key, value);
+    epoch = 0;
+    if (kvStore_Get(&e, kv, key) == NATS_OK) {
+        epoch = strtoull(kvEntry_ValueString(e), NULL, 10);
+        kvEntry_Destroy(e);
+    }
+    kvStore_Destroy(kv);
+    return epoch;
+}
+
+/* An ordered consumer of STREAM from stream sequence FROM (0: its start). */
+static natsSubscription *ordered_consumer(struct js_link *link, const char *stream,
+                                          const char *subject, natsMsgHandler cb, uint64_t from)
+{
+    natsSubscription *sub = NULL;
+    jsSubOptions so;
+    jsErrCode jerr = 0;
+    natsStatus s;
+
+    jsSubOptions_Init(&so);
+    so.Stream = stream;
+    so.Ordered = true;
+    so.Config.DeliverPolicy = from ? js_DeliverByStartSequence : js_DeliverAll;
+    so.Config.OptStartSeq = from;
+    /* A consumer that died with its server is noticed in about 3 s. */
+    so.Config.Heartbeat = (int64_t)1000 * 1000 * 1000;
+    s = js_Subscribe(&sub, link->js, subject, cb, link, NULL, &so, &jerr);
+    if (s != NATS_OK) {
+        log_warn("cluster: consumer on %s: %s (%d)", stream, natsStatus_GetText(s), (int)jerr);
+        return NULL;
+    }
+    /* Deliveries queue in the loop's memory, not libnats's: no slow-consumer
+     * drops while the loop is busy. */
+    natsSubscription_SetPendingLimits(sub, -1, -1);
+    return sub;
+}
+
+/* Streams, epoch, consumers.  Returns 0 when all are in place. */
+static int setup_once(struct js_link *link)
+{
+    jsStreamInfo *frames = NULL, *bus = NULL;
+    struct js_event *ev;
+    uint64_t epoch;
+    int rv = -1;
+
+    frames =
+        ensure_stream(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", link->config.frames_max_bytes);
+    bus = ensure_stream(link, JS_BUS_STREAM, JS_BUS_SUBJECT, link->config.bus_max_bytes);
+    if (!frames || !bus)
+        goto out;
+    epoch = cluster_epoch(link, bus->Created);
+    if (epoch == 0)
+        goto out;
+    ev = js_link_event_alloc(JS_EV_READY);
+    if (!ev)
+        goto out;
+    /* READY is queued before the first delivery, so the loop knows where
+     * the replay ends before it applies anything. */
+    ev->epoch = epoch;
+    /* A stream whose messages are all gone delivers nothing to wait for. */
+    ev->frames_last = frames->State.Msgs ? frames->State.LastSeq : 0;
+    ev->bus_last = bus->State.Msgs ? bus->State.LastSeq : 0;
+    js_link_post(link, ev);
+    link->frames_sub =
+        ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", js_link_on_frames_msg, 0);
+    link->bus_sub = link->frames_sub ? ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT,
+                                                        js_link_on_bus_msg, 0)
+                                     : NULL;
+    rv = link->bus_sub ? 0 : -1;
+    if (rv != 0) {
+        /* A READY went out already: the next try sends another. */
+        if (link->frames_sub) {
+            natsSubscription_Unsubscribe(link->frames_sub);
+            natsSubscription_Destroy(link->frames_sub);
+            link->frames_sub = NULL;
+        }
+    }
+out:
+    jsStreamInfo_Destroy(frames);
+    jsStreamInfo_Destroy(bus);
+    return rv;
+}
+
+/* After a reconnect: new consumers from the first message not yet
+ * delivered, in case the old ones died with the server they were on (an
+ * ordered consumer lives on one server).  What both deliver twice the
+ * loop applies once.  Returns 0, or -1 to try again. */
+static int resubscribe(struct js_link *link)
+{
+    natsSubscription *frames, *bus;
+
+    frames = ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", js_link_on_frames_msg,
+                              atomic_load(&link->frames_next));
+    bus = frames ? ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT, js_link_on_bus_msg,
+                                    atomic_load(&link->bus_next))
+                 : NULL;
+    if (!bus) {
+        if (frames) {
+            natsSubscription_Unsubscribe(frames);
+            natsSubscription_Destroy(frames);
+        }
+        return -1;
+    }
+    natsSubscription_Unsubscribe(link->frames_sub);
+    natsSubscription_Destroy(link->frames_sub);
+    natsSubscription_Unsubscribe(link->bus_sub);
+    natsSubscription_Destroy(link->bus_sub);
+    link->frames_sub = frames;
+    link->bus_sub = bus;
+    log_info("cluster: consumers made again after a reconnect");
+    return 0;
+}
+
+void *js_link_setup_main(void *arg)
+{
+    struct js_link *link = arg;
+    int ready = 0;
+
+    while (!atomic_load(&link->stopping)) {
+        if (!ready && atomic_load(&link->connected) && setup_once(link) == 0) {
+            ready = 1;
+            atomic_store(&link->resubscribe, 0);
+        }
+        if (ready && atomic_load(&link->connected) && atomic_exchange(&link->resubscribe, 0) &&
+            resubscribe(link) != 0)
+            atomic_store(&link->resubscribe, 1);
+        nats_Sleep(JS_SETUP_RETRY_MS);
+    }
+    return NULL;
+}

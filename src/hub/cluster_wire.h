@@ -1,0 +1,57 @@
+/* cluster_wire: how a cluster's session logs look in NATS JetStream
+ * (docs/cluster.md): subject names and the entries of a batch message.
+ *
+ * Subjects: agenthub.frames.<token> for a session, agenthub.frames.=<token>
+ * for a Runner's new runs; <token> is the id itself when every byte is a
+ * letter, digit, '-' or '_', else '~' and the id's hex.
+ *
+ * A batch message's body is a run of entries, each, little-endian: kind
+ * (1), frame length (4), at_unix_ms (8), origin length (1), runner_seq (8),
+ * then the origin (a Runner id, or nothing) and the frame's bytes.  Bodies
+ * come from the network: cluster_wire_next checks every length. */
+#ifndef AGENTHUB_HUB_CLUSTER_WIRE_H
+#define AGENTHUB_HUB_CLUSTER_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/session.h"
+
+#define CLUSTER_FRAMES_PREFIX "agenthub.frames."
+/* A subject with its NUL: prefix, '=' or '~', and the hex of the longest id. */
+#define CLUSTER_SUBJECT_MAX (sizeof(CLUSTER_FRAMES_PREFIX) + 2 + 2 * SESSION_MAX_ID)
+#define CLUSTER_ENTRY_HEAD  22u
+
+#define CLUSTER_ENTRY_FRAME        0xffu
+#define CLUSTER_ENTRY_RUNNER_RESET 0xfeu /* a Runner's new run; runner_seq: its nonce */
+/* Other kinds are enum hub_log_mark values. */
+
+struct cluster_wire_entry {
+    uint8_t kind;
+    int64_t at_unix_ms;
+    uint64_t runner_seq;
+    const uint8_t *origin; /* ORIGIN_LEN bytes, not NUL-terminated */
+    size_t origin_len;     /* at most 255 */
+    const uint8_t *frame;
+    size_t frame_len;
+};
+
+/* The subject of session ID into OUT (CLUSTER_SUBJECT_MAX bytes); with
+ * RUNNER, the subject of Runner ID's new runs. */
+void cluster_wire_subject(const char *id, int runner, char *out);
+
+/* The session id of SUBJECT into OUT (SESSION_MAX_ID + 1 bytes).  Returns 0,
+ * or -1 when SUBJECT is not a session's (a Runner's, or malformed). */
+int cluster_wire_session_id(const char *subject, char *out);
+
+/* Bytes entry E takes in a body. */
+size_t cluster_wire_entry_size(const struct cluster_wire_entry *e);
+/* Writes E at OUT (cluster_wire_entry_size bytes).  Returns that size. */
+size_t cluster_wire_put(uint8_t *out, const struct cluster_wire_entry *e);
+
+/* Reads the entry at *OFF of BODY[0..LEN) into *E (pointing into BODY) and
+ * moves *OFF past it.  Returns 1, 0 at the end, or -1 when the rest is
+ * malformed (a length past the end): the entries before it stand. */
+int cluster_wire_next(const uint8_t *body, size_t len, size_t *off, struct cluster_wire_entry *e);
+
+#endif

@@ -1,0 +1,455 @@
+"""agenthubd as a cluster: three nodes with --cluster on a three-server NATS
+JetStream cluster (harness.NatsCluster), all on one store.  Frames published
+through one node reach subscribers on every node with one contiguous seq;
+the bus has one seq and epoch, so a subscriber resumes on another node;
+producers hear UNAVAILABLE while JetStream is unreachable."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import grpc
+import pytest
+
+import harness
+from rpc_harness import (F, S, Hub, RequestQueue, auth, event_frame, fail, method, state,  # noqa
+                         subscribe, subscribe_events, text, wait_for)
+
+SUB = "SubscribeAgentSession"
+
+
+def texts(frames):
+    return [f.event.assistant_text.text for f in frames if f.event.HasField("assistant_text")]
+
+
+def replay(hub, session_id, last, token="t-alice"):
+    """Every retained frame of SESSION_ID up to seq LAST on HUB's copy.  A
+    node's copy trails JetStream by a delivery: a pane opened while a burst
+    is still arriving may fall behind the ring and end, so it opens again."""
+    def attempt():
+        rd = subscribe(hub, session_id, token=token, tail=100000)
+        try:
+            return rd.wait(lambda items: items if items and items[-1].seq >= last else None,
+                           timeout=10)
+        except AssertionError:
+            if rd.done.is_set():
+                return None
+            raise
+        finally:
+            rd.cancel()
+    return wait_for(attempt, 20, what="seq %d on %s" % (last, hub.public))
+
+
+class Nodes:
+    """Three agenthubd nodes on NATS cluster NATS sharing one store."""
+
+    def __init__(self, nats, tmp_path, flags=(), count=3, replicas=3):
+        self.hubs = []
+        self.nats = nats
+        db = None
+        for i in range(count):
+            node_flags = ["--cluster", nats.url, "--node-id", "node-%d" % (i + 1),
+                          "--cluster-replicas", str(replicas)] + list(flags)
+            h = Hub(db=db, flags=node_flags, workdir=tmp_path / ("node-%d" % (i + 1)),
+                    world=None if db else True)
+            db = h.db
+            self.hubs.append(h)
+        for h in self.hubs:
+            wait_for(lambda h=h: h.metric("agenthub_cluster_caught_up") == 1, 30,
+                     what="node %s to catch up with JetStream" % h.public)
+
+    def __getitem__(self, i):
+        return self.hubs[i]
+
+    def stop(self):
+        errors = []
+        for h in self.hubs:
+            try:
+                h.stop()
+            except AssertionError as err:
+                errors.append(str(err))
+        assert not errors, "\n".join(errors)
+
+
+@pytest.fixture
+def nodes(nats_cluster, tmp_path):
+    made = []
+
+    def start(**kwargs):
+        n = Nodes(nats_cluster, tmp_path / ("set-%d" % len(made)), **kwargs)
+        made.append(n)
+        return n
+    yield start
+    for n in made:
+        n.stop()
+
+
+def test_frames_published_through_one_node_reach_panes_on_every_node(nodes):
+    n = nodes()
+    a, b, c = n[0], n[1], n[2]
+    live_a = subscribe(a, "sess-1")
+    live_c = subscribe(c, "sess-1", token="t-bob")
+    r = b.runner("runner-1")
+    r.publish("sess-1", *[text("m%d" % i) for i in range(1, 6)])
+    for pane in (live_a, live_c):
+        got = pane.wait_count(5)
+        assert texts(got) == ["m1", "m2", "m3", "m4", "m5"]
+        assert [f.seq for f in got] == [1, 2, 3, 4, 5]
+        pane.cancel()
+    # Replay on any node: tail and since_seq, then live.
+    since = subscribe(a, "sess-1", since_seq=2)
+    tail = subscribe(c, "sess-1", tail=2)
+    r.publish("sess-1", text("m6"))
+    assert texts(since.wait_count(4)) == ["m3", "m4", "m5", "m6"]
+    assert [f.seq for f in tail.wait_count(3)] == [4, 5, 6]
+    since.cancel()
+    tail.cancel()
+    # A resume point no node has reached is OUT_OF_RANGE on every node.
+    for h in n.hubs:
+        err = fail(h.call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1", since_seq=99),
+                   token="t-alice")
+        assert err.code() == grpc.StatusCode.OUT_OF_RANGE
+
+
+def spawn_agent_session(h):
+    terminal = h.call("SpawnResource", S.SpawnResourceRequest(
+        kind=S.RESOURCE_KIND_TERMINAL, container_name="ctr-1"), token="t-runner-1",
+        door="runner").resource_id
+    spawned = h.call("SpawnResource", S.SpawnResourceRequest(
+        kind=S.RESOURCE_KIND_AGENT_SESSION, parent=terminal, provider="claude"),
+        token="t-agent-1")
+    return spawned.resource_id, spawned.session_id
+
+
+def record_lengths(frames):
+    return [json.loads(f.event.record.data_json)["length"] for f in frames
+            if f.event.HasField("record")]
+
+
+def test_every_node_reports_the_state_the_writer_derived(nodes):
+    n = nodes()
+    r = n[1].runner("runner-1")
+    r.publish("sess-1", event_frame(tool_call=F.SessionToolCall(
+        tool_call_id="t", status=F.AGENT_TOOL_CALL_STATUS_IN_PROGRESS)))
+
+    def states():
+        return [h.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                       token="t-alice").statuses[0] for h in n.hubs]
+    got = wait_for(lambda: (lambda st: st if all(s.state == state("WORKING") for s in st) else
+                            None)(states()), 10, what="WORKING on every node")
+    assert len({s.last_seq for s in got}) == 1
+
+
+def test_two_nodes_writing_one_session_keep_its_seq_contiguous(nodes):
+    n = nodes()
+    rid, sid = spawn_agent_session(n[0])
+    pane = subscribe(n[2], sid, token="t-bob", tail=1000)
+
+    def write(h, base):
+        for i in range(40):
+            h.call("AppendResourceOutput", S.AppendResourceOutputRequest(
+                resource_id=rid, bytes=b'{"type":"prompt","data":{"length":%d}}\n' % (base + i)),
+                token="t-agent-1")
+    threads = [threading.Thread(target=write, args=(h, base))
+               for h, base in ((n[0], 1000), (n[1], 2000))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    got = pane.wait(lambda items: items if len(record_lengths(items)) >= 80 else None, 30)
+    assert [f.seq for f in got] == list(range(1, len(got) + 1))
+    lengths = record_lengths(got)
+    assert sorted(lengths) == list(range(1000, 1040)) + list(range(2000, 2040))
+    # Each writer's own frames keep their order.
+    for base in (1000, 2000):
+        assert [x for x in lengths if base <= x < base + 1000] == list(range(base, base + 40))
+    pane.cancel()
+    # Every node's copy holds the same log.
+    for h in n.hubs:
+        assert [f.seq for f in replay(h, sid, len(got), token="t-bob")] == \
+            list(range(1, len(got) + 1))
+
+
+def test_an_evicted_resume_point_is_out_of_range_on_another_node(nodes):
+    n = nodes(flags=["--agent-log-bytes", "4096"])
+    r = n[0].runner("runner-1")
+    r.publish("sess-1", *[text("x" * 400) for _ in range(40)])
+    got = replay(n[1], "sess-1", 40)
+    assert got[0].seq > 1 and [f.seq for f in got] == list(range(got[0].seq, 41))
+    err = fail(n[2].call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1", since_seq=1),
+               token="t-alice")
+    assert err.code() == grpc.StatusCode.OUT_OF_RANGE
+
+
+def test_the_bus_has_one_seq_and_epoch_and_resumes_on_another_node(nodes):
+    n = nodes()
+    first = subscribe_events(n[0])
+    r = n[1].runner("runner-1")
+    r.publish("sess-1", *[text("e%d" % i) for i in range(1, 4)])
+    got = first.wait(lambda items: items if len(
+        [e for e in items if e.HasField("agent_message_chunk")]) >= 3 else None)
+    epoch = got[0].instance_epoch
+    assert epoch != 0 and all(e.instance_epoch == epoch for e in got)
+    seqs = [e.seq for e in got]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    resume_at = got[1].seq
+    first.cancel()
+    # Resuming on another node with the same epoch continues without a gap.
+    r.publish("sess-1", text("e4"))
+    again = subscribe_events(n[2], since_seq=resume_at, epoch=epoch)
+    more = again.wait(lambda items: items if any(
+        e.HasField("agent_message_chunk") and e.agent_message_chunk.text == "e4"
+        for e in items) else None)
+    assert more[0].seq == resume_at + 1
+    assert [e.seq for e in more] == list(range(resume_at + 1, resume_at + 1 + len(more)))
+    assert all(e.instance_epoch == epoch for e in more)
+    again.cancel()
+    # A wrong epoch is a resync, as on one node.
+    stale = subscribe_events(n[2], since_seq=resume_at, epoch=epoch ^ 1)
+    assert stale.wait_count(1)[0].resync_required
+    stale.cancel()
+
+
+def test_a_runner_resumes_on_another_node_after_a_kill_with_nothing_taken_twice(nodes):
+    n = nodes()
+    a, b, c = n.hubs
+    pane = subscribe(c, "sess-1", tail=1000)
+    r = a.runner("runner-1")
+    assert r.enroll(resume=False).last_runner_seq == 0
+    # One PublishEvents stream left open, as a Runner's is: node A never
+    # gets to write the Runner's mark to the store.
+    q = RequestQueue()
+    call = method(r.channel, "PublishEvents").future(q, metadata=auth(r.token), timeout=60)
+    for i in range(1, 11):
+        q.put(F.PublishEventsRequest(runner_seq=i, session_id="sess-1", frame=text("f%d" % i)))
+    pane.wait(lambda items: len(texts(items)) >= 10)
+    a.kill()
+    q.close()
+    call.cancel()
+    # Enroll on node B answers from the log: every frame node A took.
+    r2 = b.runner("runner-1")
+    assert r2.enroll(resume=True).last_runner_seq == 10
+    # The Runner resends from where it was unsure, and goes on.
+    r2.publish_raw([F.PublishEventsRequest(runner_seq=i, session_id="sess-1",
+                                           frame=text("f%d" % i)) for i in range(8, 14)])
+    got = pane.wait(lambda items: items if len(texts(items)) >= 13 else None)
+    assert texts(got) == ["f%d" % i for i in range(1, 14)]
+    assert [f.seq for f in got] == list(range(1, len(got) + 1))
+    # A plain Enroll (a restarted Runner) starts a new run on every node.
+    assert c.runner("runner-1").enroll(resume=False).last_runner_seq == 0
+    wait_for(lambda: b.runner("runner-1").enroll(resume=True).last_runner_seq == 0, 10,
+             what="node B to see the new run")
+    pane.cancel()
+
+
+def test_control_calls_on_one_node_reach_the_runner_on_another(nodes):
+    n = nodes()
+    a, c = n[0], n[2]
+    r = c.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    a.call("SkipBatchWindow", S.SkipBatchWindowRequest(session_id="sess-1"), token="t-alice")
+    assert r.wait_command("start_now").start_now.session_id == "sess-1"
+    a.call("SendAgentMessage", S.SendAgentMessageRequest(session_id="sess-1", text="hello"),
+           token="t-alice")
+    sent = r.wait_command("deliver_control")
+    assert sent.deliver_control.session_id == "sess-1"
+    a.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
+    assert r.wait_command("stop").stop.session_id == "sess-1"
+
+
+def test_control_refusals_across_nodes_keep_their_one_node_statuses(nodes):
+    n = nodes(flags=["--command-timeout-ms", "1000"])
+    a, c = n[0], n[2]
+    skip = S.SkipBatchWindowRequest(session_id="sess-1")
+    # No node holds the Runner: not delivered.
+    err = fail(a.call, "SkipBatchWindow", skip, token="t-alice")
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    # The Runner refuses: UNAVAILABLE with its words, as on one node.
+    r = c.runner("runner-1", ack_ok=False)
+    r.open_sessions(["sess-1"])
+    err = fail(a.call, "SkipBatchWindow", skip, token="t-alice")
+    assert err.code() == grpc.StatusCode.UNAVAILABLE and "refused by test" in err.details()
+    r.close()
+    # Written, never answered: DEADLINE_EXCEEDED, "may have been delivered".
+    quiet = c.runner("runner-1", auto_ack=False)
+    quiet.open_sessions(["sess-1"])
+    err = fail(a.call, "SkipBatchWindow", skip, token="t-alice", timeout=30)
+    assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "may have been delivered" in err.details()
+
+
+COUNTER_AGENT = r"""
+import json, sys, time
+for i in range(%d):
+    sys.stdout.write(json.dumps({"assistant_text": {"text": "n-%%d" %% i, "message_id": "m"}}) + "\n")
+    sys.stdout.flush()
+    time.sleep(0.02)
+while True:
+    time.sleep(1)
+"""
+
+
+def texts_in(value):
+    """Every assistant text in a JSON line of `agenthub log --json`."""
+    found = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "text" and isinstance(v, str):
+                found.append(v)
+            else:
+                found += texts_in(v)
+    elif isinstance(value, list):
+        for v in value:
+            found += texts_in(v)
+    return found
+
+
+class Proc:
+    """A program of the build, its stdout and stderr in files; stopped with
+    SIGTERM (killed after 15 s)."""
+
+    def __init__(self, tmp, name, args, env=None):
+        self.out_path = tmp / (name + ".out")
+        self.err_path = tmp / (name + ".err")
+        self.out = open(self.out_path, "w")
+        self.err = open(self.err_path, "w")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self.out,
+                                     stderr=self.err, env=full_env)
+
+    def stdout(self):
+        return self.out_path.read_text(errors="replace")
+
+    def stderr(self):
+        return self.err_path.read_text(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.out.close()
+        self.err.close()
+        return self.proc.returncode
+
+
+def test_kill_9_of_the_runners_node_loses_and_repeats_nothing(nodes, tmp_path):
+    count = 300
+    n = nodes()
+    a, b, c = n.hubs
+    agent = tmp_path / "counter.py"
+    agent.write_text(COUNTER_AGENT % count)
+    want = ["n-%d" % i for i in range(count)]
+    runner = Proc(tmp_path, "runner", [
+        str(harness.BUILD / "agenthub-runner"), "--token", "t-runner-1", "--session", "sess-1",
+        "--agent", "/usr/bin/python3 %s" % agent, "--verbose",
+        "--addr", ",".join(h.runner_addr for h in (a, b, c))])
+    # A pane through the CLI on node A (then C), one on node C.
+    follower = Proc(tmp_path, "log", [
+        str(harness.BUILD / "agenthub"), "log", "sess-1", "--follow", "--json"],
+        env={"AGENTHUB_ADDR": "%s,%s" % (a.public, c.public), "AGENTHUB_TOKEN": "t-alice"})
+    pane_c = subscribe(c, "sess-1", tail=100000)
+    try:
+        def cli_texts():
+            got = []
+            for line in follower.stdout().splitlines():
+                got += texts_in(json.loads(line))
+            return got
+        wait_for(lambda: len(cli_texts()) >= 60, 30, 0.1, what=lambda: "60 frames on the CLI: " +
+                 follower.stderr()[-2000:] + runner.stderr()[-2000:])
+        a.kill()
+        wait_for(lambda: cli_texts()[-1:] == [want[-1]], 60, 0.2,
+                 what=lambda: "the last frame on the CLI (have %d): %s %s" % (
+                     len(cli_texts()), follower.stderr()[-2000:], runner.stderr()[-3000:]))
+        got = pane_c.wait(lambda items: items if texts(items)[-1:] == [want[-1]] else None, 60)
+        assert cli_texts() == want
+        assert texts(got) == want
+        assert [f.seq for f in got] == list(range(got[0].seq, got[0].seq + len(got)))
+        seqs = [json.loads(line).get("seq") for line in follower.stdout().splitlines()]
+        assert seqs == sorted(set(seqs))
+        assert "following on from seq" in follower.stderr()
+    finally:
+        pane_c.cancel()
+        follower.stop()
+        assert runner.stop() == 0, runner.stderr()[-4000:]
+
+
+def publish_until_taken(hub, runner, first, frames):
+    """Publishes FRAMES as runner_seq FIRST.. through HUB, the way a Runner
+    does: refused (UNAVAILABLE), it enrolls again and resends from the
+    server's last_runner_seq."""
+    deadline = time.monotonic() + 30
+    while True:
+        last = runner.enroll(resume=True).last_runner_seq
+        todo = [(first + i, f) for i, f in enumerate(frames) if first + i > last]
+        if not todo:
+            return
+        try:
+            runner.publish_raw([F.PublishEventsRequest(runner_seq=seq, session_id="sess-1",
+                                                       frame=f) for seq, f in todo])
+            return
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+            assert time.monotonic() < deadline, "still refused: %s" % err.details()
+            time.sleep(0.2)
+
+
+def test_one_of_three_nats_servers_killed_loses_nothing_acknowledged(nodes):
+    n = nodes()
+    r = n[0].runner("runner-1")
+    r.enroll(resume=False)
+    want = ["k%d" % i for i in range(200)]
+    for chunk in range(4):
+        if chunk == 2:
+            n.nats.servers[0].kill()
+        publish_until_taken(n[0], r, chunk * 50 + 1, [text(w) for w in want[chunk * 50:][:50]])
+    # Every node's copy holds every frame once, in order.
+    for h in n.hubs:
+        seen = []
+
+        def holds_all(h=h):
+            rd = subscribe(h, "sess-1", tail=100000)
+            try:
+                got = rd.wait(lambda items: items if texts(items)[-1:] == [want[-1]] else None,
+                              timeout=10)
+                return got
+            except AssertionError:
+                seen[:] = texts(rd.items)
+                return None
+            finally:
+                rd.cancel()
+        got = wait_for(holds_all, 30, what=lambda: "every frame on %s: have %d, last %r; %r" % (
+            h.public, len(seen), seen[-3:], {k: v for k, v in h.metrics().items()
+                                            if "cluster" in k}))
+        assert texts(got) == want
+        assert [f.seq for f in got] == list(range(got[0].seq, got[0].seq + len(got)))
+
+
+def test_jetstream_unreachable_producers_hear_unavailable_and_panes_end(nodes):
+    n = nodes(count=2, replicas=1)
+    r = n[0].runner("runner-1")
+    r.publish("sess-1", text("before"))
+    pane = subscribe(n[1], "sess-1", tail=10)
+    first = pane.wait_count(1)
+    assert texts(first) == ["before"]
+    for s in n.nats.servers:
+        s.kill()
+    for h in n.hubs:
+        h.wait_metric("agenthub_cluster_connected", lambda v: v == 0, timeout=15)
+    # The pane ends where it is, telling its client where to resume.
+    code, trailers = pane.finish()
+    assert code == grpc.StatusCode.OK
+    assert trailers["agenthub-last-seq"] == str(pane.items[-1].seq)
+    err = fail(r.publish, "sess-1", text("during"))
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    err = fail(n[1].call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1"),
+               token="t-alice")
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    status, _ = n[0].http_get("/healthz")
+    assert status != 200
