@@ -302,8 +302,10 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 
 /* Fills STATUS for ROW: the live derived state when the session is in the
  * registry, STOPPED when closed, else UNSPECIFIED; last_seq from the live or
- * retained log (0 when none is held). */
-static void status_from_row(struct hub *ctx, const struct store_session *row,
+ * retained log (0 when none is held); caller_may_control from the gate's
+ * control decision for SUBJECT. */
+static void status_from_row(struct hub *ctx, const struct store_subject *subject,
+                            const struct store_session *row,
                             Compass__V1__AgentSessionStatus *status)
 {
     struct session *s = session_lookup(ctx->sessions, row->session_id, strlen(row->session_id));
@@ -312,6 +314,7 @@ static void status_from_row(struct hub *ctx, const struct store_session *row,
     status->agent_account_id = (char *)row->agent_account_id;
     status->provider = (char *)row->provider;
     status->native_id = (char *)row->native_id;
+    status->caller_may_control = gate_may_control_loaded(subject, row) == GATE_ALLOWED;
     if (s) {
         struct hub_log_span span;
         hub_log_span(&ctx->log, s, &span);
@@ -403,7 +406,7 @@ static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage
     } else {
         for (size_t i = 0; i < list.count; i++) {
             compass__v1__agent_session_status__init(&statuses[i]);
-            status_from_row(ctx, &list.rows[i], &statuses[i]);
+            status_from_row(ctx, &subject, &list.rows[i], &statuses[i]);
             pointers[i] = &statuses[i];
         }
         response.n_statuses = list.count;

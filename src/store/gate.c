@@ -143,10 +143,20 @@ int gate_may_control(struct store *s, const struct store_subject *subject, const
     rv = load_session(s, session_id, &sess);
     if (rv != GATE_ALLOWED)
         return rv;
-    if (!subject->is_admin && strcmp(sess.owner_account_id, subject->id) != 0)
-        return GATE_NOT_FOUND;
+    rv = gate_may_control_loaded(subject, &sess);
+    if (rv != GATE_ALLOWED)
+        return rv;
     if (out)
         *out = sess;
+    return GATE_ALLOWED;
+}
+
+int gate_may_control_loaded(const struct store_subject *subject, const struct store_session *sess)
+{
+    if (!is_account(subject) || !sess)
+        return GATE_NOT_FOUND;
+    if (!subject->is_admin && strcmp(sess->owner_account_id, subject->id) != 0)
+        return GATE_NOT_FOUND;
     return GATE_ALLOWED;
 }
 

@@ -71,6 +71,11 @@ int gate_may_view_loaded(struct store *s, const struct store_subject *subject,
 int gate_may_control(struct store *s, const struct store_subject *subject, const char *session_id,
                      struct store_session *out);
 
+/* The same decision for a session already read (to tell a caller, beside
+ * its status, whether it may control it): reads nothing, so it never
+ * faults.  ALLOWED / NOT_FOUND. */
+int gate_may_control_loaded(const struct store_subject *subject, const struct store_session *sess);
+
 /* May SUBJECT start a session in container CONTAINER_NAME (and so become
  * its owner)?  Admins may; an account may when it could view the sessions
  * of that container, i.e. is a member of its agent's home channel.  (A

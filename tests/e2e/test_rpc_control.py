@@ -258,6 +258,29 @@ def test_get_agent_status_lists_what_the_caller_may_see(hub):
         grpc.StatusCode.UNAUTHENTICATED
 
 
+def test_get_agent_status_tells_the_caller_whether_it_may_control(hub):
+    # sess-1 is alice's; bob is a member of its home channel, not its owner.
+    def may(token, sid="sess-1"):
+        st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id=sid),
+                      token=token).statuses
+        assert len(st) == 1 and st[0].session_id == sid
+        return st[0].caller_may_control
+    assert may("t-alice") is True
+    assert may("t-admin") is True
+    assert may("t-bob") is False
+    assert may("t-carol", "sess-2") is True and may("t-admin", "sess-2") is True
+    # The listing answers the same, session by session.
+    listed = {s.session_id: s.caller_may_control for s in hub.call(
+        "GetAgentStatus", S.GetAgentStatusRequest(), token="t-bob").statuses}
+    assert listed == {"sess-1": False}
+    listed = {s.session_id: s.caller_may_control for s in hub.call(
+        "GetAgentStatus", S.GetAgentStatusRequest(), token="t-admin").statuses}
+    assert listed == {"sess-1": True, "sess-2": True}
+    # Its answer agrees with the gate: bob's SkipBatchWindow is refused.
+    assert fail(hub.call, "SkipBatchWindow", S.SkipBatchWindowRequest(session_id="sess-1"),
+                token="t-bob").code() == NOT_FOUND
+
+
 def test_get_server_info_and_who_am_i(hub):
     info = hub.call("GetServerInfo", S.GetServerInfoRequest(), token="t-bob")
     assert info.features & 0x4000

@@ -602,6 +602,14 @@ def test_carol_sees_the_same_not_found_for_sess1_as_for_an_unknown_id(web, brows
     assert b"grpc-status:5" in bytes(bodies[0])
 
 
+def rpcs_sent(browser, method):
+    """How many calls of METHOD this tab's page has made (Resource Timing
+    records every fetch by its URL)."""
+    return browser.js("return performance.getEntriesByType('resource')"
+                      ".filter(e => e.name.endsWith('/compass.v1.CompassService/' + arguments[0]))"
+                      ".length", method)
+
+
 def test_alice_skips_the_batch_window_and_bob_never_sees_the_button(web, browser):
     web.runner("%s %s --script idle" % (PY, AGENT), "--batch-window-ms", "60000")
     alice = browser.driver.current_window_handle
@@ -615,6 +623,9 @@ def test_alice_skips_the_batch_window_and_bob_never_sees_the_button(web, browser
     browser.open("sess-1")
     browser.wait(lambda: browser.js("return document.querySelector('#batch').dataset.mayControl")
                  == "false", "bob's lack of control")
+    # Learning the role is read-only: no page calls SkipBatchWindow by itself.
+    assert rpcs_sent(browser, "SkipBatchWindow") == 0
+    assert rpcs_sent(browser, "GetAgentStatus") >= 1
     # Bob may not send: the server's refusal shows beside the box.
     browser.driver.find_element("css selector", "#send").send_keys("from bob")
     browser.driver.find_element("css selector", "#send-button").click()
@@ -632,11 +643,13 @@ def test_alice_skips_the_batch_window_and_bob_never_sees_the_button(web, browser
     browser.wait(lambda: browser.visible("#skip-batch"), "alice's button")
     assert browser.text("#batch-count") == "1"
     assert "delivered in" in browser.text("#batch-countdown")
+    assert rpcs_sent(browser, "SkipBatchWindow") == 0
     browser.driver.find_element("css selector", "#skip-batch").click()
     # The batch fires long before its 60 s window: the agent answers it.
     browser.wait(lambda: any(f[3].startswith("Got 1 message(s): please also lint")
                              for f in browser.frames()), "the agent's answer", timeout=20)
     assert not browser.visible("#batch")
+    browser.wait(lambda: rpcs_sent(browser, "SkipBatchWindow") == 1, "the one click's call")
     browser.tab(bob)
     browser.wait(lambda: any(f[3].startswith("Got 1 message(s)") for f in browser.frames()),
                  "bob sees the answer")

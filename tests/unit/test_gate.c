@@ -204,6 +204,23 @@ START_TEST(runner_may_not_control)
 }
 END_TEST
 
+/* The loaded form gives the same answers without reading the store. */
+START_TEST(control_of_a_loaded_session_matches_the_gate)
+{
+    struct store_subject alice = account("alice", 0), bob = account("bob", 0);
+    struct store_subject admin = account("admin", 1), r = runner("runner-1");
+    struct store_session sess;
+
+    ck_assert_int_eq(store_session_get(fx.s, "sess-1", &sess), STORE_OK);
+    ck_assert_int_eq(gate_may_control_loaded(&alice, &sess), GATE_ALLOWED);
+    ck_assert_int_eq(gate_may_control_loaded(&admin, &sess), GATE_ALLOWED);
+    ck_assert_int_eq(gate_may_control_loaded(&bob, &sess), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_control_loaded(&r, &sess), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_control_loaded(NULL, &sess), GATE_NOT_FOUND);
+    ck_assert_int_eq(gate_may_control_loaded(&alice, NULL), GATE_NOT_FOUND);
+}
+END_TEST
+
 START_TEST(start_is_for_home_channel_members_and_admins)
 {
     struct store_subject bob = account("bob", 0), carol = account("carol", 0);
@@ -477,6 +494,7 @@ static void add_common(Suite *s, int pg, void (*fixture)(void), void (*server)(v
     tcase_add_test(tc, member_who_is_not_owner_may_not_control);
     tcase_add_test(tc, admin_may_control_any_session);
     tcase_add_test(tc, runner_may_not_control);
+    tcase_add_test(tc, control_of_a_loaded_session_matches_the_gate);
     tcase_add_test(tc, start_is_for_home_channel_members_and_admins);
 
     NEW_TCASE("binding_and_produce");

@@ -23,7 +23,6 @@ const EPOCH_PROBE_SEQ = 0xffffffffffffffffn;
 const ALL_RETAINED = 0xffffffff;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
-const PROBE_RETRY_MS = 5000;
 
 type Compass = Client<typeof CompassService>;
 
@@ -60,8 +59,6 @@ class Page {
   private batchCount = 0;
   private batchFiresAt = 0;
   private mayControl: boolean | null = null;
-  private probing = false;
-  private probedAt = 0;
 
   constructor() {
     const transport = createGrpcWebTransport({ baseUrl: location.origin, useBinaryFormat: true });
@@ -269,8 +266,6 @@ class Page {
     this.pane.reset();
     this.batchCount = 0;
     this.mayControl = null;
-    this.probing = false;
-    this.probedAt = 0;
     $("pane-title").textContent = "No session open";
     $("state").textContent = "";
     $("send-form").hidden = true;
@@ -289,6 +284,7 @@ class Page {
     $("send-form").hidden = false;
     this.sessions.get(id)?.classList.add("open");
     this.setStatus();
+    void this.loadControl(id, ctl.signal);
     void this.paneLoop(id, ctl.signal);
   }
 
@@ -316,6 +312,7 @@ class Page {
     let epoch: bigint | null = null;
     let backoff = BACKOFF_MIN_MS;
     let quietEnds = 0;
+    let connects = 0;
     while (!signal.aborted) {
       const current = await this.probeEpoch(signal);
       if (signal.aborted) return;
@@ -338,7 +335,8 @@ class Page {
             onHeader: () => {
               this.setPaneStatus("live");
               backoff = BACKOFF_MIN_MS;
-              setTimeout(() => void this.maybeProbeControl(), 300);
+              // The open asked already; each reconnect asks again.
+              if (connects++ > 0) void this.loadControl(id, signal);
             },
           },
         );
@@ -381,6 +379,7 @@ class Page {
     try {
       const r = await this.client.getAgentStatus({ sessionId: id }, { headers: this.headers(), signal });
       const s = r.statuses.find((x) => x.sessionId === id);
+      if (s) this.setControl(id, s.callerMayControl, signal);
       return s ? s.state : null;
     } catch (e) {
       this.failed(e);
@@ -391,42 +390,35 @@ class Page {
   private onFrame(f: AgentSessionFrame, logEpoch: string): void {
     this.pane.push(f, logEpoch);
     if (f.state !== AgentSessionState.UNSPECIFIED) this.showState(f.state);
-    // A probe the server could not answer yet (its Runner away) is tried
-    // again as the session moves, at most every few seconds.
-    if (this.mayControl === null && Date.now() - this.probedAt > PROBE_RETRY_MS) void this.maybeProbeControl();
     const ev = f.event?.event;
     if (ev?.case === "batchPending") {
       this.batchCount = ev.value.count;
       this.batchFiresAt = Number(ev.value.firesAtUnixMs);
       this.renderBatch();
-      if (this.batchCount === 0) void this.maybeProbeControl();
     }
   }
 
   // --- The batch window and the send box -----------------------------------
 
-  /* Whether the caller may control this session is learnt from the server:
-   * no message says so, so the page asks SkipBatchWindow itself while no
-   * batch is pending, when firing it is a no-op.  Allowed (or refused
-   * after the membership gate) shows the button; NOT_FOUND hides it. */
-  private async maybeProbeControl(): Promise<void> {
-    if (this.mayControl !== null || this.probing || !this.openId || this.batchCount > 0) return;
-    if (this.paneStatus !== "live") return;
-    const id = this.openId;
-    const signal = this.paneCtl!.signal;
-    this.probing = true;
-    this.probedAt = Date.now();
+  /* Whether the caller may control this session (its owner or an admin):
+   * GetAgentStatus says so in caller_may_control, read-only.  Asked each
+   * time the pane's stream (re)connects, so a change of role is seen after
+   * a reconnect at the latest; a failed ask leaves the last answer. */
+  private async loadControl(id: string, signal: AbortSignal): Promise<void> {
     try {
-      await this.client.skipBatchWindow({ sessionId: id }, { headers: this.headers(), signal });
-      this.mayControl = true;
+      const r = await this.client.getAgentStatus({ sessionId: id }, { headers: this.headers(), signal });
+      const s = r.statuses.find((x) => x.sessionId === id);
+      this.setControl(id, s ? s.callerMayControl : false, signal);
     } catch (e) {
       const err = this.failed(e);
-      if (err.code === Code.NotFound || err.code === Code.PermissionDenied) this.mayControl = false;
-      else if (err.code === Code.FailedPrecondition || err.code === Code.DeadlineExceeded) this.mayControl = true;
-    } finally {
-      if (id === this.openId) this.probing = false;
+      if (err.code === Code.NotFound) this.setControl(id, false, signal);
     }
-    if (id === this.openId) this.renderBatch();
+  }
+
+  private setControl(id: string, may: boolean, signal: AbortSignal): void {
+    if (signal.aborted || id !== this.openId) return;
+    this.mayControl = may;
+    this.renderBatch();
   }
 
   private renderBatch(): void {

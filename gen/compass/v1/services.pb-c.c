@@ -2086,7 +2086,7 @@ const ProtobufCMessageDescriptor compass__v1__resync_required__descriptor =
   (ProtobufCMessageInit) compass__v1__resync_required__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_descriptors[6] =
+static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_descriptors[7] =
 {
   {
     "session_id",
@@ -2160,19 +2160,33 @@ static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "caller_may_control",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, caller_may_control),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__agent_session_status__field_indices_by_name[] = {
   2,   /* field[2] = agent_account_id */
+  6,   /* field[6] = caller_may_control */
   5,   /* field[5] = last_seq */
   4,   /* field[4] = native_id */
   3,   /* field[3] = provider */
   0,   /* field[0] = session_id */
   1,   /* field[1] = state */
 };
-static const ProtobufCIntRange compass__v1__agent_session_status__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__agent_session_status__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 100, 6 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor compass__v1__agent_session_status__descriptor =
 {
@@ -2182,10 +2196,10 @@ const ProtobufCMessageDescriptor compass__v1__agent_session_status__descriptor =
   "Compass__V1__AgentSessionStatus",
   "compass.v1",
   sizeof(Compass__V1__AgentSessionStatus),
-  6,
+  7,
   compass__v1__agent_session_status__field_descriptors,
   compass__v1__agent_session_status__field_indices_by_name,
-  1,  compass__v1__agent_session_status__number_ranges,
+  2,  compass__v1__agent_session_status__number_ranges,
   (ProtobufCMessageInit) compass__v1__agent_session_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -148,10 +148,17 @@ struct  Compass__V1__AgentSessionStatus
   char *provider;
   char *native_id;
   uint64_t last_seq;
+  /*
+   * True when the calling account may control the session (SkipBatchWindow,
+   * SendAgentMessage, StopAgentSession), as the membership gate decides: its
+   * owner or an admin.  Filled only in GetAgentStatus's answer on the public
+   * door; false everywhere else (on the bus, in a Runner's report).
+   */
+  protobuf_c_boolean caller_may_control;
 };
 #define COMPASS__V1__AGENT_SESSION_STATUS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__agent_session_status__descriptor) \
-    , (char *)protobuf_c_empty_string, COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 struct  Compass__V1__AgentMessageChunk
