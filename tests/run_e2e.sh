@@ -7,6 +7,9 @@ counts=$2
 out=$(AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e 2>&1)
 rc=$?
 printf '%s\n' "$out" | tail -60
+# A failure's summary line carries its whole assertion message, which can be
+# longer than the tail above: name every failed test on a line of its own.
+printf '%s\n' "$out" | grep -E '^(FAILED|ERROR) ' | cut -c1-240
 summary=$(printf '%s\n' "$out" | grep -E '(passed|failed|error|no tests ran)' | tail -1)
 passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || true)
 failed=$(echo "$summary" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || true)
