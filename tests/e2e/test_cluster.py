@@ -147,11 +147,13 @@ def test_two_nodes_writing_one_session_keep_its_seq_contiguous(nodes):
     rid, sid = spawn_agent_session(n[0])
     pane = subscribe(n[2], sid, token="t-bob", tail=1000)
 
+    told = {}
+
     def write(h, base):
         for i in range(40):
-            h.call("AppendResourceOutput", S.AppendResourceOutputRequest(
+            told[base + i] = h.call("AppendResourceOutput", S.AppendResourceOutputRequest(
                 resource_id=rid, bytes=b'{"type":"prompt","data":{"length":%d}}\n' % (base + i)),
-                token="t-agent-1")
+                token="t-agent-1").first_seq
     threads = [threading.Thread(target=write, args=(h, base))
                for h, base in ((n[0], 1000), (n[1], 2000))]
     for t in threads:
@@ -162,6 +164,8 @@ def test_two_nodes_writing_one_session_keep_its_seq_contiguous(nodes):
     assert [f.seq for f in got] == list(range(1, len(got) + 1))
     lengths = record_lengths(got)
     assert sorted(lengths) == list(range(1000, 1040)) + list(range(2000, 2040))
+    # Each record is where its answer said, renumbered or not.
+    assert {record_lengths([f])[0]: f.seq for f in got if f.event.HasField("record")} == told
     # Each writer's own frames keep their order.
     for base in (1000, 2000):
         assert [x for x in lengths if base <= x < base + 1000] == list(range(base, base + 40))
