@@ -14,83 +14,7 @@
 #include "hub/runner_marks.h"
 #include "store/store.h"
 
-/* A batch stays well under NATS's default max_payload (1 MiB). */
-#define BATCH_BYTES   ((size_t)512 * 1024)
-#define SUBJECT_MAX   CLUSTER_SUBJECT_MAX
-#define WATCH_MS      2000
-#define RETRY_MS      20
-#define TABLE_BUCKETS 1024u
-
-struct js_entry {
-    struct js_entry *next;
-    uint8_t kind; /* CLUSTER_ENTRY_FRAME, CLUSTER_ENTRY_RUNNER_RESET or an enum hub_log_mark */
-    uint8_t olen; /* origin bytes at the front of data */
-    uint64_t runner_seq;
-    uint64_t ord; /* its place among the entries this node took for the subject */
-    int64_t at_unix_ms;
-    size_t len; /* frame bytes after the origin */
-    uint8_t data[];
-};
-
-/* Entries that take a seq on their subject. */
-static int entry_counts(uint8_t kind)
-{
-    return kind == CLUSTER_ENTRY_FRAME || kind == CLUSTER_ENTRY_RUNNER_RESET;
-}
-
-/* A session as JetStream sees it: where its subject stands and what this
- * node is writing into it. */
-struct js_session {
-    struct js_session *hnext;
-    struct js_entry *out_head, *out_tail; /* waiting */
-    struct js_entry *fly;                 /* published, not yet acknowledged */
-    uint32_t out_frames, fly_frames;
-    uint64_t last_stream_seq; /* the subject's newest message known here */
-    uint64_t last_seq;        /* the session seq of its newest frame known here */
-    uint8_t *fly_buf;         /* the batch as sent, for sending again */
-    size_t fly_len;
-    uint64_t fly_first_seq;
-    uint64_t fly_pred;  /* the stream seq it was written after */
-    uint64_t fly_nonce; /* its Agenthub-Batch */
-    uint64_t dup_wait;  /* refused: the first stream seq that tells whose it was */
-    uint64_t dup_since_ns;
-    uint64_t fly_since_ns;
-    uint8_t in_flight;
-    uint8_t retry;              /* a conflict: publish again once the copy catches up */
-    uint64_t ords;              /* entries taken so far */
-    struct hub_log_wait *waits; /* producers waiting for their entries to be stored */
-    char subject[SUBJECT_MAX];
-    char id[SESSION_MAX_ID + 1];
-};
-
-struct hub_log_js {
-    struct js_link *link;
-    struct event_base *base;
-    struct session_registry *reg;
-    struct bus *bus;
-    struct event *retry_timer;
-    struct event *watch_timer;
-    struct event *wait_timer;
-    uint64_t wait_ns;  /* how long a producer waits for its frames to be stored */
-    uint64_t last_ord; /* the entry enqueue took last */
-    struct js_session *table[TABLE_BUCKETS];
-    struct runner_marks *marks;
-    char origin[STORE_ID_MAX]; /* the Runner whose frame is being taken, or "" */
-    uint64_t origin_seq;
-    uint64_t epoch;
-    uint64_t frames_target, bus_target; /* caught up once applied past these */
-    uint64_t frames_applied, bus_applied;
-    int got_ready, connected, caught_up;
-    /* metrics */
-    uint64_t publish_ns_sum, publish_ns_max, publish_acks;
-    uint64_t writer_changes;  /* batches published again after another node wrote */
-    uint64_t publish_retries; /* batches sent again after no answer */
-    uint64_t batches;         /* the last batch nonce: random at start, then counted, so
-                               * no two nodes' batches share one */
-    uint64_t bus_lost;
-    uint64_t apply_gaps;   /* a session's copy resumed past a gap */
-    uint64_t waits_failed; /* producers told their frames could not be stored */
-};
+#include "hub/hub_log_js_internal.h"
 
 static uint64_t hash_str(const char *s)
 {
@@ -146,7 +70,6 @@ static void check_caught_up(struct hub_log_js *js)
 
 static void pump(struct hub_log_js *js, struct js_session *e);
 static void fly_check(struct hub_log_js *js, struct js_session *e, const struct js_link_msg *m);
-static void waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t now);
 
 /* Applies one entry to the node's copy of session ID.  Frame SEQ is
  * appended unless the copy has it already. */
@@ -280,82 +203,12 @@ static void on_connection(void *arg, int up)
         watch_list_wake(&s->watchers);
     for (size_t i = 0; i < TABLE_BUCKETS; i++)
         for (struct js_session *e = js->table[i]; e; e = e->hnext)
-            waits_fail(js, e, 0);
+            hub_log_js_waits_fail(js, e, 0);
 }
 
 /* --- writing ------------------------------------------------------------------ */
 
-/* --- producers waiting for their frames (hub_log_wait) ------------------------- */
-
-/* Answers E's waits whose frames are all stored (their last entry at or
- * before ORD).  A done callback may end other calls, which take their
- * waits back: the list is walked again from its head after each. */
-static void waits_stored(struct js_session *e, uint64_t ord)
-{
-    for (;;) {
-        struct hub_log_wait *w = e->waits;
-
-        while (w && w->last_ord > ord)
-            w = w->next;
-        if (!w)
-            return;
-        hub_log_wait_cancel(w);
-        w->done(w, 1);
-    }
-}
-
-/* Tells E's waits their frames could not be stored in time: all of them,
- * or those past their deadline when NOW is not 0.  The frames stay queued
- * and may still be stored; the producer, told UNAVAILABLE, sends them
- * again (at least once, never lost). */
-static void waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t now)
-{
-    for (;;) {
-        struct hub_log_wait *w = e->waits;
-
-        while (w && now && w->deadline_ns > now)
-            w = w->next;
-        if (!w)
-            return;
-        hub_log_wait_cancel(w);
-        js->waits_failed++;
-        w->done(w, 0);
-    }
-}
-
-static void on_wait_timer(evutil_socket_t fd, short what, void *arg)
-{
-    struct hub_log_js *js = arg;
-    uint64_t now = clock_monotonic_ns();
-    int waiting = 0;
-
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (struct js_session *e = js->table[i]; e; e = e->hnext) {
-            waits_fail(js, e, now);
-            waiting |= e->waits != NULL;
-        }
-    if (waiting)
-        event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
-}
-
-/* The final seqs of the waits' frames in E's batch in flight, now stored
- * from fly_first_seq on. */
-static void waits_number(struct js_session *e)
-{
-    uint64_t seq = e->fly_first_seq;
-
-    for (const struct js_entry *p = e->fly; p; p = p->next) {
-        if (!entry_counts(p->kind))
-            continue;
-        for (struct hub_log_wait *w = e->waits; w; w = w->next) {
-            if (w->first_ord == p->ord)
-                w->first_seq = seq;
-            if (w->last_ord == p->ord)
-                w->last_seq = seq;
-        }
-        seq++;
-    }
-}
+/* --- producers waiting for their frames (hub_log_wait_*.c does the rest) ----- */
 
 static void js_track(void *impl, struct session *s, struct hub_log_wait *w, uint64_t seq)
 {
@@ -430,7 +283,7 @@ static void fly_done(struct hub_log_js *js, struct js_session *e)
     if (ns > js->publish_ns_max)
         js->publish_ns_max = ns;
     if (e->waits) {
-        waits_number(e);
+        hub_log_js_waits_number(e);
         for (const struct js_entry *p = e->fly; p; p = p->next)
             stored_ord = p->ord;
     }
@@ -442,7 +295,7 @@ static void fly_done(struct hub_log_js *js, struct js_session *e)
     e->in_flight = 0;
     e->dup_wait = 0;
     if (stored_ord)
-        waits_stored(e, stored_ord);
+        hub_log_js_waits_stored(e, stored_ord);
 }
 
 /* A batch waits for the consumer to tell whose message follows its
@@ -531,7 +384,7 @@ static void on_ack(void *arg, const char *subject, const char *batch, enum js_ac
         e->in_flight = 0;
         retry_later(js, e);
         /* The append timed out: its producers hear UNAVAILABLE now. */
-        waits_fail(js, e, 0);
+        hub_log_js_waits_fail(js, e, 0);
         return;
     }
     pump(js, e);
@@ -951,7 +804,7 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
     js->batches &= ~(uint64_t)0 >> 1; /* room to count up */
     js->retry_timer = evtimer_new(base, on_retry, js);
     js->watch_timer = evtimer_new(base, on_watch, js);
-    js->wait_timer = evtimer_new(base, on_wait_timer, js);
+    js->wait_timer = evtimer_new(base, hub_log_js_waits_timer, js);
     /* An ack that does not come in time fails the waits at once; this
      * bounds the other ways a batch can stall (sent again and again while
      * the link cannot publish, waiting for a silent consumer). */
