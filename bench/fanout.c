@@ -490,10 +490,9 @@ int main(int argc, char **argv)
         }
         bench.addr_count = (int)n_addr;
         per_addr = (bench.opt.subscribers + bench.addr_count - 1) / bench.addr_count;
-        bench.clients_per_addr =
-            bench.opt.web ? 0
-                          : (per_addr + bench.opt.streams_per_connection - 1) /
-                                bench.opt.streams_per_connection;
+        bench.clients_per_addr = bench.opt.web ? 0
+                                               : (per_addr + bench.opt.streams_per_connection - 1) /
+                                                     bench.opt.streams_per_connection;
         bench.client_count = bench.clients_per_addr * bench.addr_count;
         bench.clients = calloc((size_t)bench.client_count + 1, sizeof(*bench.clients));
         for (int i = 0; i < bench.client_count; i++) {

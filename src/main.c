@@ -63,7 +63,7 @@ struct config {
     int max_connections_set;                    /* --max-connections given */
     const char *cors_origins[CORS_ORIGINS_MAX]; /* --cors-origin, in order */
     size_t cors_origin_count;
-    const char *cluster;     /* NATS URLs: session logs and the bus on JetStream */
+    const char *cluster; /* NATS URLs: session logs and the bus on JetStream */
     const char *node_id;
     size_t cluster_replicas;
 };

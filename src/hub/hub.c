@@ -373,6 +373,13 @@ static int event_evidence(const Compass__V1__SessionEvent *event)
 uint64_t hub_append_event(struct hub *ctx, struct session *s,
                           const Compass__V1__SessionEvent *event, int record_evidence)
 {
+    return hub_append_tracked(ctx, s, event, record_evidence, NULL);
+}
+
+uint64_t hub_append_tracked(struct hub *ctx, struct session *s,
+                            const Compass__V1__SessionEvent *event, int record_evidence,
+                            struct hub_log_wait *w)
+{
     Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
     uint64_t seq;
     int evidence;
@@ -382,6 +389,9 @@ uint64_t hub_append_event(struct hub *ctx, struct session *s,
     seq = hub_ring_append(ctx, s, &frame);
     if (seq == 0)
         return 0;
+    /* Before the state frame its evidence may add: W waits for this one. */
+    if (w)
+        hub_log_track(&ctx->log, s, w, seq);
     project_event(ctx, session_id(s), event);
     evidence = event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_RECORD
                    ? record_evidence

@@ -114,6 +114,16 @@ enum hub_live hub_live_session(struct hub *ctx, const char *session_id, struct s
 uint64_t hub_append_event(struct hub *ctx, struct session *s,
                           const Compass__V1__SessionEvent *event, int record_evidence);
 
+/* hub_append_event whose frame W tracks: once every frame a producer
+ * appended is tracked, hub_log_stored tells whether they are stored
+ * already (the memory log: always, with their seqs in W), and otherwise
+ * hub_log_wait runs W->done when the replicated log acknowledged them or
+ * could not store them in time.  Returns the frame's seq, or 0 as
+ * hub_append_event. */
+uint64_t hub_append_tracked(struct hub *ctx, struct session *s,
+                            const Compass__V1__SessionEvent *event, int record_evidence,
+                            struct hub_log_wait *w);
+
 /* Records EVIDENCE at RANK (see arbiter_observe).  A change of the derived
  * state appends a state frame and publishes AgentSessionStatus; a terminal
  * state (STOPPED, ERRORED) ends S's tail after its frame, so its panes end,

@@ -36,6 +36,26 @@ enum hub_log_mark {
     HUB_LOG_END = 2,         /* the session ended (closed); do not use S afterwards */
 };
 
+/* A producer waiting until frames it appended are stored (a replicated log
+ * acknowledged them).  The caller owns it: hub_log_track fills it while
+ * appending, hub_log_stored says whether it is complete at once, and
+ * otherwise hub_log_wait hands it to the backend until DONE runs (once) or
+ * hub_log_wait_cancel takes it back. */
+struct hub_log_wait;
+/* OK is 1 when every tracked frame is stored, FIRST_SEQ and LAST_SEQ then
+ * being their final seqs; 0 when they could not be stored in time (the
+ * log unreachable, the append timed out).  W is no longer the backend's. */
+typedef void (*hub_log_done_fn)(struct hub_log_wait *w, int ok);
+
+struct hub_log_wait {
+    uint64_t first_seq, last_seq; /* the tracked frames' seqs (final once stored) */
+    uint64_t first_ord, last_ord; /* the backend's names for those frames */
+    hub_log_done_fn done;
+    /* the backend's, while it holds W */
+    struct hub_log_wait *next, **pprev;
+    uint64_t deadline_ns;
+};
+
 struct hub_log_ops {
     /* --- session logs --- */
     /* Appends FRAME to S's log and wakes its watchers.  Returns its seq, or
@@ -78,6 +98,16 @@ struct hub_log_ops {
     uint64_t (*runner_mark)(void *impl, const char *runner_id, uint64_t *generation);
     /* RUNNER_ID starts a new run: its mark goes back to 0. */
     void (*runner_reset)(void *impl, const char *runner_id);
+
+    /* --- durability --- */
+    /* The frame just appended to S (seq SEQ) belongs to W. */
+    void (*track)(void *impl, struct session *s, struct hub_log_wait *w, uint64_t seq);
+    /* 1 when W's frames are stored already (memory: always), with their
+     * final seqs in W; 0 when hub_log_wait must wait for them. */
+    int (*stored)(void *impl, struct session *s, struct hub_log_wait *w);
+    /* Holds W until its frames are stored or cannot be; then runs
+     * W->done.  NULL for a backend whose stored always answers 1. */
+    void (*wait)(void *impl, struct session *s, struct hub_log_wait *w);
 
     /* --- operating --- */
     /* 1 when appends and publishes are taken now; 0 while a replicated log
@@ -147,6 +177,37 @@ static inline uint64_t hub_log_runner_mark(const struct hub_log *log, const char
 static inline void hub_log_runner_reset(const struct hub_log *log, const char *runner_id)
 {
     log->ops->runner_reset(log->impl, runner_id);
+}
+
+static inline void hub_log_track(const struct hub_log *log, struct session *s,
+                                 struct hub_log_wait *w, uint64_t seq)
+{
+    log->ops->track(log->impl, s, w, seq);
+}
+
+static inline int hub_log_stored(const struct hub_log *log, struct session *s,
+                                 struct hub_log_wait *w)
+{
+    return log->ops->stored(log->impl, s, w);
+}
+
+static inline void hub_log_wait(const struct hub_log *log, struct session *s,
+                                struct hub_log_wait *w)
+{
+    log->ops->wait(log->impl, s, w);
+}
+
+/* Takes W back from the backend before its done has run (its caller went
+ * away); nothing when the backend no longer holds it. */
+static inline void hub_log_wait_cancel(struct hub_log_wait *w)
+{
+    if (!w->pprev)
+        return;
+    *w->pprev = w->next;
+    if (w->next)
+        w->next->pprev = w->pprev;
+    w->next = NULL;
+    w->pprev = NULL;
 }
 
 static inline int hub_log_writable(const struct hub_log *log)

@@ -14,76 +14,7 @@
 #include "hub/runner_marks.h"
 #include "store/store.h"
 
-/* A batch stays well under NATS's default max_payload (1 MiB). */
-#define BATCH_BYTES   ((size_t)512 * 1024)
-#define SUBJECT_MAX   CLUSTER_SUBJECT_MAX
-#define WATCH_MS      2000
-#define RETRY_MS      20
-#define TABLE_BUCKETS 1024u
-
-struct js_entry {
-    struct js_entry *next;
-    uint8_t kind; /* CLUSTER_ENTRY_FRAME, CLUSTER_ENTRY_RUNNER_RESET or an enum hub_log_mark */
-    uint8_t olen; /* origin bytes at the front of data */
-    uint64_t runner_seq;
-    int64_t at_unix_ms;
-    size_t len; /* frame bytes after the origin */
-    uint8_t data[];
-};
-
-/* Entries that take a seq on their subject. */
-static int entry_counts(uint8_t kind)
-{
-    return kind == CLUSTER_ENTRY_FRAME || kind == CLUSTER_ENTRY_RUNNER_RESET;
-}
-
-/* A session as JetStream sees it: where its subject stands and what this
- * node is writing into it. */
-struct js_session {
-    struct js_session *hnext;
-    struct js_entry *out_head, *out_tail; /* waiting */
-    struct js_entry *fly;                 /* published, not yet acknowledged */
-    uint32_t out_frames, fly_frames;
-    uint64_t last_stream_seq; /* the subject's newest message known here */
-    uint64_t last_seq;        /* the session seq of its newest frame known here */
-    uint8_t *fly_buf;         /* the batch as sent, for sending again */
-    size_t fly_len;
-    uint64_t fly_first_seq;
-    uint64_t fly_pred;  /* the stream seq it was written after */
-    uint64_t fly_nonce; /* its Agenthub-Batch */
-    uint64_t dup_wait;  /* refused: the first stream seq that tells whose it was */
-    uint64_t dup_since_ns;
-    uint64_t fly_since_ns;
-    uint8_t in_flight;
-    uint8_t retry; /* a conflict: publish again once the copy catches up */
-    char subject[SUBJECT_MAX];
-    char id[SESSION_MAX_ID + 1];
-};
-
-struct hub_log_js {
-    struct js_link *link;
-    struct event_base *base;
-    struct session_registry *reg;
-    struct bus *bus;
-    struct event *retry_timer;
-    struct event *watch_timer;
-    struct js_session *table[TABLE_BUCKETS];
-    struct runner_marks *marks;
-    char origin[STORE_ID_MAX]; /* the Runner whose frame is being taken, or "" */
-    uint64_t origin_seq;
-    uint64_t epoch;
-    uint64_t frames_target, bus_target; /* caught up once applied past these */
-    uint64_t frames_applied, bus_applied;
-    int got_ready, connected, caught_up;
-    /* metrics */
-    uint64_t publish_ns_sum, publish_ns_max, publish_acks;
-    uint64_t writer_changes;  /* batches published again after another node wrote */
-    uint64_t publish_retries; /* batches sent again after no answer */
-    uint64_t batches;         /* the last batch nonce: random at start, then counted, so
-                               * no two nodes' batches share one */
-    uint64_t bus_lost;
-    uint64_t apply_gaps; /* a session's copy resumed past a gap */
-};
+#include "hub/hub_log_js_internal.h"
 
 static uint64_t hash_str(const char *s)
 {
@@ -270,9 +201,54 @@ static void on_connection(void *arg, int up)
      * on a node that still reaches JetStream. */
     for (struct session *s = session_first(js->reg); s; s = session_next(s))
         watch_list_wake(&s->watchers);
+    for (size_t i = 0; i < TABLE_BUCKETS; i++)
+        for (struct js_session *e = js->table[i]; e; e = e->hnext)
+            hub_log_js_waits_fail(js, e, 0);
 }
 
 /* --- writing ------------------------------------------------------------------ */
+
+/* --- producers waiting for their frames (hub_log_wait_*.c does the rest) ----- */
+
+static void js_track(void *impl, struct session *s, struct hub_log_wait *w, uint64_t seq)
+{
+    struct hub_log_js *js = impl;
+
+    if (w->first_ord == 0) {
+        w->first_ord = js->last_ord;
+        w->first_seq = seq;
+    }
+    w->last_ord = js->last_ord;
+    w->last_seq = seq;
+}
+
+static int js_stored(void *impl, struct session *s, struct hub_log_wait *w)
+{
+    return w->last_ord == 0; /* nothing taken: nothing to wait for */
+}
+
+static void js_wait(void *impl, struct session *s, struct hub_log_wait *w)
+{
+    struct hub_log_js *js = impl;
+    char subject[SUBJECT_MAX];
+    struct js_session *e;
+
+    cluster_wire_subject(session_id(s), 0, subject);
+    e = js_session_get(js, subject, NULL, 0);
+    if (!e || !js->connected) {
+        js->waits_failed++;
+        w->done(w, 0);
+        return;
+    }
+    w->deadline_ns = clock_monotonic_ns() + js->wait_ns;
+    w->next = e->waits;
+    if (w->next)
+        w->next->pprev = &w->next;
+    w->pprev = &e->waits;
+    e->waits = w;
+    if (!evtimer_pending(js->wait_timer, NULL))
+        event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
+}
 
 /* The batch in flight goes back in front of the outbox, to be sequenced
  * again after what another node wrote. */
@@ -295,15 +271,22 @@ static void fly_return(struct js_session *e)
     e->fly_frames = 0;
 }
 
-/* The batch in flight is stored. */
+/* The batch in flight is stored; producers whose frames it ends are
+ * answered. */
 static void fly_done(struct hub_log_js *js, struct js_session *e)
 {
     uint64_t ns = clock_monotonic_ns() - e->fly_since_ns;
+    uint64_t stored_ord = 0;
 
     js->publish_ns_sum += ns;
     js->publish_acks++;
     if (ns > js->publish_ns_max)
         js->publish_ns_max = ns;
+    if (e->waits) {
+        hub_log_js_waits_number(e);
+        for (const struct js_entry *p = e->fly; p; p = p->next)
+            stored_ord = p->ord;
+    }
     entries_free(e->fly);
     free(e->fly_buf);
     e->fly = NULL;
@@ -311,6 +294,8 @@ static void fly_done(struct hub_log_js *js, struct js_session *e)
     e->fly_frames = 0;
     e->in_flight = 0;
     e->dup_wait = 0;
+    if (stored_ord)
+        hub_log_js_waits_stored(e, stored_ord);
 }
 
 /* A batch waits for the consumer to tell whose message follows its
@@ -398,6 +383,8 @@ static void on_ack(void *arg, const char *subject, const char *batch, enum js_ac
         js->publish_retries++;
         e->in_flight = 0;
         retry_later(js, e);
+        /* The append timed out: its producers hear UNAVAILABLE now. */
+        hub_log_js_waits_fail(js, e, 0);
         return;
     }
     pump(js, e);
@@ -546,6 +533,8 @@ static struct js_session *enqueue(struct hub_log_js *js, const char *subject, co
     e->out_tail = entry;
     if (entry_counts(kind))
         e->out_frames++;
+    entry->ord = ++e->ords;
+    js->last_ord = entry->ord;
     return e;
 }
 
@@ -745,12 +734,17 @@ static void js_write_metrics(void *impl, FILE *out)
             "# TYPE agenthub_cluster_bus_events_lost_total counter\n"
             "agenthub_cluster_bus_events_lost_total %llu\n"
             "# TYPE agenthub_cluster_apply_gaps_total counter\n"
-            "agenthub_cluster_apply_gaps_total %llu\n",
+            "agenthub_cluster_apply_gaps_total %llu\n"
+            "# HELP agenthub_cluster_appends_unstored_total Producer calls answered UNAVAILABLE "
+            "because JetStream did not store their frames in time.\n"
+            "# TYPE agenthub_cluster_appends_unstored_total counter\n"
+            "agenthub_cluster_appends_unstored_total %llu\n",
             js->connected, js->caught_up, (unsigned long long)st.disconnects,
             (unsigned long long)st.publishes, (double)js->publish_ns_sum / 1e9,
             (unsigned long long)js->publish_acks, (double)js->publish_ns_max / 1e9,
             (unsigned long long)js->writer_changes, (unsigned long long)js->publish_retries,
-            (unsigned long long)js->bus_lost, (unsigned long long)js->apply_gaps);
+            (unsigned long long)js->bus_lost, (unsigned long long)js->apply_gaps,
+            (unsigned long long)js->waits_failed);
 }
 
 static const struct hub_log_ops js_ops = {
@@ -769,6 +763,9 @@ static const struct hub_log_ops js_ops = {
     .origin = js_origin,
     .runner_mark = js_runner_mark,
     .runner_reset = js_runner_reset,
+    .track = js_track,
+    .stored = js_stored,
+    .wait = js_wait,
     .writable = js_writable,
     .write_metrics = js_write_metrics,
 };
@@ -807,8 +804,13 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
     js->batches &= ~(uint64_t)0 >> 1; /* room to count up */
     js->retry_timer = evtimer_new(base, on_retry, js);
     js->watch_timer = evtimer_new(base, on_watch, js);
+    js->wait_timer = evtimer_new(base, hub_log_js_waits_timer, js);
+    /* An ack that does not come in time fails the waits at once; this
+     * bounds the other ways a batch can stall (sent again and again while
+     * the link cannot publish, waiting for a silent consumer). */
+    js->wait_ns = ((uint64_t)config->publish_wait_ms * 2 + 1000) * 1000000;
     js->marks = runner_marks_new();
-    if (!js->retry_timer || !js->watch_timer || !js->marks) {
+    if (!js->retry_timer || !js->watch_timer || !js->wait_timer || !js->marks) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -824,6 +826,8 @@ fail:
         event_free(js->retry_timer);
     if (js->watch_timer)
         event_free(js->watch_timer);
+    if (js->wait_timer)
+        event_free(js->wait_timer);
     runner_marks_free(js->marks);
     free(js);
     return NULL;
@@ -836,11 +840,16 @@ void hub_log_js_free(struct hub_log_js *js)
     js_link_free(js->link);
     event_free(js->retry_timer);
     event_free(js->watch_timer);
+    event_free(js->wait_timer);
     runner_marks_free(js->marks);
     for (size_t i = 0; i < TABLE_BUCKETS; i++) {
         struct js_session *e = js->table[i];
         while (e) {
             struct js_session *next = e->hnext;
+            /* Their calls are gone (the server closes them first); a wait
+             * left behind is only let go, never answered. */
+            while (e->waits)
+                hub_log_wait_cancel(e->waits);
             entries_free(e->out_head);
             entries_free(e->fly);
             free(e->fly_buf);

@@ -99,6 +99,19 @@ static uint64_t memory_epoch(void *impl)
     return bus_epoch(impl);
 }
 
+/* Memory stores a frame as it appends it: its seq is final at once. */
+static void memory_track(void *impl, struct session *s, struct hub_log_wait *w, uint64_t seq)
+{
+    if (w->first_seq == 0)
+        w->first_seq = seq;
+    w->last_seq = seq;
+}
+
+static int memory_stored(void *impl, struct session *s, struct hub_log_wait *w)
+{
+    return 1;
+}
+
 static const struct hub_log_ops memory_ops = {
     .append = memory_append,
     .read = hub_log_ring_read,
@@ -115,6 +128,8 @@ static const struct hub_log_ops memory_ops = {
     .origin = memory_origin,
     .runner_mark = memory_runner_mark,
     .runner_reset = memory_runner_reset,
+    .track = memory_track,
+    .stored = memory_stored,
     .writable = memory_writable,
 };
 

@@ -310,29 +310,65 @@ static int live_session_or_finish(struct grpc_call *call, const char *session_id
     }
 }
 
-/* Appends the parsed records of BATCH to S.  Returns 0 with the seq range, or
- * -1 when memory ran out part way (what was appended stays). */
+/* Appends the parsed records of BATCH to S, each tracked by W.  Returns 0,
+ * or -1 when memory ran out part way (what was appended stays). */
 static int append_records(struct hub *ctx, struct session *s, const struct jsonl_batch *batch,
-                          uint64_t *first, uint64_t *last)
+                          struct hub_log_wait *w)
 {
     for (size_t i = 0; i < batch->count; i++) {
         Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
         Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
-        uint64_t seq;
 
         record.type = (char *)jsonl_type_name(batch->records[i].type);
         record.data_json = batch->records[i].data_json;
         event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_RECORD;
         event.record = &record;
-        seq = hub_append_event(ctx, s, &event, arbiter_evidence_for_record(&batch->records[i]));
-        if (seq == 0)
+        if (hub_append_tracked(ctx, s, &event, arbiter_evidence_for_record(&batch->records[i]),
+                               w) == 0)
             return -1;
-        if (*first == 0)
-            *first = seq;
-        *last = seq;
         ctx->counters.records_appended++;
     }
     return 0;
+}
+
+static void append_reply(struct grpc_call *call, const struct hub_log_wait *w)
+{
+    Compass__V1__AppendResourceOutputResponse response =
+        COMPASS__V1__APPEND_RESOURCE_OUTPUT_RESPONSE__INIT;
+
+    response.first_seq = w->first_seq;
+    response.last_seq = w->last_seq;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+/* A call whose records a replicated log has not acknowledged yet: it is
+ * answered when they are stored, never before (the shim then forgets
+ * them), and freed by append_on_close. */
+struct append_pending {
+    struct hub_log_wait w; /* first: done gets it */
+    struct grpc_call *call;
+};
+
+static void append_stored(struct hub_log_wait *w, int ok)
+{
+    struct append_pending *p = (struct append_pending *)w;
+
+    if (ok)
+        append_reply(p->call, w);
+    else
+        grpc_call_finish(p->call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+}
+
+static void append_on_close(struct grpc_call *call)
+{
+    struct append_pending *p = grpc_call_user(call);
+
+    if (!p)
+        return;
+    hub_log_wait_cancel(&p->w);
+    grpc_call_set_user(call, NULL);
+    free(p);
 }
 
 static void append_on_message(struct grpc_call *call, const ProtobufCMessage *message)
@@ -340,10 +376,10 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
     const Compass__V1__AppendResourceOutputRequest *request =
         (const Compass__V1__AppendResourceOutputRequest *)message;
     struct hub *ctx = rpc_hub(call);
-    Compass__V1__AppendResourceOutputResponse response =
-        COMPASS__V1__APPEND_RESOURCE_OUTPUT_RESPONSE__INIT;
+    struct hub_log_wait w = {0};
     struct store_subject subject;
     struct store_resource resource;
+    struct append_pending *p;
     struct jsonl_batch batch;
     char error[JSONL_ERR_SIZE];
     struct session *s;
@@ -381,16 +417,29 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
         return;
     }
-    if (append_records(ctx, s, &batch, &response.first_seq, &response.last_seq) != 0) {
-        jsonl_batch_free(&batch);
+    rv = append_records(ctx, s, &batch, &w);
+    jsonl_batch_free(&batch);
+    if (rv != 0) {
         rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
         return;
     }
     if (!session_binding(s) && resource.runner_id[0])
         session_bind(s, resource.runner_id);
-    jsonl_batch_free(&batch);
-    grpc_call_send(call, &response.base);
-    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+    if (hub_log_stored(&ctx->log, s, &w)) {
+        append_reply(call, &w);
+        return;
+    }
+    /* A replicated log: OK only once JetStream holds the records. */
+    p = malloc(sizeof(*p));
+    if (!p) {
+        rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
+        return;
+    }
+    p->w = w;
+    p->w.done = append_stored;
+    p->call = call;
+    grpc_call_set_user(call, p);
+    hub_log_wait(&ctx->log, s, &p->w);
 }
 
 static void close_on_message(struct grpc_call *call, const ProtobufCMessage *message)
@@ -486,6 +535,7 @@ static const struct grpc_method resource_methods[] = {
         .request_type = &compass__v1__append_resource_output_request__descriptor,
         .response_type = &compass__v1__append_resource_output_response__descriptor,
         .on_message = append_on_message,
+        .on_close = append_on_close,
         .needs_caller = 1,
     },
     {

@@ -147,11 +147,13 @@ def test_two_nodes_writing_one_session_keep_its_seq_contiguous(nodes):
     rid, sid = spawn_agent_session(n[0])
     pane = subscribe(n[2], sid, token="t-bob", tail=1000)
 
+    told = {}
+
     def write(h, base):
         for i in range(40):
-            h.call("AppendResourceOutput", S.AppendResourceOutputRequest(
+            told[base + i] = h.call("AppendResourceOutput", S.AppendResourceOutputRequest(
                 resource_id=rid, bytes=b'{"type":"prompt","data":{"length":%d}}\n' % (base + i)),
-                token="t-agent-1")
+                token="t-agent-1").first_seq
     threads = [threading.Thread(target=write, args=(h, base))
                for h, base in ((n[0], 1000), (n[1], 2000))]
     for t in threads:
@@ -162,6 +164,8 @@ def test_two_nodes_writing_one_session_keep_its_seq_contiguous(nodes):
     assert [f.seq for f in got] == list(range(1, len(got) + 1))
     lengths = record_lengths(got)
     assert sorted(lengths) == list(range(1000, 1040)) + list(range(2000, 2040))
+    # Each record is where its answer said, renumbered or not.
+    assert {record_lengths([f])[0]: f.seq for f in got if f.event.HasField("record")} == told
     # Each writer's own frames keep their order.
     for base in (1000, 2000):
         assert [x for x in lengths if base <= x < base + 1000] == list(range(base, base + 40))
@@ -453,3 +457,58 @@ def test_jetstream_unreachable_producers_hear_unavailable_and_panes_end(nodes):
     assert err.code() == grpc.StatusCode.UNAVAILABLE
     status, _ = n[0].http_get("/healthz")
     assert status != 200
+
+
+def append_record(h, rid, length, timeout=10):
+    return h.call("AppendResourceOutput", S.AppendResourceOutputRequest(
+        resource_id=rid, bytes=b'{"type":"prompt","data":{"length":%d}}\n' % length),
+        token="t-agent-1", timeout=timeout)
+
+
+def test_append_resource_output_is_ok_only_once_jetstream_stored_it(nodes):
+    n = nodes()
+    rid, sid = spawn_agent_session(n[0])
+    answers = [append_record(n[0], rid, 100 + i) for i in range(5)]
+    # Each OK names the seq its record holds in the log, on every node.
+    last = answers[-1].last_seq
+    for h in (n[1], n[2]):
+        got = {f.seq: f for f in replay(h, sid, last, token="t-bob")}
+        for i, a in enumerate(answers):
+            assert a.first_seq == a.last_seq
+            assert record_lengths([got[a.first_seq]]) == [100 + i]
+
+
+def test_append_resource_output_while_jetstream_hangs_answers_unavailable(nodes):
+    n = nodes(count=2, replicas=1)
+    rid, sid = spawn_agent_session(n[0])
+    before = append_record(n[0], rid, 1)
+    # Stopped, not killed: the node's connection stays open and it still
+    # takes the append; JetStream never acknowledges it.
+    for s in n.nats.servers:
+        s.proc.send_signal(signal.SIGSTOP)
+    try:
+        # A caller that goes away first takes its wait back with it (the
+        # server under ASan: nothing touches the freed call later).
+        gone = fail(append_record, n[0], rid, 3, timeout=0.3)
+        assert gone.code() == grpc.StatusCode.DEADLINE_EXCEEDED, gone
+        err = fail(append_record, n[0], rid, 2, timeout=20)
+        assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+        assert "JetStream" in err.details()
+    finally:
+        for s in n.nats.servers:
+            s.proc.send_signal(signal.SIGCONT)
+    # The shim sends the record again until it is told OK; an OK record is
+    # on the other node's copy at the seq it was told.
+
+    def again():
+        try:
+            return append_record(n[0], rid, 2)
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            return None
+    ok = wait_for(again, 30, what="the append to be stored once JetStream is back")
+    assert ok.first_seq > before.last_seq
+    got = {f.seq: f for f in replay(n[1], sid, ok.last_seq, token="t-bob")}
+    assert record_lengths([got[ok.first_seq]]) == [2]
+    assert n[0].metric("agenthub_cluster_appends_unstored_total") >= 1

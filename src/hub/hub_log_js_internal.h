@@ -1,0 +1,108 @@
+/* hub_log_js internals shared by hub_log_jetstream.c (streams, batches)
+ * and hub_log_js_wait.c (producers waiting for their frames to be
+ * stored).  Not for other modules: they use hub_log_jetstream.h. */
+#ifndef AGENTHUB_HUB_LOG_JS_INTERNAL_H
+#define AGENTHUB_HUB_LOG_JS_INTERNAL_H
+
+#include <event2/event.h>
+#include <stdint.h>
+
+#include "core/session.h"
+#include "hub/cluster_wire.h"
+#include "hub/hub_log.h"
+#include "store/store.h"
+
+struct js_link;
+struct runner_marks;
+
+/* A batch stays well under NATS's default max_payload (1 MiB). */
+#define BATCH_BYTES   ((size_t)512 * 1024)
+#define SUBJECT_MAX   CLUSTER_SUBJECT_MAX
+#define WATCH_MS      2000
+#define RETRY_MS      20
+#define TABLE_BUCKETS 1024u
+
+struct js_entry {
+    struct js_entry *next;
+    uint8_t kind; /* CLUSTER_ENTRY_FRAME, CLUSTER_ENTRY_RUNNER_RESET or an enum hub_log_mark */
+    uint8_t olen; /* origin bytes at the front of data */
+    uint64_t runner_seq;
+    uint64_t ord; /* its place among the entries this node took for the subject */
+    int64_t at_unix_ms;
+    size_t len; /* frame bytes after the origin */
+    uint8_t data[];
+};
+
+/* Entries that take a seq on their subject. */
+static inline int entry_counts(uint8_t kind)
+{
+    return kind == CLUSTER_ENTRY_FRAME || kind == CLUSTER_ENTRY_RUNNER_RESET;
+}
+
+/* A session as JetStream sees it: where its subject stands and what this
+ * node is writing into it. */
+struct js_session {
+    struct js_session *hnext;
+    struct js_entry *out_head, *out_tail; /* waiting */
+    struct js_entry *fly;                 /* published, not yet acknowledged */
+    uint32_t out_frames, fly_frames;
+    uint64_t last_stream_seq; /* the subject's newest message known here */
+    uint64_t last_seq;        /* the session seq of its newest frame known here */
+    uint8_t *fly_buf;         /* the batch as sent, for sending again */
+    size_t fly_len;
+    uint64_t fly_first_seq;
+    uint64_t fly_pred;  /* the stream seq it was written after */
+    uint64_t fly_nonce; /* its Agenthub-Batch */
+    uint64_t dup_wait;  /* refused: the first stream seq that tells whose it was */
+    uint64_t dup_since_ns;
+    uint64_t fly_since_ns;
+    uint8_t in_flight;
+    uint8_t retry;              /* a conflict: publish again once the copy catches up */
+    uint64_t ords;              /* entries taken so far */
+    struct hub_log_wait *waits; /* producers waiting for their entries to be stored */
+    char subject[SUBJECT_MAX];
+    char id[SESSION_MAX_ID + 1];
+};
+
+struct hub_log_js {
+    struct js_link *link;
+    struct event_base *base;
+    struct session_registry *reg;
+    struct bus *bus;
+    struct event *retry_timer;
+    struct event *watch_timer;
+    struct event *wait_timer;
+    uint64_t wait_ns;  /* how long a producer waits for its frames to be stored */
+    uint64_t last_ord; /* the entry enqueue took last */
+    struct js_session *table[TABLE_BUCKETS];
+    struct runner_marks *marks;
+    char origin[STORE_ID_MAX]; /* the Runner whose frame is being taken, or "" */
+    uint64_t origin_seq;
+    uint64_t epoch;
+    uint64_t frames_target, bus_target; /* caught up once applied past these */
+    uint64_t frames_applied, bus_applied;
+    int got_ready, connected, caught_up;
+    /* metrics */
+    uint64_t publish_ns_sum, publish_ns_max, publish_acks;
+    uint64_t writer_changes;  /* batches published again after another node wrote */
+    uint64_t publish_retries; /* batches sent again after no answer */
+    uint64_t batches;         /* the last batch nonce: random at start, then counted, so
+                               * no two nodes' batches share one */
+    uint64_t bus_lost;
+    uint64_t apply_gaps;   /* a session's copy resumed past a gap */
+    uint64_t waits_failed; /* producers told their frames could not be stored */
+};
+
+/* Answers E's waits whose frames are all stored (their last entry at or
+ * before ORD). */
+void hub_log_js_waits_stored(struct js_session *e, uint64_t ord);
+/* Answers E's waits UNAVAILABLE: all of them, or when NOW is not 0 those
+ * past their deadline. */
+void hub_log_js_waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t now);
+/* Fills in the final seqs of the waits' frames in E's batch in flight. */
+void hub_log_js_waits_number(struct js_session *e);
+/* The wait timer (ARG the struct hub_log_js): fails waits past their
+ * deadline, and comes again while any is left. */
+void hub_log_js_waits_timer(evutil_socket_t fd, short what, void *arg);
+
+#endif

@@ -1,0 +1,76 @@
+/* hub_log_js_wait: producers waiting until JetStream stored their frames
+ * (struct hub_log_wait), for hub_log_jetstream.c: answered when the batch
+ * carrying their last frame is stored, with the frames' final seqs, or
+ * told UNAVAILABLE when it cannot be stored in time. */
+#include "common/clock.h"
+#include "hub/hub_log_js_internal.h"
+
+/* Answers E's waits whose frames are all stored (their last entry at or
+ * before ORD).  A done callback may end other calls, which take their
+ * waits back: the list is walked again from its head after each. */
+void hub_log_js_waits_stored(struct js_session *e, uint64_t ord)
+{
+    for (;;) {
+        struct hub_log_wait *w = e->waits;
+
+        while (w && w->last_ord > ord)
+            w = w->next;
+        if (!w)
+            return;
+        hub_log_wait_cancel(w);
+        w->done(w, 1);
+    }
+}
+
+/* Tells E's waits their frames could not be stored in time: all of them,
+ * or those past their deadline when NOW is not 0.  The frames stay queued
+ * and may still be stored; the producer, told UNAVAILABLE, sends them
+ * again (at least once, never lost). */
+void hub_log_js_waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t now)
+{
+    for (;;) {
+        struct hub_log_wait *w = e->waits;
+
+        while (w && now && w->deadline_ns > now)
+            w = w->next;
+        if (!w)
+            return;
+        hub_log_wait_cancel(w);
+        js->waits_failed++;
+        w->done(w, 0);
+    }
+}
+
+void hub_log_js_waits_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct hub_log_js *js = arg;
+    uint64_t now = clock_monotonic_ns();
+    int waiting = 0;
+
+    for (size_t i = 0; i < TABLE_BUCKETS; i++)
+        for (struct js_session *e = js->table[i]; e; e = e->hnext) {
+            hub_log_js_waits_fail(js, e, now);
+            waiting |= e->waits != NULL;
+        }
+    if (waiting)
+        event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
+}
+
+/* The final seqs of the waits' frames in E's batch in flight, now stored
+ * from fly_first_seq on. */
+void hub_log_js_waits_number(struct js_session *e)
+{
+    uint64_t seq = e->fly_first_seq;
+
+    for (const struct js_entry *p = e->fly; p; p = p->next) {
+        if (!entry_counts(p->kind))
+            continue;
+        for (struct hub_log_wait *w = e->waits; w; w = w->next) {
+            if (w->first_ord == p->ord)
+                w->first_seq = seq;
+            if (w->last_ord == p->ord)
+                w->last_seq = seq;
+        }
+        seq++;
+    }
+}
