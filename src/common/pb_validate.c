@@ -41,6 +41,10 @@ static const char *string_problem(const uint8_t *s, size_t len,
         uint32_t cp = s[i];
         size_t n = 1;
 
+        if (cp >= 0x20 && cp < 0x7f) { /* printable ASCII */
+            i++;
+            continue;
+        }
         if (cp == 0)
             return "holds a NUL byte";
         if (cp >= 0x80 && (n = utf8_decode(s + i, len - i, &cp)) == 0)
