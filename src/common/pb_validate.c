@@ -100,7 +100,7 @@ static long repeat_index(const uint8_t *start, const uint8_t *key,
 
     protowire_reader_init(&r, start, (size_t)(key - start));
     while (protowire_next(&r, &f) == 1)
-        if (f.number == field->id)
+        if (f.number == field->id && f.type == PROTOWIRE_LEN)
             index++;
     return index;
 }
