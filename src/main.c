@@ -807,10 +807,6 @@ int main(int argc, char **argv)
     server.hub.sessions = &server.sessions;
     server.hub.bus = &server.bus;
     hub_log_memory(&server.hub.log, &server.bus);
-    server.hub.config.has_runner_seam = server.config.runner_listen != NULL;
-    server.hub.config.blob_dir = server.config.blob_dir;
-    server.hub.config.max_blob_bytes = server.config.max_blob_bytes;
-    server.hub.config.subscriber_buffer_bytes = server.config.subscriber_buffer_bytes;
     server.hub.config.command_timeout_ms = (uint32_t)server.config.command_timeout_ms;
     server.hub.config.runner_queue_bytes = server.config.runner_queue_bytes;
     server.hub.config.max_report_sessions = (uint32_t)server.config.max_report_sessions;
@@ -837,6 +833,10 @@ int main(int argc, char **argv)
     server.h2 = h2_server_new(server.base, &server.config.h2);
     server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;
     server.rpc.hub = &server.hub;
+    server.rpc.config.has_runner_seam = server.config.runner_listen != NULL;
+    server.rpc.config.blob_dir = server.config.blob_dir;
+    server.rpc.config.max_blob_bytes = server.config.max_blob_bytes;
+    server.rpc.config.subscriber_buffer_bytes = server.config.subscriber_buffer_bytes;
     server.rpc.health = health_new();
     if (!server.grpc || !server.rpc.health)
         goto fail;

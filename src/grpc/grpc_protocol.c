@@ -195,9 +195,6 @@ int grpc_web_trailer_frame(struct byte_queue *out, const char *const *names,
 
 /* --- base64 -------------------------------------------------------------- */
 
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 /* The 6-bit value of C, 64 for '=', or -1. */
 static int b64_value(uint8_t c)
 {
@@ -280,16 +277,6 @@ size_t grpc_base64_encoder_room(const struct grpc_base64_encoder *enc, size_t ou
     return groups * 3 > enc->carry_len ? groups * 3 - enc->carry_len : 0;
 }
 
-static void b64_encode_group(const uint8_t *g, size_t n, uint8_t *out)
-{
-    uint32_t v = (uint32_t)g[0] << 16 | (n > 1 ? (uint32_t)g[1] << 8 : 0) | (n > 2 ? g[2] : 0);
-
-    out[0] = (uint8_t)b64_alphabet[v >> 18 & 63];
-    out[1] = (uint8_t)b64_alphabet[v >> 12 & 63];
-    out[2] = n > 1 ? (uint8_t)b64_alphabet[v >> 6 & 63] : '=';
-    out[3] = n > 2 ? (uint8_t)b64_alphabet[v & 63] : '=';
-}
-
 size_t grpc_base64_encoder_feed(struct grpc_base64_encoder *enc, const uint8_t *in, size_t len,
                                 int final, uint8_t *out)
 {
@@ -304,7 +291,7 @@ size_t grpc_base64_encoder_feed(struct grpc_base64_encoder *enc, const uint8_t *
             group[have++] = in[i++];
         enc->carry_len = 0;
         if (have == 3) {
-            b64_encode_group(group, 3, out);
+            grpc_base64_encode_group(group, 3, (char *)out);
             written += 4;
         } else {
             memcpy(enc->carry, group, have);
@@ -312,13 +299,13 @@ size_t grpc_base64_encoder_feed(struct grpc_base64_encoder *enc, const uint8_t *
         }
     }
     for (; i + 3 <= len; i += 3) {
-        b64_encode_group(in + i, 3, out + written);
+        grpc_base64_encode_group(in + i, 3, (char *)out + written);
         written += 4;
     }
     while (i < len)
         enc->carry[enc->carry_len++] = in[i++];
     if (final && enc->carry_len > 0) {
-        b64_encode_group(enc->carry, enc->carry_len, out + written);
+        grpc_base64_encode_group(enc->carry, enc->carry_len, (char *)out + written);
         written += 4;
         enc->carry_len = 0;
     }

@@ -118,5 +118,10 @@ int grpc_timeout_parse(const char *value, size_t len, uint64_t *nanoseconds);
  * -1 when malformed; OUT must hold (len / 4 + 1) * 3 bytes. */
 size_t grpc_base64_encode(const uint8_t *in, size_t len, char *out, size_t out_size);
 long grpc_base64_decode(const char *in, size_t len, uint8_t *out);
+/* Encodes one group of N raw bytes (1 to 3) into four characters, padded
+ * with '=' when N < 3: the one alphabet and bit layout that both
+ * grpc_base64_encode and grpc-web-text's streaming encoder
+ * (grpc_protocol.h) use. */
+void grpc_base64_encode_group(const uint8_t *in, size_t n, char out[4]);
 
 #endif

@@ -26,15 +26,13 @@ struct store_subject;
 struct runner_registry;
 struct stream_guards;
 
+/* What the hub itself reads; the handlers' own settings are in
+ * struct rpc_config (rpc/rpc.h). */
 struct hub_config {
-    int has_runner_seam;            /* --runner-listen given */
-    const char *blob_dir;           /* NULL: no blob storage */
-    size_t max_blob_bytes;          /* one blob */
-    size_t subscriber_buffer_bytes; /* a subscriber's backlog before it is dropped */
-    uint32_t command_timeout_ms;    /* how long a control command waits for its ack */
-    size_t runner_queue_bytes;      /* a Runner's commands not yet written */
-    uint32_t max_report_sessions;   /* ids in one live-sessions report */
-    uint32_t max_account_sessions;  /* open sessions per agent account; 0: no cap */
+    uint32_t command_timeout_ms;   /* how long a control command waits for its ack */
+    size_t runner_queue_bytes;     /* a Runner's commands not yet written */
+    uint32_t max_report_sessions;  /* ids in one live-sessions report */
+    uint32_t max_account_sessions; /* open sessions per agent account; 0: no cap */
 };
 
 /* The agent acks a Runner relays (counted, relayed no further). */

@@ -129,9 +129,7 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
 
 static int require_seam(struct grpc_call *call)
 {
-    struct hub *ctx = rpc_hub(call);
-
-    if (!ctx->config.has_runner_seam) {
+    if (!rpc_config(call)->has_runner_seam) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
         return -1;
     }

@@ -43,6 +43,7 @@ struct pane_subscriber {
     struct session_watcher watcher;
     struct grpc_call *call;
     struct hub *ctx;
+    size_t buffer_bytes;     /* --subscriber-buffer-bytes */
     struct session *session; /* NULL once detached */
     uint64_t cursor;         /* seq of the last frame queued to the call */
     uint64_t tail_start;     /* the session's tail when the pane began */
@@ -113,8 +114,7 @@ static int pane_check_lag(struct pane_subscriber *sub)
 
     hub_log_span(&sub->ctx->log, sub->session, &span);
     if ((span.oldest > 0 && sub->cursor + 1 < span.oldest) ||
-        (span.newest - sub->cursor > 1 &&
-         pane_backlog_bytes(sub, &span) > sub->ctx->config.subscriber_buffer_bytes)) {
+        (span.newest - sub->cursor > 1 && pane_backlog_bytes(sub, &span) > sub->buffer_bytes)) {
         pane_finish(sub, 1);
         return 1;
     }
@@ -217,7 +217,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     struct session *s;
     int rv;
 
-    if (!ctx->config.has_runner_seam) {
+    if (!rpc_config(call)->has_runner_seam) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
         return;
     }
@@ -256,6 +256,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     }
     sub->call = call;
     sub->ctx = ctx;
+    sub->buffer_bytes = rpc_config(call)->subscriber_buffer_bytes;
     sub->watcher.wake = pane_wake;
     sub->subject = subject;
     sub->guard.recheck = pane_recheck;

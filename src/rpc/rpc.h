@@ -20,10 +20,19 @@ struct grpc_call;
 struct health_state;
 struct store_subject;
 
+/* The handlers' own settings (the hub's are struct hub_config). */
+struct rpc_config {
+    int has_runner_seam;            /* --runner-listen given */
+    const char *blob_dir;           /* NULL: no blob storage */
+    size_t max_blob_bytes;          /* one blob */
+    size_t subscriber_buffer_bytes; /* a subscriber's backlog before it is dropped */
+};
+
 /* What the handlers share: every door's door data.  The hub is the
  * session path's; the rest is the handlers' own. */
 struct rpc_context {
     struct hub *hub;
+    struct rpc_config config;
     struct health_state *health;          /* health.c's serving status and watchers */
     struct descriptor_index *descriptors; /* reflection's, built by reflection_register */
 };
@@ -32,6 +41,9 @@ struct rpc_context {
 
 /* The hub of the door CALL arrived on. */
 struct hub *rpc_hub(const struct grpc_call *call);
+
+/* The handlers' settings of the door CALL arrived on. */
+const struct rpc_config *rpc_config(const struct grpc_call *call);
 
 /* CALL as the hub sees it (hub/hub_stream.h): the ops act on the call. */
 extern const struct hub_stream_ops rpc_stream_ops;

@@ -28,6 +28,13 @@ struct hub *rpc_hub(const struct grpc_call *call)
     return rpc->hub;
 }
 
+const struct rpc_config *rpc_config(const struct grpc_call *call)
+{
+    const struct rpc_context *rpc = grpc_call_door_data(call);
+
+    return &rpc->config;
+}
+
 enum auth_door rpc_door(const struct grpc_call *call)
 {
     return grpc_call_door_kind(call) == AUTH_DOOR_RUNNER ? AUTH_DOOR_RUNNER : AUTH_DOOR_PUBLIC;
@@ -84,7 +91,7 @@ static int door_authenticate(struct grpc_call *call, const struct grpc_method *m
     enum auth_door door = rpc_door(call);
     int rv;
 
-    if ((method->door_flags & RPC_NEEDS_SEAM) && !ctx->config.has_runner_seam) {
+    if ((method->door_flags & RPC_NEEDS_SEAM) && !rpc_config(call)->has_runner_seam) {
         *message = "this server has no Runner seam";
         return GRPC_STATUS_UNAVAILABLE;
     }

@@ -43,7 +43,7 @@ static int relay_precheck(struct grpc_call *call, const char *session_id, int ne
 
     if (rpc_authenticate(call, subject) != 0)
         return -1;
-    if (needs_blobs && !ctx->config.blob_dir) {
+    if (needs_blobs && !rpc_config(call)->blob_dir) {
         grpc_call_finish(call, GRPC_STATUS_UNIMPLEMENTED, "this server has no blob storage");
         return -1;
     }
@@ -382,7 +382,7 @@ static void upload_on_message(struct grpc_call *call, const ProtobufCMessage *me
 {
     const Compass__V1__UploadSessionBlobRequest *request =
         (const Compass__V1__UploadSessionBlobRequest *)message;
-    struct hub *ctx = rpc_hub(call);
+    const struct rpc_config *config = rpc_config(call);
     Compass__V1__UploadSessionBlobResponse response =
         COMPASS__V1__UPLOAD_SESSION_BLOB_RESPONSE__INIT;
     struct store_subject subject;
@@ -391,8 +391,8 @@ static void upload_on_message(struct grpc_call *call, const ProtobufCMessage *me
 
     if (relay_precheck(call, request->session_id, 1, &subject) != 0)
         return;
-    rv = blob_put(ctx->config.blob_dir, request->session_id, request->content_type,
-                  request->data.data, request->data.len, ctx->config.max_blob_bytes, ref);
+    rv = blob_put(config->blob_dir, request->session_id, request->content_type, request->data.data,
+                  request->data.len, config->max_blob_bytes, ref);
     if (rv == BLOB_TOO_LARGE) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "blob larger than the limit");
         return;
@@ -411,7 +411,7 @@ static void fetch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 {
     const Compass__V1__FetchSessionBlobRequest *request =
         (const Compass__V1__FetchSessionBlobRequest *)message;
-    struct hub *ctx = rpc_hub(call);
+    const struct rpc_config *config = rpc_config(call);
     Compass__V1__FetchSessionBlobResponse response = COMPASS__V1__FETCH_SESSION_BLOB_RESPONSE__INIT;
     struct store_subject subject;
     char *content_type = NULL;
@@ -421,8 +421,8 @@ static void fetch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
 
     if (relay_precheck(call, request->session_id, 1, &subject) != 0)
         return;
-    rv = blob_get(ctx->config.blob_dir, request->session_id, request->blob_ref, &content_type,
-                  &data, &len);
+    rv = blob_get(config->blob_dir, request->session_id, request->blob_ref, &content_type, &data,
+                  &len);
     if (rv == BLOB_NOT_FOUND) {
         grpc_call_finish(call, GRPC_STATUS_NOT_FOUND, "blob not found");
         return;

@@ -108,10 +108,10 @@ static void world_open(struct world *w)
     w->hub.sessions = &w->sessions;
     w->hub.bus = &w->bus;
     hub_log_memory(&w->hub.log, &w->bus);
-    w->hub.config.has_runner_seam = 1;
-    w->hub.config.blob_dir = blob_dir; /* emptied after each input */
-    w->hub.config.max_blob_bytes = 64 << 10;
-    w->hub.config.subscriber_buffer_bytes = 64 << 10;
+    w->rpc.config.has_runner_seam = 1;
+    w->rpc.config.blob_dir = blob_dir; /* emptied after each input */
+    w->rpc.config.max_blob_bytes = 64 << 10;
+    w->rpc.config.subscriber_buffer_bytes = 64 << 10;
     w->hub.config.command_timeout_ms = 5000;
     w->base = event_base_new();
     w->hub.runners = w->base ? runner_registry_new(w->base) : NULL;

@@ -6,6 +6,7 @@
 
 #include "common/byte_queue.h"
 #include "grpc/grpc_protocol.h"
+#include "grpc/grpc_wire.h"
 
 static int protocol_of(const char *content_type)
 {
@@ -120,6 +121,34 @@ START_TEST(test_base64_encoder_output_concatenates_to_one_text)
 }
 END_TEST
 
+/* The streaming encoder (whole input, and one byte a call) and the one-shot
+ * -bin encoder write the same text for every length and every padding. */
+START_TEST(test_base64_streaming_and_one_shot_agree)
+{
+    uint8_t input[64];
+    char one_shot[96], whole[96], bytewise[96];
+
+    for (size_t i = 0; i < sizeof(input); i++)
+        input[i] = (uint8_t)(i * 37 + 251 - (i >> 2)); /* every bit pattern soon */
+    for (size_t len = 0; len <= sizeof(input); len++) {
+        struct grpc_base64_encoder enc = {0};
+        size_t n = grpc_base64_encode(input, len, one_shot, sizeof(one_shot));
+        size_t w = grpc_base64_encoder_feed(&enc, input, len, 1, (uint8_t *)whole);
+
+        ck_assert_uint_eq(n, (len + 2) / 3 * 4);
+        ck_assert_uint_eq(w, n);
+        ck_assert(memcmp(whole, one_shot, n) == 0);
+        memset(&enc, 0, sizeof(enc));
+        w = 0;
+        for (size_t i = 0; i < len; i++)
+            w +=
+                grpc_base64_encoder_feed(&enc, input + i, 1, i + 1 == len, (uint8_t *)bytewise + w);
+        ck_assert_uint_eq(w, n);
+        ck_assert(memcmp(bytewise, one_shot, n) == 0);
+    }
+}
+END_TEST
+
 Suite *grpc_protocol_suite(void)
 {
     Suite *suite = suite_create("grpc_protocol");
@@ -130,6 +159,7 @@ Suite *grpc_protocol_suite(void)
     tcase_add_test(tc, test_base64_decoder_takes_any_split_and_padded_chunks);
     tcase_add_test(tc, test_base64_decoder_refuses_what_is_not_base64);
     tcase_add_test(tc, test_base64_encoder_output_concatenates_to_one_text);
+    tcase_add_test(tc, test_base64_streaming_and_one_shot_agree);
     suite_add_tcase(suite, tc);
     return suite;
 }
