@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "grpc/grpc_connect.h"
 #include "grpc/grpc_internal.h"
 #include "h2/h2.h"
@@ -338,7 +339,7 @@ static int add_metadata(struct header_list *list, const char *name, const uint8_
         char *encoded = malloc(cap);
         if (!encoded)
             return -1;
-        size_t n = grpc_base64_encode(value, len, encoded, cap);
+        size_t n = base64_encode(value, len, encoded, cap);
         rv = grpc_header_list_add(list, name, name_len, encoded, n);
         free(encoded);
         return rv;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/utf8.h"
 #include "grpc/grpc_json_internal.h"
 #include "grpc/grpc_wire.h"
@@ -269,7 +270,7 @@ static void put_value(struct out *o, const ProtobufCFieldDescriptor *f, const vo
             return;
         b64 = o->p + o->len;
         *b64++ = '"';
-        o->len += 1 + grpc_base64_encode(bin->data, bin->len, b64, b64_size - 2);
+        o->len += 1 + base64_encode(bin->data, bin->len, b64, b64_size - 2);
         o->p[o->len++] = '"';
         break;
     case PROTOBUF_C_TYPE_MESSAGE:

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/base64.h"
 #include "common/byte_queue.h"
 #include "grpc/grpc_wire.h"
 
@@ -291,7 +292,7 @@ size_t grpc_base64_encoder_feed(struct grpc_base64_encoder *enc, const uint8_t *
             group[have++] = in[i++];
         enc->carry_len = 0;
         if (have == 3) {
-            grpc_base64_encode_group(group, 3, (char *)out);
+            base64_encode_group(group, 3, (char *)out);
             written += 4;
         } else {
             memcpy(enc->carry, group, have);
@@ -299,13 +300,13 @@ size_t grpc_base64_encoder_feed(struct grpc_base64_encoder *enc, const uint8_t *
         }
     }
     for (; i + 3 <= len; i += 3) {
-        grpc_base64_encode_group(in + i, 3, (char *)out + written);
+        base64_encode_group(in + i, 3, (char *)out + written);
         written += 4;
     }
     while (i < len)
         enc->carry[enc->carry_len++] = in[i++];
     if (final && enc->carry_len > 0) {
-        grpc_base64_encode_group(enc->carry, enc->carry_len, (char *)out + written);
+        base64_encode_group(enc->carry, enc->carry_len, (char *)out + written);
         written += 4;
         enc->carry_len = 0;
     }

@@ -251,32 +251,6 @@ int grpc_timeout_parse(const char *value, size_t len, uint64_t *nanoseconds)
     return 0;
 }
 
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-void grpc_base64_encode_group(const uint8_t *in, size_t n, char out[4])
-{
-    uint32_t v = (uint32_t)in[0] << 16 | (n > 1 ? (uint32_t)in[1] << 8 : 0) | (n > 2 ? in[2] : 0);
-
-    out[0] = b64_alphabet[v >> 18 & 63];
-    out[1] = b64_alphabet[v >> 12 & 63];
-    out[2] = n > 1 ? b64_alphabet[v >> 6 & 63] : '=';
-    out[3] = n > 2 ? b64_alphabet[v & 63] : '=';
-}
-
-size_t grpc_base64_encode(const uint8_t *in, size_t len, char *out, size_t out_size)
-{
-    size_t need = (len + 2) / 3 * 4;
-    size_t n = 0;
-
-    if (need + 1 > out_size)
-        return need;
-    for (size_t i = 0; i < len; i += 3, n += 4)
-        grpc_base64_encode_group(in + i, len - i < 3 ? len - i : 3, out + n);
-    out[n] = '\0';
-    return n;
-}
-
 static int b64_value(char c)
 {
     if (c >= 'A' && c <= 'Z')

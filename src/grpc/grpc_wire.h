@@ -113,15 +113,10 @@ size_t grpc_message_decode(const char *in, size_t len, char *out);
  * -1 when malformed. */
 int grpc_timeout_parse(const char *value, size_t len, uint64_t *nanoseconds);
 
-/* Base64 (standard alphabet) for -bin metadata.  Encoding pads; decoding
- * accepts padded and unpadded input.  Decode returns the decoded length or
- * -1 when malformed; OUT must hold (len / 4 + 1) * 3 bytes. */
-size_t grpc_base64_encode(const uint8_t *in, size_t len, char *out, size_t out_size);
+/* Base64 decoding for -bin metadata (encoding is common/base64.h):
+ * accepts padded and unpadded input, and the URL alphabet's - and _.
+ * Returns the decoded length or -1 when malformed; OUT must hold
+ * (len / 4 + 1) * 3 bytes. */
 long grpc_base64_decode(const char *in, size_t len, uint8_t *out);
-/* Encodes one group of N raw bytes (1 to 3) into four characters, padded
- * with '=' when N < 3: the one alphabet and bit layout that both
- * grpc_base64_encode and grpc-web-text's streaming encoder
- * (grpc_protocol.h) use. */
-void grpc_base64_encode_group(const uint8_t *in, size_t n, char out[4]);
 
 #endif

@@ -1,6 +1,8 @@
 /* uploader: blob upload and resume rules for transcript entries. */
 #include "runner/uploader.h"
 
+#include "common/base64.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,26 +13,11 @@ static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 
 char *uploader_base64_encode(const uint8_t *data, size_t len)
 {
-    char *out = malloc(4 * ((len + 2) / 3) + 1);
-    size_t i, n = 0;
+    size_t size = base64_encoded_length(len) + 1;
+    char *out = malloc(size);
 
-    if (!out)
-        return NULL;
-    for (i = 0; i + 2 < len; i += 3) {
-        uint32_t v = (uint32_t)data[i] << 16 | (uint32_t)data[i + 1] << 8 | data[i + 2];
-        out[n++] = b64_chars[v >> 18 & 63];
-        out[n++] = b64_chars[v >> 12 & 63];
-        out[n++] = b64_chars[v >> 6 & 63];
-        out[n++] = b64_chars[v & 63];
-    }
-    if (i < len) {
-        uint32_t v = (uint32_t)data[i] << 16 | (i + 1 < len ? (uint32_t)data[i + 1] << 8 : 0);
-        out[n++] = b64_chars[v >> 18 & 63];
-        out[n++] = b64_chars[v >> 12 & 63];
-        out[n++] = i + 1 < len ? b64_chars[v >> 6 & 63] : '=';
-        out[n++] = '=';
-    }
-    out[n] = '\0';
+    if (out)
+        base64_encode(data, len, out, size);
     return out;
 }
 

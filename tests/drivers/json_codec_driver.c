@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "grpc/grpc_json.h"
 #include "grpc/grpc_wire.h"
 
@@ -34,7 +35,7 @@ static void put_base64(const uint8_t *data, size_t len)
 
     if (b64 == NULL)
         abort();
-    grpc_base64_encode(data, len, b64, size);
+    base64_encode(data, len, b64, size);
     fputs(b64, stdout);
     free(b64);
 }

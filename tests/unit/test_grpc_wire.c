@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/byte_queue.h"
 #include "grpc/grpc_wire.h"
 
@@ -81,7 +82,7 @@ START_TEST(test_base64_round_trips_padded_and_unpadded)
     char text[16];
 
     for (size_t len = 0; len <= sizeof(data); len++) {
-        size_t n = grpc_base64_encode(data, len, text, sizeof(text));
+        size_t n = base64_encode(data, len, text, sizeof(text));
         ck_assert_int_eq(grpc_base64_decode(text, n, out), (long)len);
         ck_assert_mem_eq(out, data, len);
         while (n > 0 && text[n - 1] == '=')
