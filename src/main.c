@@ -652,6 +652,17 @@ static void on_store_tick(evutil_socket_t fd, short what, void *arg)
         health_recheck(&server->rpc);
 }
 
+/* The session log started or stopped taking appends (NATS lost or back,
+ * the node caught up): health Watch streams hear it now, not on the next
+ * store tick (a node on SQLite has none). */
+static void on_cluster_state(void *arg)
+{
+    struct server *server = arg;
+
+    if (!server->shutting_down)
+        health_recheck(&server->rpc);
+}
+
 static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)
 {
     struct server *server = arg;
@@ -841,6 +852,8 @@ int main(int argc, char **argv)
     if (!server.grpc || !server.rpc.health)
         goto fail;
     grpc_server_set_request_check(server.grpc, pb_validate_strings);
+    if (server.cluster)
+        hub_log_js_on_state(server.cluster, on_cluster_state, &server);
 
     public_door = grpc_door_new(server.grpc, "public", &server.rpc);
     if (public_door)

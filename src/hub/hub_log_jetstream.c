@@ -62,6 +62,7 @@ static void on_connection(void *arg, int up)
     js->connected = up;
     if (up) {
         log_info("cluster: connected to NATS");
+        hub_log_js_state_changed(js);
         return;
     }
     log_warn("cluster: NATS unreachable; appends answer UNAVAILABLE until it is back");
@@ -72,6 +73,7 @@ static void on_connection(void *arg, int up)
     for (size_t i = 0; i < TABLE_BUCKETS; i++)
         for (struct js_session *e = js->table[i]; e; e = e->hnext)
             hub_log_js_waits_fail(js, e, 0);
+    hub_log_js_state_changed(js);
 }
 
 /* --- producers waiting for their frames (hub_log_js_wait.c does the rest) ---- */
@@ -123,6 +125,24 @@ int hub_log_js_writable(void *impl)
     struct hub_log_js *js = impl;
 
     return js->connected && js->caught_up;
+}
+
+void hub_log_js_state_changed(struct hub_log_js *js)
+{
+    int writable = hub_log_js_writable(js);
+
+    if (writable == js->was_writable)
+        return;
+    js->was_writable = writable;
+    if (js->state_fn)
+        js->state_fn(js->state_arg);
+}
+
+void hub_log_js_on_state(struct hub_log_js *js, hub_log_js_state_fn fn, void *arg)
+{
+    js->state_fn = fn;
+    js->state_arg = arg;
+    js->was_writable = hub_log_js_writable(js);
 }
 
 static void js_origin(void *impl, const char *runner_id, uint64_t runner_seq)

@@ -85,6 +85,9 @@ struct hub_log_js {
     uint64_t frames_target, bus_target; /* caught up once applied past these */
     uint64_t frames_applied, bus_applied;
     int got_ready, connected, caught_up;
+    int was_writable;            /* what the state listener last heard */
+    void (*state_fn)(void *arg); /* the state listener (hub_log_js_on_state) */
+    void *state_arg;
     /* metrics */
     uint64_t publish_ns_sum, publish_ns_max, publish_acks;
     uint64_t writer_changes;  /* batches published again after another node wrote */
@@ -106,6 +109,9 @@ void hub_log_js_entries_free(struct js_entry *e);
 /* 1 while appends are taken: connected and caught up (IMPL the struct
  * hub_log_js). */
 int hub_log_js_writable(void *impl);
+/* Tells the state listener when hub_log_js_writable changed since it last
+ * heard: after every change of connected or caught_up. */
+void hub_log_js_state_changed(struct hub_log_js *js);
 
 /* --- hub_log_js_write.c: the hub_log ops and link events that write --------- */
 

@@ -23,6 +23,7 @@ static void check_caught_up(struct hub_log_js *js)
         js->caught_up = 1;
         log_info("cluster: caught up with JetStream (frames %" PRIu64 ", bus %" PRIu64 ")",
                  js->frames_applied, js->bus_applied);
+        hub_log_js_state_changed(js);
     }
 }
 
