@@ -629,10 +629,15 @@ static void write_metrics(void *arg, FILE *out)
     store_write_metrics(server->hub.store, out);
 }
 
-static int metrics_healthy(void *arg)
+static const char *metrics_healthy(void *arg)
 {
     struct server *server = arg;
-    return !server->shutting_down && hub_log_writable(&server->hub.log);
+
+    if (server->shutting_down)
+        return "draining";
+    if (!hub_log_writable(&server->hub.log))
+        return "the session log is unreachable (JetStream)";
+    return NULL;
 }
 
 /* A networked store's notifications are read whenever the store is used;

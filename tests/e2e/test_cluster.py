@@ -472,8 +472,8 @@ def test_jetstream_unreachable_producers_hear_unavailable_and_panes_end(nodes):
     err = fail(n[1].call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1"),
                token="t-alice")
     assert err.code() == grpc.StatusCode.UNAVAILABLE
-    status, _ = n[0].http_get("/healthz")
-    assert status != 200
+    status, body = n[0].http_get("/healthz")
+    assert status == 503 and "session log" in body, (status, body)
 
 
 def append_record(h, rid, length, timeout=10):
