@@ -6,6 +6,12 @@ build=$1
 counts=$2
 out=$(AGENTHUB_BUILD=$(cd "$build" && pwd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e 2>&1)
 rc=$?
+printf '%s\n' "$out" >"$build/e2e.log"
+if [ "$rc" -ne 0 ]; then
+    # The failures in full (up to 400 lines), so a CI log says what failed
+    # and why; the whole output stays in BUILD_DIR/e2e.log.
+    printf '%s\n' "$out" | sed -n '/^=* FAILURES =*$/,/^=* short test summary/p' | head -400
+fi
 printf '%s\n' "$out" | tail -60
 # A failure's summary line carries its whole assertion message, which can be
 # longer than the tail above: name every failed test on a line of its own.
