@@ -629,10 +629,15 @@ static void write_metrics(void *arg, FILE *out)
     store_write_metrics(server->hub.store, out);
 }
 
-static int metrics_healthy(void *arg)
+static const char *metrics_healthy(void *arg)
 {
     struct server *server = arg;
-    return !server->shutting_down && hub_log_writable(&server->hub.log);
+
+    if (server->shutting_down)
+        return "draining";
+    if (!hub_log_writable(&server->hub.log))
+        return "the session log is unreachable (JetStream)";
+    return NULL;
 }
 
 /* A networked store's notifications are read whenever the store is used;
@@ -648,6 +653,17 @@ static void on_store_tick(evutil_socket_t fd, short what, void *arg)
     uint64_t generation;
 
     (void)store_change_generation(server->hub.store, &generation);
+    if (!server->shutting_down)
+        health_recheck(&server->rpc);
+}
+
+/* The session log started or stopped taking appends (NATS lost or back,
+ * the node caught up): health Watch streams hear it now, not on the next
+ * store tick (a node on SQLite has none). */
+static void on_cluster_state(void *arg)
+{
+    struct server *server = arg;
+
     if (!server->shutting_down)
         health_recheck(&server->rpc);
 }
@@ -841,6 +857,8 @@ int main(int argc, char **argv)
     if (!server.grpc || !server.rpc.health)
         goto fail;
     grpc_server_set_request_check(server.grpc, pb_validate_strings);
+    if (server.cluster)
+        hub_log_js_on_state(server.cluster, on_cluster_state, &server);
 
     public_door = grpc_door_new(server.grpc, "public", &server.rpc);
     if (public_door)

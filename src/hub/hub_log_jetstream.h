@@ -51,6 +51,14 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
                                      size_t errlen);
 void hub_log_js_free(struct hub_log_js *js);
 
+/* Called with ARG each time whether JS takes appends (hub_log_writable)
+ * changed: the node lost or regained NATS, or caught up with the streams.
+ * Runs on the event loop; it may call into the hub_log. */
+typedef void (*hub_log_js_state_fn)(void *arg);
+
+/* Makes FN (with ARG) JS's one state listener; FN NULL removes it. */
+void hub_log_js_on_state(struct hub_log_js *js, hub_log_js_state_fn fn, void *arg);
+
 /* The NATS connection JS uses, for other cluster traffic (runner_remote). */
 struct js_link *hub_log_js_link(const struct hub_log_js *js);
 

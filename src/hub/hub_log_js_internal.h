@@ -1,18 +1,21 @@
-/* hub_log_js internals shared by hub_log_jetstream.c (streams, batches)
- * and hub_log_js_wait.c (producers waiting for their frames to be
- * stored).  Not for other modules: they use hub_log_jetstream.h. */
+/* hub_log_js internals shared by the JetStream backend's files:
+ * hub_log_jetstream.c (the backend: state, lifecycle, metrics),
+ * hub_log_js_write.c (outboxes, batches, publishes), hub_log_js_read.c
+ * (the consumers filling the node's copies) and hub_log_js_wait.c
+ * (producers waiting for their frames to be stored).  Not for other
+ * modules: they use hub_log_jetstream.h. */
 #ifndef AGENTHUB_HUB_LOG_JS_INTERNAL_H
 #define AGENTHUB_HUB_LOG_JS_INTERNAL_H
 
 #include <event2/event.h>
 #include <stdint.h>
 
+#include "cluster/js_link.h"
 #include "core/session.h"
 #include "hub/cluster_wire.h"
 #include "hub/hub_log.h"
 #include "store/store.h"
 
-struct js_link;
 struct runner_marks;
 
 /* A batch stays well under NATS's default max_payload (1 MiB). */
@@ -82,6 +85,9 @@ struct hub_log_js {
     uint64_t frames_target, bus_target; /* caught up once applied past these */
     uint64_t frames_applied, bus_applied;
     int got_ready, connected, caught_up;
+    int was_writable;            /* what the state listener last heard */
+    void (*state_fn)(void *arg); /* the state listener (hub_log_js_on_state) */
+    void *state_arg;
     /* metrics */
     uint64_t publish_ns_sum, publish_ns_max, publish_acks;
     uint64_t writer_changes;  /* batches published again after another node wrote */
@@ -92,6 +98,53 @@ struct hub_log_js {
     uint64_t apply_gaps;   /* a session's copy resumed past a gap */
     uint64_t waits_failed; /* producers told their frames could not be stored */
 };
+
+/* --- hub_log_jetstream.c ---------------------------------------------------- */
+
+/* The entry for SUBJECT (made with ID when CREATE).  NULL when absent or
+ * memory is short. */
+struct js_session *hub_log_js_session_get(struct hub_log_js *js, const char *subject,
+                                          const char *id, int create);
+void hub_log_js_entries_free(struct js_entry *e);
+/* 1 while appends are taken: connected and caught up (IMPL the struct
+ * hub_log_js). */
+int hub_log_js_writable(void *impl);
+/* Tells the state listener when hub_log_js_writable changed since it last
+ * heard: after every change of connected or caught_up. */
+void hub_log_js_state_changed(struct hub_log_js *js);
+
+/* --- hub_log_js_write.c: the hub_log ops and link events that write --------- */
+
+uint64_t hub_log_js_append(void *impl, struct session *s, const void *frame, size_t len,
+                           int64_t at_unix_ms);
+void hub_log_js_mark(void *impl, struct session *s, enum hub_log_mark mark);
+void hub_log_js_runner_reset(void *impl, const char *runner_id);
+uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms);
+void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum js_ack ack,
+                       uint64_t stream_seq);
+/* Timers (ARG the struct hub_log_js): a batch waiting on a silent
+ * consumer, sessions to publish again. */
+void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg);
+void hub_log_js_on_retry(evutil_socket_t fd, short what, void *arg);
+/* Sends E's batch in flight (again), or makes the next from its outbox. */
+void hub_log_js_pump(struct hub_log_js *js, struct js_session *e);
+/* Frames message M on E's subject was applied: settles E's batch in
+ * flight when M is that batch or the message after its predecessor. */
+void hub_log_js_fly_check(struct hub_log_js *js, struct js_session *e, const struct js_link_msg *m);
+
+/* --- hub_log_js_read.c: the consumers' events and the bus reads -------------- */
+
+void hub_log_js_on_frames(void *arg, const struct js_link_msg *m);
+void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);
+void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last);
+enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
+                                    uint64_t *cursor);
+enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_event *out);
+void hub_log_js_bus_subscribe(void *impl, struct watcher *w);
+void hub_log_js_bus_unsubscribe(void *impl, struct watcher *w);
+uint64_t hub_log_js_epoch(void *impl);
+
+/* --- hub_log_js_wait.c -------------------------------------------------------- */
 
 /* Answers E's waits whose frames are all stored (their last entry at or
  * before ORD). */

@@ -74,18 +74,16 @@ static void pane_finish(struct pane_subscriber *sub, int lagged)
     grpc_call_finish(sub->call, GRPC_STATUS_OK, NULL);
 }
 
-/* Bytes of ring between the cursor and the newest frame, estimated from the
- * ring's mean entry size (the ring keeps no per-entry prefix sums). */
-static size_t pane_backlog_bytes(const struct pane_subscriber *sub)
+/* Bytes of ring between the cursor and the newest frame of SPAN, estimated
+ * from the ring's mean entry size (the ring keeps no per-entry prefix
+ * sums). */
+static size_t pane_backlog_bytes(const struct pane_subscriber *sub, const struct hub_log_span *span)
 {
-    struct hub_log_span span;
-    uint64_t behind;
+    uint64_t behind = span->newest - sub->cursor;
 
-    hub_log_span(&sub->ctx->log, sub->session, &span);
-    behind = span.newest - sub->cursor;
-    if (behind == 0 || span.count == 0)
+    if (behind == 0 || span->count == 0)
         return 0;
-    return (size_t)(behind * (span.bytes / span.count));
+    return (size_t)(behind * (span->bytes / span->count));
 }
 
 /* 1 when SUB has delivered the last frame of the tail it follows: the
@@ -116,7 +114,7 @@ static int pane_check_lag(struct pane_subscriber *sub)
     hub_log_span(&sub->ctx->log, sub->session, &span);
     if ((span.oldest > 0 && sub->cursor + 1 < span.oldest) ||
         (span.newest - sub->cursor > 1 &&
-         pane_backlog_bytes(sub) > sub->ctx->config.subscriber_buffer_bytes)) {
+         pane_backlog_bytes(sub, &span) > sub->ctx->config.subscriber_buffer_bytes)) {
         pane_finish(sub, 1);
         return 1;
     }

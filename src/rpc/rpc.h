@@ -73,8 +73,10 @@ struct health_state *health_new(void);
 void health_free(struct health_state *health);
 /* Every Check answers NOT_SERVING from now on, and Watch streams hear it. */
 void health_set_draining(struct health_state *health);
-/* Decides every Watch stream's status again (the store may have become
- * unreachable, or reachable again) and sends the ones that changed. */
+/* Decides every Watch stream's status again (the store or the session log
+ * may have become unreachable, or reachable again) and sends the ones that
+ * changed.  Called once a second for a PostgreSQL store, and when the
+ * cluster's session log starts or stops taking appends. */
 void health_recheck(struct rpc_context *rpc);
 
 /* grpc.reflection.v1 and v1alpha ServerReflection on DOOR; the first call

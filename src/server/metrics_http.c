@@ -137,9 +137,11 @@ static void answer(struct metrics_conn *conn, const char *line)
         respond(conn, 200, "OK", "text/plain; version=0.0.4", text, text_len, head_only);
         free(text);
     } else if (uri_len == 8 && memcmp(sp1 + 1, "/healthz", 8) == 0) {
-        int healthy = metrics->health(metrics->arg);
-        const char *body = healthy ? "ok\n" : "draining\n";
-        respond(conn, healthy ? 200 : 503, healthy ? "OK" : "Draining", "text/plain", body,
+        const char *why = metrics->health(metrics->arg);
+        char body[128];
+
+        snprintf(body, sizeof(body), "%s\n", why ? why : "ok");
+        respond(conn, why ? 503 : 200, why ? "Service Unavailable" : "OK", "text/plain", body,
                 strlen(body), head_only);
     } else {
         respond_text(conn, 404, "Not Found", "not found\n");

@@ -12,8 +12,9 @@ struct metrics_http;
 
 /* Writes the Prometheus text body to OUT. */
 typedef void (*metrics_http_writer)(void *arg, FILE *out);
-/* Returns 1 while the server is healthy (GET /healthz answers 200). */
-typedef int (*metrics_http_health)(void *arg);
+/* Returns NULL while the server is healthy (GET /healthz answers 200), or
+ * why it is not, in a few words (the 503's body). */
+typedef const char *(*metrics_http_health)(void *arg);
 
 struct metrics_http_limits {
     size_t max_connections;   /* open at once; more are closed at accept */

@@ -2,7 +2,8 @@
 JetStream cluster (harness.NatsCluster), all on one store.  Frames published
 through one node reach subscribers on every node with one contiguous seq;
 the bus has one seq and epoch, so a subscriber resumes on another node;
-producers hear UNAVAILABLE while JetStream is unreachable."""
+producers hear UNAVAILABLE while JetStream is unreachable, and health
+Watch streams hear at once when a node can take appends again or not."""
 import json
 import os
 import signal
@@ -14,7 +15,9 @@ import grpc
 import pytest
 
 import harness
-from rpc_harness import (F, S, Hub, RequestQueue, auth, event_frame, fail, method, state,  # noqa
+from helpers import Health
+from rpc_harness import (F, S, Hub, Reader, RequestQueue, auth, event_frame, fail,  # noqa
+                         method, state,
                          subscribe, subscribe_events, text, wait_for)
 
 SUB = "SubscribeAgentSession"
@@ -469,8 +472,8 @@ def test_jetstream_unreachable_producers_hear_unavailable_and_panes_end(nodes):
     err = fail(n[1].call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1"),
                token="t-alice")
     assert err.code() == grpc.StatusCode.UNAVAILABLE
-    status, _ = n[0].http_get("/healthz")
-    assert status != 200
+    status, body = n[0].http_get("/healthz")
+    assert status == 503 and "session log" in body, (status, body)
 
 
 def append_record(h, rid, length, timeout=10):
@@ -526,3 +529,60 @@ def test_append_resource_output_while_jetstream_hangs_answers_unavailable(nodes)
     got = {f.seq: f for f in replay(n[1], sid, ok.last_seq, token="t-bob")}
     assert record_lengths([got[ok.first_seq]]) == [2]
     assert n[0].metric("agenthub_cluster_appends_unstored_total") >= 1
+
+
+def statuses(watch):
+    return [item.status for item in watch.items]
+
+
+def last_status_is(status):
+    return lambda items: bool(items) and items[-1].status == status
+
+
+def test_health_watch_hears_jetstream_lost_and_back(nodes, pb):
+    # One node on SQLite: no store tick, so only the session log's own
+    # change of state can reach the Watch stream.
+    n = nodes(count=1, replicas=1)
+    h = n[0]
+    health = Health(h.channel(), pb)
+    watch = Reader(health.watch(timeout=120))
+    watch.wait(lambda items: len(items) >= 1, what="the first status")
+    assert statuses(watch) == [Health.SERVING]
+    for s in n.nats.servers:
+        s.stop()
+    watch.wait(last_status_is(Health.NOT_SERVING), timeout=15, what="NOT_SERVING")
+    h.wait_metric("agenthub_cluster_connected", lambda v: v == 0, timeout=15)
+    assert statuses(watch)[-1] == Health.NOT_SERVING
+    assert health.status() == Health.NOT_SERVING
+    for s in n.nats.servers:
+        s.start()
+    n.nats.wait_healthy()
+    watch.wait(last_status_is(Health.SERVING), timeout=30, what="SERVING again")
+    assert health.status() == Health.SERVING
+    got = statuses(watch)
+    # A Watch stream is told changes only, never the same status twice.
+    assert all(a != b for a, b in zip(got, got[1:])), got
+    assert not watch.done.is_set()
+    watch.cancel()
+
+
+def test_health_watch_is_not_serving_until_the_node_caught_up(nats_cluster, tmp_path, pb):
+    for s in nats_cluster.servers:
+        s.stop()
+    h = Hub(flags=["--cluster", nats_cluster.url, "--node-id", "node-1",
+                   "--cluster-replicas", "1"], workdir=tmp_path / "node-1")
+    try:
+        watch = Reader(Health(h.channel(), pb).watch(timeout=120))
+        watch.wait(lambda items: len(items) >= 1, what="the first status")
+        assert statuses(watch) == [Health.NOT_SERVING]
+        assert h.metric("agenthub_cluster_caught_up") == 0
+        for s in nats_cluster.servers:
+            s.start()
+        nats_cluster.wait_healthy()
+        # Connected is not enough: SERVING once the streams are replayed.
+        watch.wait(last_status_is(Health.SERVING), timeout=60, what="SERVING")
+        assert h.metric("agenthub_cluster_caught_up") == 1
+        assert statuses(watch) == [Health.NOT_SERVING, Health.SERVING]
+        watch.cancel()
+    finally:
+        h.stop()

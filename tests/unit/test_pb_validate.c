@@ -133,6 +133,53 @@ START_TEST(bytes_that_do_not_parse_are_left_to_the_decoder)
 }
 END_TEST
 
+/* The check skips printable ASCII eight bytes at a time: a bad byte is
+ * found at every position of a long string, word boundaries included, and
+ * every printable byte in every position passes. */
+START_TEST(a_bad_byte_is_found_at_every_position_of_a_long_string)
+{
+    Compass__V1__SendAgentMessageRequest send = COMPASS__V1__SEND_AGENT_MESSAGE_REQUEST__INIT;
+    static const struct {
+        char byte;
+        int in_id, in_text; /* 0 passes, -1 refused */
+    } cases[] = {{'\0', -1, -1},   {'\x1f', -1, 0}, {'\x7f', -1, 0}, {'\x80', -1, -1},
+                 {'\xff', -1, -1}, {' ', 0, 0},     {'~', 0, 0}};
+    char id[40], text[40];
+
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        for (size_t at = 0; at < sizeof(id) - 1; at++) {
+            memset(id, 'a', sizeof(id) - 1);
+            id[sizeof(id) - 1] = '\0';
+            memcpy(text, id, sizeof(text));
+            send.session_id = id;
+            send.text = text;
+            if (cases[c].byte == '\0') {
+                /* protobuf-c packs a C string up to its NUL: hand-made bytes. */
+                char wire[64];
+                size_t len = 0;
+                wire[len++] = 0x0a; /* session_id */
+                wire[len++] = (char)(sizeof(id) - 1);
+                memcpy(wire + len, id, sizeof(id) - 1);
+                wire[len + at] = '\0';
+                len += sizeof(id) - 1;
+                ck_assert_int_eq(
+                    check_bytes(&compass__v1__send_agent_message_request__descriptor, wire, len),
+                    -1);
+                ck_assert_str_eq(why, "session_id holds a NUL byte");
+                continue;
+            }
+            id[at] = cases[c].byte;
+            ck_assert_msg(check_message(&send.base) == cases[c].in_id, "id byte 0x%02x at %zu",
+                          (unsigned char)cases[c].byte, at);
+            id[at] = 'a';
+            text[at] = cases[c].byte;
+            ck_assert_msg(check_message(&send.base) == cases[c].in_text, "text byte 0x%02x at %zu",
+                          (unsigned char)cases[c].byte, at);
+        }
+    }
+}
+END_TEST
+
 Suite *pb_validate_suite(void)
 {
     Suite *s = suite_create("pb_validate");
@@ -142,6 +189,7 @@ Suite *pb_validate_suite(void)
     tcase_add_test(tc, text_may_hold_newlines_and_escapes_but_ids_may_not);
     tcase_add_test(tc, invalid_utf8_is_refused_in_any_string_and_named_by_its_path);
     tcase_add_test(tc, bytes_that_do_not_parse_are_left_to_the_decoder);
+    tcase_add_test(tc, a_bad_byte_is_found_at_every_position_of_a_long_string);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,384 @@
+/* hub_log_js_write: this node's writes into JetStream.  Each session has
+ * an outbox; one batch per session is in flight at a time, fenced by the
+ * subject's expected last sequence and a message id naming its
+ * predecessor, and renumbered after another node's frames when it loses
+ * that race.  Bus events are published one message each.  What is written
+ * reaches this node's copy through its consumer (hub_log_js_read.c). */
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/js_link.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "hub/cluster_wire.h"
+#include "hub/hub_log_js_internal.h"
+#include "hub/runner_marks.h"
+#include "store/store.h"
+
+/* The batch in flight goes back in front of the outbox, to be sequenced
+ * again after what another node wrote. */
+static void fly_return(struct js_session *e)
+{
+    struct js_entry *last = e->fly;
+
+    free(e->fly_buf);
+    e->fly_buf = NULL;
+    if (!last)
+        return;
+    while (last->next)
+        last = last->next;
+    last->next = e->out_head;
+    if (!e->out_head)
+        e->out_tail = last;
+    e->out_head = e->fly;
+    e->out_frames += e->fly_frames;
+    e->fly = NULL;
+    e->fly_frames = 0;
+}
+
+/* The batch in flight is stored; producers whose frames it ends are
+ * answered. */
+static void fly_done(struct hub_log_js *js, struct js_session *e)
+{
+    uint64_t ns = clock_monotonic_ns() - e->fly_since_ns;
+    uint64_t stored_ord = 0;
+
+    js->publish_ns_sum += ns;
+    js->publish_acks++;
+    if (ns > js->publish_ns_max)
+        js->publish_ns_max = ns;
+    if (e->waits) {
+        hub_log_js_waits_number(e);
+        for (const struct js_entry *p = e->fly; p; p = p->next)
+            stored_ord = p->ord;
+    }
+    hub_log_js_entries_free(e->fly);
+    free(e->fly_buf);
+    e->fly = NULL;
+    e->fly_buf = NULL;
+    e->fly_frames = 0;
+    e->in_flight = 0;
+    e->dup_wait = 0;
+    if (stored_ord)
+        hub_log_js_waits_stored(e, stored_ord);
+}
+
+/* A batch waits for the consumer to tell whose message follows its
+ * predecessor: if the consumer stays silent it may have died with its
+ * server, and is made again (hub_log_js_on_watch). */
+static void watch_later(struct hub_log_js *js)
+{
+    event_add(js->watch_timer, &(struct timeval){WATCH_MS / 1000, (WATCH_MS % 1000) * 1000});
+}
+
+static void retry_later(struct hub_log_js *js, struct js_session *e)
+{
+    e->retry = 1;
+    event_add(js->retry_timer, &(struct timeval){0, RETRY_MS * 1000});
+}
+
+/* A frames message on E's subject was applied: when it is the batch in
+ * flight (its Agenthub-Batch), that batch is stored, whatever became of
+ * its ack; when the batch was refused (conflict, duplicate) and this is
+ * the first message after its predecessor, another node's, the batch goes
+ * again after it. */
+void hub_log_js_fly_check(struct hub_log_js *js, struct js_session *e, const struct js_link_msg *m)
+{
+    if (!e->fly)
+        return;
+    if (m->batch_header && strtoull(m->batch_header, NULL, 10) == e->fly_nonce) {
+        fly_done(js, e);
+        hub_log_js_pump(js, e);
+        return;
+    }
+    if (e->dup_wait && m->stream_seq >= e->dup_wait) {
+        fly_return(e);
+        e->in_flight = 0;
+        e->dup_wait = 0;
+        hub_log_js_pump(js, e);
+    }
+}
+
+void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum js_ack ack,
+                       uint64_t stream_seq)
+{
+    struct hub_log_js *js = arg;
+    struct js_session *e;
+
+    if (strcmp(subject, JS_BUS_SUBJECT) == 0) {
+        if (ack != JS_ACK_OK)
+            js->bus_lost++;
+        return;
+    }
+    e = hub_log_js_session_get(js, subject, NULL, 0);
+    log_debug("cluster: %s: ack %d at stream seq %" PRIu64, subject, (int)ack, stream_seq);
+    /* An ack of an earlier attempt, or of a batch the consumer confirmed. */
+    if (!e || !e->in_flight || !batch || strtoull(batch, NULL, 10) != e->fly_nonce)
+        return;
+    switch (ack) {
+    case JS_ACK_OK:
+        if (stream_seq > e->last_stream_seq) {
+            e->last_stream_seq = stream_seq;
+            if (e->fly_frames && e->fly_first_seq + e->fly_frames - 1 > e->last_seq)
+                e->last_seq = e->fly_first_seq + e->fly_frames - 1;
+        }
+        fly_done(js, e);
+        break;
+    case JS_ACK_DUPLICATE:
+    case JS_ACK_CONFLICT:
+        /* A message after the same predecessor is stored: this batch's own
+         * earlier attempt (its ack lost to a server's death), or another
+         * node's.  The first message after the predecessor tells, by its
+         * Agenthub-Batch (fly_check); when it was applied already and was
+         * not this batch, the batch goes again after what is there. */
+        js->writer_changes++;
+        if (e->last_stream_seq > e->fly_pred) {
+            e->in_flight = 0;
+            fly_return(e);
+            break;
+        }
+        e->dup_wait = e->fly_pred + 1;
+        e->dup_since_ns = clock_monotonic_ns();
+        watch_later(js);
+        return;
+    default:
+        /* Not known to be stored (a server lost, no quorum in time): the
+         * same batch goes again after the same predecessor, so a first
+         * attempt that was stored after all is recognised, not doubled. */
+        js->publish_retries++;
+        e->in_flight = 0;
+        retry_later(js, e);
+        /* The append timed out: its producers hear UNAVAILABLE now. */
+        hub_log_js_waits_fail(js, e, 0);
+        return;
+    }
+    hub_log_js_pump(js, e);
+}
+
+/* Sends E's batch in flight (again), or makes the next from its outbox. */
+void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
+{
+    struct js_entry *take = e->out_head, *last = NULL, *p;
+    size_t bytes = 0, off = 0;
+    uint32_t frames = 0;
+    char msg_id[SUBJECT_MAX + 24];
+
+    if (e->in_flight || (!take && !e->fly))
+        return;
+    if (!e->fly) {
+        for (p = take; p; p = p->next) {
+            if (last && bytes + CLUSTER_ENTRY_HEAD + p->olen + p->len > BATCH_BYTES)
+                break;
+            bytes += CLUSTER_ENTRY_HEAD + p->olen + p->len;
+            frames += entry_counts(p->kind);
+            last = p;
+        }
+        e->fly_buf = malloc(bytes);
+        if (!e->fly_buf)
+            return;
+        for (p = take;; p = p->next) {
+            struct cluster_wire_entry w = {
+                .kind = p->kind,
+                .at_unix_ms = p->at_unix_ms,
+                .runner_seq = p->runner_seq,
+                .origin = p->data,
+                .origin_len = p->olen,
+                .frame = p->data + p->olen,
+                .frame_len = p->len,
+            };
+            off += cluster_wire_put(e->fly_buf + off, &w);
+            if (p == last)
+                break;
+        }
+        e->out_head = last->next;
+        if (!e->out_head)
+            e->out_tail = NULL;
+        last->next = NULL;
+        e->out_frames -= frames;
+        e->fly = take;
+        e->fly_len = bytes;
+        e->fly_frames = frames;
+        e->fly_first_seq = e->last_seq + 1;
+        e->fly_pred = e->last_stream_seq;
+        e->fly_nonce = ++js->batches;
+        e->fly_since_ns = clock_monotonic_ns();
+    }
+    /* Two fences, because a clustered JetStream 2.9 checks the expected
+     * subject sequence against what it has stored, not against proposals
+     * still in flight: two nodes racing on the same predecessor could both
+     * pass it.  The message id <session>:<predecessor's stream seq> is
+     * checked against in-flight ones too, so of two batches written after
+     * the same message only one is stored, and the other hears it is a
+     * duplicate.  A stale writer names a predecessor that already has a
+     * successor, so the id catches it inside the duplicate window and the
+     * expected sequence after it. */
+    snprintf(msg_id, sizeof(msg_id), "%s:%" PRIu64, e->subject + sizeof(JS_FRAMES_PREFIX) - 1,
+             e->fly_pred);
+    if (js_link_publish_frames(js->link, e->subject, e->fly_first_seq, e->fly_pred, msg_id,
+                               e->fly_nonce, e->fly_buf, e->fly_len) != 0) {
+        retry_later(js, e); /* unreachable: again once it is back */
+        return;
+    }
+    e->in_flight = 1;
+    log_debug("cluster: %s: frames %" PRIu64 "+%u after stream seq %" PRIu64 " sent", e->subject,
+              e->fly_first_seq, e->fly_frames, e->fly_pred);
+}
+
+void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct hub_log_js *js = arg;
+    uint64_t now = clock_monotonic_ns();
+    int waiting = 0, stale = 0;
+
+    for (size_t i = 0; i < TABLE_BUCKETS; i++)
+        for (struct js_session *e = js->table[i]; e; e = e->hnext)
+            if (e->dup_wait) {
+                waiting = 1;
+                stale |= now - e->dup_since_ns >= (uint64_t)WATCH_MS * 1000000;
+            }
+    if (stale) {
+        log_warn("cluster: the frames consumer is silent; making it again");
+        js_link_refresh(js->link);
+        for (size_t i = 0; i < TABLE_BUCKETS; i++)
+            for (struct js_session *e = js->table[i]; e; e = e->hnext)
+                e->dup_since_ns = now;
+    }
+    if (waiting)
+        watch_later(js);
+}
+
+void hub_log_js_on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct hub_log_js *js = arg;
+
+    for (size_t i = 0; i < TABLE_BUCKETS; i++)
+        for (struct js_session *e = js->table[i]; e; e = e->hnext)
+            if (e->retry && !e->in_flight) {
+                e->retry = 0;
+                hub_log_js_pump(js, e);
+            }
+}
+
+/* Queues an entry on SUBJECT (of session or Runner ID), with the current
+ * origin when it is a frame.  Returns its subject's entry, or NULL when
+ * memory is short. */
+static struct js_session *enqueue(struct hub_log_js *js, const char *subject, const char *id,
+                                  uint8_t kind, const void *data, size_t len, int64_t at)
+{
+    struct js_session *e = hub_log_js_session_get(js, subject, id, 1);
+    const char *origin = kind == CLUSTER_ENTRY_FRAME ? js->origin : "";
+    struct js_entry *entry;
+    size_t olen = kind == CLUSTER_ENTRY_RUNNER_RESET ? strlen(id) : strlen(origin);
+
+    if (kind == CLUSTER_ENTRY_RUNNER_RESET)
+        origin = id;
+    entry = e ? malloc(sizeof(*entry) + olen + len) : NULL;
+    if (!entry)
+        return NULL;
+    entry->next = NULL;
+    entry->kind = kind;
+    entry->olen = (uint8_t)olen;
+    entry->runner_seq = js->origin_seq; /* a reset's: its nonce */
+    entry->at_unix_ms = at;
+    entry->len = len;
+    memcpy(entry->data, origin, olen);
+    if (len)
+        memcpy(entry->data + olen, data, len);
+    if (e->out_tail)
+        e->out_tail->next = entry;
+    else
+        e->out_head = entry;
+    e->out_tail = entry;
+    if (entry_counts(kind))
+        e->out_frames++;
+    entry->ord = ++e->ords;
+    js->last_ord = entry->ord;
+    return e;
+}
+
+static struct js_session *enqueue_session(struct hub_log_js *js, struct session *s, uint8_t kind,
+                                          const void *data, size_t len, int64_t at)
+{
+    char subject[SUBJECT_MAX];
+
+    cluster_wire_subject(session_id(s), 0, subject);
+    return enqueue(js, subject, session_id(s), kind, data, len, at);
+}
+
+uint64_t hub_log_js_append(void *impl, struct session *s, const void *frame, size_t len,
+                           int64_t at_unix_ms)
+{
+    struct hub_log_js *js = impl;
+    struct js_session *e;
+    uint64_t seq;
+
+    if (!hub_log_js_writable(js) || session_is_ended(s) ||
+        len > BATCH_BYTES - CLUSTER_ENTRY_HEAD - STORE_ID_MAX)
+        return 0;
+    e = enqueue_session(js, s, CLUSTER_ENTRY_FRAME, frame, len, at_unix_ms);
+    if (!e)
+        return 0;
+    /* The seq it gets unless another node writes this session first (the
+     * consumer may have delivered the batch in flight before its ack). */
+    seq = e->last_seq;
+    if (e->in_flight && e->fly_first_seq + e->fly_frames - 1 > seq)
+        seq = e->fly_first_seq + e->fly_frames - 1;
+    seq += e->out_frames;
+    hub_log_js_pump(js, e);
+    return seq;
+}
+
+void hub_log_js_mark(void *impl, struct session *s, enum hub_log_mark mark)
+{
+    struct hub_log_js *js = impl;
+    struct js_session *e;
+
+    /* Unreachable: the mark applies here only, as on one node. */
+    if (!hub_log_js_writable(js) ||
+        !(e = enqueue_session(js, s, (uint8_t)mark, NULL, 0, clock_unix_ms()))) {
+        if (mark == HUB_LOG_END)
+            session_end(s);
+        else if (mark == HUB_LOG_TAIL_END)
+            session_tail_end(s);
+        else
+            session_tail_resume(s);
+        return;
+    }
+    hub_log_js_pump(js, e);
+}
+
+/* --- a Runner's new run, and bus events --------------------------------------- */
+
+/* agenthub.frames.=<runner>: the Runner's new runs, in the frames stream so
+ * they are ordered with its frames on every node. */
+void hub_log_js_runner_reset(void *impl, const char *runner_id)
+{
+    struct hub_log_js *js = impl;
+    uint64_t nonce = ((uint64_t)clock_unix_ms() << 16) ^ clock_monotonic_ns();
+    char subject[SUBJECT_MAX];
+    struct js_session *e;
+
+    /* Here at once, so this node's next frames are the new run's; the same
+     * reset coming back through the stream changes nothing more. */
+    runner_marks_reset(js->marks, runner_id, strlen(runner_id), nonce);
+    js->origin_seq = nonce;
+    cluster_wire_subject(runner_id, 1, subject);
+    e = enqueue(js, subject, runner_id, CLUSTER_ENTRY_RUNNER_RESET, NULL, 0, clock_unix_ms());
+    js->origin_seq = 0;
+    if (e)
+        hub_log_js_pump(js, e);
+}
+
+uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)
+{
+    struct hub_log_js *js = impl;
+
+    if (!hub_log_js_writable(js) || js_link_publish_bus(js->link, payload, len, at_unix_ms) != 0) {
+        js->bus_lost++;
+        return 0;
+    }
+    /* The seq it gets is the stream's: known when it comes back. */
+    return bus_newest_seq(js->bus) + 1;
+}
