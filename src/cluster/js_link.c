@@ -305,6 +305,14 @@ static int split_urls(struct js_link *link, char *err, size_t errlen)
     return 0;
 }
 
+/* Publishes are written to the socket by the calling thread (the loop) at
+ * once: by default libnats hands them to a flusher thread that waits a
+ * millisecond for more before writing, and a session's next batch waits
+ * for the previous one's acknowledgment, so that millisecond would come
+ * twice into every frame's latency.  A server that takes no bytes holds the
+ * loop at most JS_WRITE_DEADLINE_MS; the connection is then dropped and
+ * made again (the flusher held the connection's lock, and so the loop's
+ * next publish, just as long, without any bound). */
 static int make_options(struct js_link *link)
 {
     natsOptions *o = NULL;
@@ -318,6 +326,8 @@ static int make_options(struct js_link *link)
         natsOptions_SetReconnectWait(o, 200) != NATS_OK ||
         natsOptions_SetPingInterval(o, 1000) != NATS_OK ||
         natsOptions_SetMaxPingsOut(o, 2) != NATS_OK || natsOptions_SetTimeout(o, 1000) != NATS_OK ||
+        natsOptions_SetSendAsap(o, true) != NATS_OK ||
+        natsOptions_SetWriteDeadline(o, JS_WRITE_DEADLINE_MS) != NATS_OK ||
         natsOptions_SetDisconnectedCB(o, on_disconnected, link) != NATS_OK ||
         natsOptions_SetReconnectedCB(o, on_reconnected, link) != NATS_OK ||
         natsOptions_SetRetryOnFailedConnect(o, true, on_connected, link) != NATS_OK)

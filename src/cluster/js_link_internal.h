@@ -13,6 +13,9 @@
 
 #define JS_MAX_URLS       16
 #define JS_SETUP_RETRY_MS 250
+/* How long a write to a NATS server may wait for room in the socket before
+ * the connection is given up (and made again). */
+#define JS_WRITE_DEADLINE_MS 1000
 
 enum js_event_kind {
     JS_EV_READY,
