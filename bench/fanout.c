@@ -36,7 +36,7 @@
 #include "grpc/grpc_client.h"
 
 #define STREAMS_PER_CONNECTION 90
-#define HISTOGRAM_BUCKETS      4096 /* 10 µs buckets up to ~41 ms, then overflow */
+#define HISTOGRAM_BUCKETS      16384 /* 10 µs buckets up to ~164 ms, then overflow */
 #define BUCKET_US              10
 
 struct options {

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HISTOGRAM_BUCKETS 4096 /* 10 us buckets, as bench/fanout */
+#define HISTOGRAM_BUCKETS 16384 /* 10 us buckets, as bench/fanout */
 #define BUCKET_US         10
 #define MAX_SUB_URLS      8
 

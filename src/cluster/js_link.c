@@ -219,22 +219,30 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
     js_link_post(link, ev);
 }
 
-static void post_connection(struct js_link *link, int up)
+/* The link's connection, or with PUB its publishing one, went UP or down:
+ * the link is connected while both are, and the loop hears each change. */
+static void post_connection(struct js_link *link, int pub, int up)
 {
-    struct js_event *ev = js_link_event_alloc(JS_EV_CONNECTION);
+    int both;
 
-    atomic_store(&link->connected, up);
     if (!up)
         atomic_fetch_add(&link->disconnects, 1);
-    if (ev) {
-        ev->up = up;
-        js_link_post(link, ev);
+    pthread_mutex_lock(&link->state_lock);
+    *(pub ? &link->pub_up : &link->nc_up) = up;
+    both = link->nc_up && link->pub_up;
+    if (atomic_exchange(&link->connected, both) != both) {
+        struct js_event *ev = js_link_event_alloc(JS_EV_CONNECTION);
+        if (ev) {
+            ev->up = both;
+            js_link_post(link, ev);
+        }
     }
+    pthread_mutex_unlock(&link->state_lock);
 }
 
 static void on_disconnected(natsConnection *nc, void *closure)
 {
-    post_connection(closure, 0);
+    post_connection(closure, 0, 0);
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
@@ -242,12 +250,22 @@ static void on_reconnected(natsConnection *nc, void *closure)
     struct js_link *link = closure;
 
     atomic_store(&link->resubscribe, 1);
-    post_connection(link, 1);
+    post_connection(link, 0, 1);
 }
 
 static void on_connected(natsConnection *nc, void *closure)
 {
-    post_connection(closure, 1);
+    post_connection(closure, 0, 1);
+}
+
+static void on_pub_disconnected(natsConnection *nc, void *closure)
+{
+    post_connection(closure, 1, 0);
+}
+
+static void on_pub_connected(natsConnection *nc, void *closure)
+{
+    post_connection(closure, 1, 1);
 }
 
 static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
@@ -305,22 +323,40 @@ static int split_urls(struct js_link *link, char *err, size_t errlen)
     return 0;
 }
 
-static int make_options(struct js_link *link)
+/* Options of the link's connection, or with PUB of its publishing one.
+ * That one writes each publish to the socket from the calling thread (the
+ * loop) at once: by default libnats hands it to a flusher thread that
+ * waits a millisecond for more before writing, and a session's next batch
+ * waits for the previous one's acknowledgment, so that millisecond would
+ * come twice into every frame's latency.  A server that takes no bytes
+ * holds the loop at most JS_WRITE_DEADLINE_MS; the connection is then
+ * dropped and made again (the flusher held the connection's lock, and so
+ * the loop's next publish, as long, without any bound).  The consumers
+ * stay on the other connection: libnats 3.4 remaking an ordered consumer
+ * crashes when a write fails at once, which only writing at once allows. */
+static int make_options(struct js_link *link, int pub)
 {
     natsOptions *o = NULL;
 
     if (natsOptions_Create(&o) != NATS_OK)
         return -1;
-    link->opts = o;
-    if (natsOptions_SetServers(o, link->urls, link->nurls) != NATS_OK ||
+    if (pub)
+        link->pub_opts = o;
+    else
+        link->opts = o;
+    if ((pub && (natsOptions_SetSendAsap(o, true) != NATS_OK ||
+                 natsOptions_SetWriteDeadline(o, JS_WRITE_DEADLINE_MS) != NATS_OK)) ||
+        natsOptions_SetServers(o, link->urls, link->nurls) != NATS_OK ||
         natsOptions_SetName(o, link->config.node_id) != NATS_OK ||
         natsOptions_SetMaxReconnect(o, -1) != NATS_OK ||
         natsOptions_SetReconnectWait(o, 200) != NATS_OK ||
         natsOptions_SetPingInterval(o, 1000) != NATS_OK ||
         natsOptions_SetMaxPingsOut(o, 2) != NATS_OK || natsOptions_SetTimeout(o, 1000) != NATS_OK ||
-        natsOptions_SetDisconnectedCB(o, on_disconnected, link) != NATS_OK ||
-        natsOptions_SetReconnectedCB(o, on_reconnected, link) != NATS_OK ||
-        natsOptions_SetRetryOnFailedConnect(o, true, on_connected, link) != NATS_OK)
+        natsOptions_SetDisconnectedCB(o, pub ? on_pub_disconnected : on_disconnected, link) !=
+            NATS_OK ||
+        natsOptions_SetReconnectedCB(o, pub ? on_pub_connected : on_reconnected, link) != NATS_OK ||
+        natsOptions_SetRetryOnFailedConnect(o, true, pub ? on_pub_connected : on_connected, link) !=
+            NATS_OK)
         return -1;
     return 0;
 }
@@ -343,6 +379,7 @@ struct js_link *js_link_new(struct event_base *base, const struct js_link_config
     link->arg = arg;
     link->pipe_fds[0] = link->pipe_fds[1] = -1;
     pthread_mutex_init(&link->lock, NULL);
+    pthread_mutex_init(&link->state_lock, NULL);
     if (split_urls(link, err, errlen) != 0)
         goto fail;
     if (pipe2(link->pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
@@ -350,23 +387,36 @@ struct js_link *js_link_new(struct event_base *base, const struct js_link_config
         goto fail;
     }
     link->wake = event_new(base, link->pipe_fds[0], EV_READ | EV_PERSIST, on_wake, link);
-    if (!link->wake || event_add(link->wake, NULL) != 0 || make_options(link) != 0) {
+    if (!link->wake || event_add(link->wake, NULL) != 0 || make_options(link, 0) != 0 ||
+        make_options(link, 1) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    s = natsConnection_Connect(&link->nc, link->opts);
-    if (s == NATS_OK)
-        atomic_store(&link->connected, 1);
-    else if (s != NATS_NOT_YET_CONNECTED) {
-        snprintf(err, errlen, "cannot connect: %s", natsStatus_GetText(s));
-        goto fail;
+    for (int pub = 0; pub <= 1; pub++) {
+        s = natsConnection_Connect(pub ? &link->pub_nc : &link->nc,
+                                   pub ? link->pub_opts : link->opts);
+        if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
+            snprintf(err, errlen, "cannot connect: %s", natsStatus_GetText(s));
+            goto fail;
+        }
+        /* Not yet connected: the connected handler tells (perhaps
+         * already has). */
+        pthread_mutex_lock(&link->state_lock);
+        if (s == NATS_OK)
+            *(pub ? &link->pub_up : &link->nc_up) = 1;
+        atomic_store(&link->connected, link->nc_up && link->pub_up);
+        pthread_mutex_unlock(&link->state_lock);
     }
     jsOptions_Init(&jo);
     jo.Wait = 2000;
+    if (natsConnection_JetStream(&link->js, link->nc, &jo) != NATS_OK) {
+        snprintf(err, errlen, "cannot make a JetStream context");
+        goto fail;
+    }
     jo.PublishAsync.MaxPending = 1 << 20;
     jo.PublishAsync.AckHandler = on_ack;
     jo.PublishAsync.AckHandlerClosure = link;
-    if (natsConnection_JetStream(&link->js, link->nc, &jo) != NATS_OK) {
+    if (natsConnection_JetStream(&link->pub_js, link->pub_nc, &jo) != NATS_OK) {
         snprintf(err, errlen, "cannot make a JetStream context");
         goto fail;
     }
@@ -400,9 +450,14 @@ void js_link_free(struct js_link *link)
         natsSubscription_Destroy(link->bus_sub);
     if (link->nc)
         natsConnection_Close(link->nc);
+    if (link->pub_nc)
+        natsConnection_Close(link->pub_nc);
     jsCtx_Destroy(link->js);
+    jsCtx_Destroy(link->pub_js);
     natsConnection_Destroy(link->nc);
+    natsConnection_Destroy(link->pub_nc);
     natsOptions_Destroy(link->opts);
+    natsOptions_Destroy(link->pub_opts);
     /* What was queued goes while libnats is still open; what its threads
      * post from now on is dropped by post() itself. */
     pthread_mutex_lock(&link->lock);
@@ -424,6 +479,7 @@ void js_link_free(struct js_link *link)
     if (link->pipe_fds[1] >= 0)
         close(link->pipe_fds[1]);
     pthread_mutex_destroy(&link->lock);
+    pthread_mutex_destroy(&link->state_lock);
     while (link->serves) {
         struct js_serve *s = link->serves;
         link->serves = s->next;
@@ -461,7 +517,7 @@ static int publish(struct js_link *link, natsMsg *msg, const char *msg_id, uint6
             return -1;
         }
     }
-    s = js_PublishMsgAsync(link->js, &msg, &po);
+    s = js_PublishMsgAsync(link->pub_js, &msg, &po);
     natsMsg_Destroy(msg); /* NULL when libnats took it */
     if (s != NATS_OK) {
         link->stats.publish_failures++;

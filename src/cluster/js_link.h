@@ -89,7 +89,10 @@ struct js_link *js_link_new(struct event_base *base, const struct js_link_config
                             size_t errlen);
 void js_link_free(struct js_link *link);
 
-/* 1 while connected to a NATS server. */
+/* 1 while connected to a NATS server: the link holds two connections, one
+ * for its consumers, setup and request/reply, one that only publishes
+ * (frames batches and bus events, each written at once); 1 while both are
+ * up. */
 int js_link_connected(const struct js_link *link);
 
 /* Publishes DATA to SUBJECT of AGENTHUB_FRAMES, stored only when the

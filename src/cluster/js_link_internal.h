@@ -13,6 +13,9 @@
 
 #define JS_MAX_URLS       16
 #define JS_SETUP_RETRY_MS 250
+/* How long a write to a NATS server may wait for room in the socket before
+ * the connection is given up (and made again). */
+#define JS_WRITE_DEADLINE_MS 1000
 
 enum js_event_kind {
     JS_EV_READY,
@@ -66,8 +69,15 @@ struct js_link {
     int nurls;
 
     natsOptions *opts;
-    natsConnection *nc;
+    natsConnection *nc; /* consumers, setup, request/reply */
     jsCtx *js;
+    /* Batches and bus events go through a connection of their own that
+     * writes each publish at once (js_link.c, make_options). */
+    natsOptions *pub_opts;
+    natsConnection *pub_nc;
+    jsCtx *pub_js;
+    pthread_mutex_t state_lock; /* guards the two up flags and connected's changes */
+    int nc_up, pub_up;
     natsSubscription *frames_sub, *bus_sub;
     natsSubscription *inbox_sub; /* <inbox>.* : answers to this node's requests */
     char inbox[64];
@@ -84,7 +94,7 @@ struct js_link {
     pthread_t setup_thread;
     int setup_started;
     atomic_int stopping;
-    atomic_int connected;
+    atomic_int connected;      /* both connections are up */
     atomic_int resubscribe;    /* reconnected: make the consumers again */
     atomic_ullong frames_next; /* the first stream seq not yet delivered */
     atomic_ullong bus_next;

@@ -19,11 +19,14 @@
 struct runner_marks;
 
 /* A batch stays well under NATS's default max_payload (1 MiB). */
-#define BATCH_BYTES   ((size_t)512 * 1024)
-#define SUBJECT_MAX   CLUSTER_SUBJECT_MAX
-#define WATCH_MS      2000
-#define RETRY_MS      20
-#define TABLE_BUCKETS 1024u
+#define BATCH_BYTES ((size_t)512 * 1024)
+#define SUBJECT_MAX CLUSTER_SUBJECT_MAX
+#define WATCH_MS    2000
+#define RETRY_MS    20
+/* A batch refused with no other node's message after its predecessor goes
+ * again after 1 ms, doubling up to this. */
+#define REFUSED_MAX_MS 1000
+#define TABLE_BUCKETS  1024u
 
 struct js_entry {
     struct js_entry *next;
@@ -60,7 +63,9 @@ struct js_session {
     uint64_t dup_since_ns;
     uint64_t fly_since_ns;
     uint8_t in_flight;
-    uint8_t retry;              /* a conflict: publish again once the copy catches up */
+    uint8_t retry;    /* publish again at retry_at_ns, or once the copy moves on */
+    uint8_t refusals; /* the batch's refusals with no message after its predecessor */
+    uint64_t retry_at_ns;
     uint64_t ords;              /* entries taken so far */
     struct hub_log_wait *waits; /* producers waiting for their entries to be stored */
     char subject[SUBJECT_MAX];
@@ -73,6 +78,7 @@ struct hub_log_js {
     struct session_registry *reg;
     struct bus *bus;
     struct event *retry_timer;
+    uint64_t retry_due_ns; /* when retry_timer fires, or 0 when it is not armed */
     struct event *watch_timer;
     struct event *wait_timer;
     uint64_t wait_ns;  /* how long a producer waits for its frames to be stored */

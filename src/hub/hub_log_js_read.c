@@ -104,15 +104,20 @@ void hub_log_js_on_frames(void *arg, const struct js_link_msg *m)
             seq++;
         }
     }
-    if (e && m->stream_seq > e->last_stream_seq) {
-        e->last_stream_seq = m->stream_seq;
-        if (e->retry && !e->in_flight) {
+    if (e) {
+        int moved = m->stream_seq > e->last_stream_seq;
+
+        if (moved)
+            e->last_stream_seq = m->stream_seq;
+        /* First whether M settles the batch in flight: a refused batch
+         * is renumbered after another node's message, not sent again
+         * after its old predecessor. */
+        hub_log_js_fly_check(js, e, m);
+        if (moved && e->retry && !e->in_flight) {
             e->retry = 0;
             hub_log_js_pump(js, e);
         }
     }
-    if (e)
-        hub_log_js_fly_check(js, e, m);
     check_caught_up(js);
 }
 

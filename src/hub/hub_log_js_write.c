@@ -11,6 +11,7 @@
 
 #include "cluster/js_link.h"
 #include "common/clock.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "hub/cluster_wire.h"
 #include "hub/hub_log_js_internal.h"
@@ -61,6 +62,8 @@ static void fly_done(struct hub_log_js *js, struct js_session *e)
     e->fly_frames = 0;
     e->in_flight = 0;
     e->dup_wait = 0;
+    e->retry = 0;
+    e->refusals = 0;
     if (stored_ord)
         hub_log_js_waits_stored(e, stored_ord);
 }
@@ -73,10 +76,26 @@ static void watch_later(struct hub_log_js *js)
     event_add(js->watch_timer, &(struct timeval){WATCH_MS / 1000, (WATCH_MS % 1000) * 1000});
 }
 
-static void retry_later(struct hub_log_js *js, struct js_session *e)
+/* Arms the retry timer for AT (monotonic ns), unless it fires sooner. */
+static void retry_arm(struct hub_log_js *js, uint64_t at, uint64_t now)
 {
+    uint64_t us = at > now ? (at - now + 999) / 1000 : 0;
+
+    if (js->retry_due_ns && js->retry_due_ns <= at)
+        return;
+    js->retry_due_ns = at;
+    event_add(js->retry_timer,
+              &(struct timeval){(time_t)(us / 1000000), (suseconds_t)(us % 1000000)});
+}
+
+/* E's batch in flight (or its outbox) goes again in MS. */
+static void retry_later(struct hub_log_js *js, struct js_session *e, uint32_t ms)
+{
+    uint64_t now = clock_monotonic_ns();
+
     e->retry = 1;
-    event_add(js->retry_timer, &(struct timeval){0, RETRY_MS * 1000});
+    e->retry_at_ns = now + (uint64_t)ms * 1000000;
+    retry_arm(js, e->retry_at_ns, now);
 }
 
 /* A frames message on E's subject was applied: when it is the batch in
@@ -94,9 +113,12 @@ void hub_log_js_fly_check(struct hub_log_js *js, struct js_session *e, const str
         return;
     }
     if (e->dup_wait && m->stream_seq >= e->dup_wait) {
+        js->writer_changes++;
         fly_return(e);
         e->in_flight = 0;
         e->dup_wait = 0;
+        e->retry = 0;
+        e->refusals = 0;
         hub_log_js_pump(js, e);
     }
 }
@@ -133,15 +155,33 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
          * node's.  The first message after the predecessor tells, by its
          * Agenthub-Batch (fly_check); when it was applied already and was
          * not this batch, the batch goes again after what is there. */
-        js->writer_changes++;
         if (e->last_stream_seq > e->fly_pred) {
+            js->writer_changes++;
             e->in_flight = 0;
+            e->refusals = 0;
             fly_return(e);
             break;
         }
-        e->dup_wait = e->fly_pred + 1;
-        e->dup_since_ns = clock_monotonic_ns();
-        watch_later(js);
+        if (e->dup_wait != e->fly_pred + 1) {
+            e->dup_wait = e->fly_pred + 1;
+            e->dup_since_ns = clock_monotonic_ns();
+            watch_later(js);
+        }
+        if (ack == JS_ACK_CONFLICT) {
+            /* Refused, so not stored; but maybe nothing follows the
+             * predecessor: the stream's leader checks the expected
+             * sequence against what it has applied, and this node's
+             * consumer, on another server, can deliver the predecessor
+             * (and so start this batch) before the leader applied it.
+             * The batch goes again unchanged, soon; another node's
+             * message after the predecessor, if there is one, reaches
+             * fly_check first and the batch is renumbered after it. */
+            uint32_t ms = 1u << (e->refusals < 10 ? e->refusals : 10);
+            e->in_flight = 0;
+            if (e->refusals < UINT8_MAX)
+                e->refusals++;
+            retry_later(js, e, ms < REFUSED_MAX_MS ? ms : REFUSED_MAX_MS);
+        }
         return;
     default:
         /* Not known to be stored (a server lost, no quorum in time): the
@@ -149,7 +189,7 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
          * attempt that was stored after all is recognised, not doubled. */
         js->publish_retries++;
         e->in_flight = 0;
-        retry_later(js, e);
+        retry_later(js, e, RETRY_MS);
         /* The append timed out: its producers hear UNAVAILABLE now. */
         hub_log_js_waits_fail(js, e, 0);
         return;
@@ -164,6 +204,7 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
     size_t bytes = 0, off = 0;
     uint32_t frames = 0;
     char msg_id[SUBJECT_MAX + 24];
+    uint64_t expect;
 
     if (e->in_flight || (!take && !e->fly))
         return;
@@ -216,9 +257,12 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
      * expected sequence after it. */
     snprintf(msg_id, sizeof(msg_id), "%s:%" PRIu64, e->subject + sizeof(JS_FRAMES_PREFIX) - 1,
              e->fly_pred);
-    if (js_link_publish_frames(js->link, e->subject, e->fly_first_seq, e->fly_pred, msg_id,
-                               e->fly_nonce, e->fly_buf, e->fly_len) != 0) {
-        retry_later(js, e); /* unreachable: again once it is back */
+    /* Tests: a batch's first attempt names a predecessor JetStream has not
+     * stored, as when it outruns the stream leader (hub_log_js_on_ack). */
+    expect = e->fly_pred + (e->refusals == 0 && failpoint_active("cluster.refuse_first"));
+    if (js_link_publish_frames(js->link, e->subject, e->fly_first_seq, expect, msg_id, e->fly_nonce,
+                               e->fly_buf, e->fly_len) != 0) {
+        retry_later(js, e, RETRY_MS); /* unreachable: again once it is back */
         return;
     }
     e->in_flight = 1;
@@ -252,13 +296,23 @@ void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg)
 void hub_log_js_on_retry(evutil_socket_t fd, short what, void *arg)
 {
     struct hub_log_js *js = arg;
+    uint64_t now = clock_monotonic_ns(), next = 0;
 
+    js->retry_due_ns = 0;
     for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (struct js_session *e = js->table[i]; e; e = e->hnext)
-            if (e->retry && !e->in_flight) {
-                e->retry = 0;
-                hub_log_js_pump(js, e);
+        for (struct js_session *e = js->table[i]; e; e = e->hnext) {
+            if (!e->retry || e->in_flight)
+                continue;
+            if (e->retry_at_ns > now) {
+                if (!next || e->retry_at_ns < next)
+                    next = e->retry_at_ns;
+                continue;
             }
+            e->retry = 0;
+            hub_log_js_pump(js, e);
+        }
+    if (next)
+        retry_arm(js, next, now);
 }
 
 /* Queues an entry on SUBJECT (of session or Runner ID), with the current

@@ -48,7 +48,7 @@ def replay(hub, session_id, last, token="t-alice"):
 class Nodes:
     """Three agenthubd nodes on NATS cluster NATS sharing one store."""
 
-    def __init__(self, nats, tmp_path, flags=(), count=3, replicas=3):
+    def __init__(self, nats, tmp_path, flags=(), count=3, replicas=3, env=None):
         self.hubs = []
         self.nats = nats
         db = None
@@ -56,7 +56,7 @@ class Nodes:
             node_flags = ["--cluster", nats.url, "--node-id", "node-%d" % (i + 1),
                           "--cluster-replicas", str(replicas)] + list(flags)
             h = Hub(db=db, flags=node_flags, workdir=tmp_path / ("node-%d" % (i + 1)),
-                    world=None if db else True)
+                    world=None if db else True, env=env)
             db = h.db
             self.hubs.append(h)
         for h in self.hubs:
@@ -114,6 +114,30 @@ def test_frames_published_through_one_node_reach_panes_on_every_node(nodes):
         err = fail(h.call, SUB, S.SubscribeAgentSessionRequest(session_id="sess-1", since_seq=99),
                    token="t-alice")
         assert err.code() == grpc.StatusCode.OUT_OF_RANGE
+
+
+def test_a_batch_refused_with_nothing_after_its_predecessor_goes_again(nodes):
+    # Every batch's first attempt is refused by JetStream ("wrong last
+    # sequence") although no other node wrote: the stream leader had not yet
+    # applied the predecessor this node's consumer already delivered.  The
+    # writer sends it again, unchanged, instead of waiting for a message
+    # after the predecessor that never comes.
+    n = nodes(env={"AGENTHUB_FAILPOINTS": "cluster.refuse_first=fault"})
+    a, b, c = n[0], n[1], n[2]
+    live_a = subscribe(a, "sess-1")
+    live_c = subscribe(c, "sess-1", token="t-bob")
+    r = b.runner("runner-1")
+    for i in range(1, 31):
+        r.publish("sess-1", text("m%d" % i))
+    for pane in (live_a, live_c):
+        got = pane.wait_count(30, timeout=30)
+        assert texts(got) == ["m%d" % i for i in range(1, 31)]
+        assert [f.seq for f in got] == list(range(1, 31))
+        pane.cancel()
+    # Sent again after the same predecessor, never renumbered.
+    wait_for(lambda: b.metric("agenthub_cluster_frames_waiting") == 0, 10,
+             what="node B's outbox to empty")
+    assert b.metric("agenthub_cluster_writer_changes_total") == 0
 
 
 def spawn_agent_session(h):
