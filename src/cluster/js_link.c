@@ -212,7 +212,12 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
         ev->ack = JS_ACK_DUPLICATE;
         ev->seq = pa->Sequence;
     } else if (pae && pae->ErrCode == JSStreamWrongLastSequenceErr) {
+        unsigned long long last;
         ev->ack = JS_ACK_CONFLICT;
+        /* JetStream names the subject's real last sequence in its text. */
+        ev->seq = pae->ErrText && sscanf(pae->ErrText, "wrong last sequence: %llu", &last) == 1
+                      ? (uint64_t)last
+                      : UINT64_MAX;
     } else {
         ev->ack = JS_ACK_FAILED;
     }

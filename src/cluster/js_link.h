@@ -61,7 +61,8 @@ struct js_link_msg {
 
 enum js_ack {
     JS_ACK_OK = 0,        /* stored at STREAM_SEQ */
-    JS_ACK_CONFLICT = 1,  /* the subject's last sequence was not the expected one */
+    JS_ACK_CONFLICT = 1,  /* the subject's last sequence was not the expected one, but
+                             STREAM_SEQ (UINT64_MAX when JetStream did not say) */
     JS_ACK_DUPLICATE = 2, /* a message with its id is stored, at STREAM_SEQ */
     JS_ACK_FAILED = 3,    /* not stored, or not known to be (timeout, no quorum) */
 };

@@ -6,6 +6,7 @@
  * reaches this node's copy through its consumer (hub_log_js_read.c). */
 #include <event2/event.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,9 +178,25 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
              * message after the predecessor, if there is one, reaches
              * fly_check first and the batch is renumbered after it. */
             uint32_t ms = 1u << (e->refusals < 10 ? e->refusals : 10);
+            uint64_t now = clock_monotonic_ns();
             e->in_flight = 0;
+            if (e->refusals == 0)
+                e->refused_since_ns = now;
             if (e->refusals < UINT8_MAX)
                 e->refusals++;
+            if (stream_seq < e->fly_pred &&
+                now - e->refused_since_ns >= (uint64_t)PREDECESSOR_GONE_MS * 1000000) {
+                /* The subject's messages up to the predecessor were
+                 * evicted (the frames stream is bounded, oldest first):
+                 * the batch follows what is there now. */
+                log_warn("cluster: %s: stream seq %" PRIu64 " is gone from the stream; "
+                         "writing after %" PRIu64,
+                         e->subject, e->fly_pred, stream_seq);
+                e->fly_pred = stream_seq;
+                e->dup_wait = 0;
+                e->refusals = 0;
+                ms = 1;
+            }
             retry_later(js, e, ms < REFUSED_MAX_MS ? ms : REFUSED_MAX_MS);
         }
         return;
@@ -203,7 +220,7 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
     struct js_entry *take = e->out_head, *last = NULL, *p;
     size_t bytes = 0, off = 0;
     uint32_t frames = 0;
-    char msg_id[SUBJECT_MAX + 24];
+    char msg_id[SUBJECT_MAX + 48];
     uint64_t expect;
 
     if (e->in_flight || (!take && !e->fly))
@@ -257,6 +274,13 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
      * expected sequence after it. */
     snprintf(msg_id, sizeof(msg_id), "%s:%" PRIu64, e->subject + sizeof(JS_FRAMES_PREFIX) - 1,
              e->fly_pred);
+    /* After an eviction the predecessor is older than a message this node
+     * saw, maybe 0 again: the session's first seq in the batch keeps the id
+     * apart from the batch that once followed the same predecessor, and
+     * the same for two nodes racing to write after it. */
+    if (e->fly_pred < e->last_stream_seq)
+        snprintf(msg_id + strlen(msg_id), sizeof(msg_id) - strlen(msg_id), ":%" PRIu64,
+                 e->fly_first_seq);
     /* Tests: a batch's first attempt names a predecessor JetStream has not
      * stored, as when it outruns the stream leader (hub_log_js_on_ack). */
     expect = e->fly_pred + (e->refusals == 0 && failpoint_active("cluster.refuse_first"));

@@ -519,6 +519,30 @@ def test_append_resource_output_is_ok_only_once_jetstream_stored_it(nodes):
             assert record_lengths([got[a.first_seq]]) == [100 + i]
 
 
+def test_a_session_whose_messages_the_budget_evicted_is_written_again(nodes):
+    # The frames stream is bounded (--session-log-budget-bytes, oldest
+    # first): a quiet session's last message can be evicted by the others'
+    # traffic.  Its next batch names a predecessor the stream no longer
+    # holds; JetStream refuses it ("wrong last sequence: 0") and the writer,
+    # refused for a while with nothing newer to follow, writes after what
+    # the stream does hold, rather than never again.
+    budget = 256 * 1024
+    n = nodes(count=2, replicas=1, flags=["--session-log-budget-bytes", str(budget),
+                                          "--agent-log-bytes", str(budget)])
+    rid, sid = spawn_agent_session(n[0])
+    first = append_record(n[0], rid, 1)
+    r = n[0].runner("runner-1")
+    for i in range(40):  # 40 x 16 KiB through another session: A's message goes
+        r.publish("sess-1", text("x%d " % i + "y" * 16384))
+    wait_for(lambda: n[0].metric("agenthub_cluster_frames_waiting") == 0, 20,
+             what="the other session's frames to be stored")
+    again = append_record(n[0], rid, 2, timeout=20)
+    assert "is gone from the stream" in n[0].stderr()
+    assert again.first_seq > first.last_seq
+    got = {f.seq: f for f in replay(n[1], sid, again.last_seq, token="t-bob")}
+    assert record_lengths([got[again.first_seq]]) == [2]
+
+
 def test_append_resource_output_while_jetstream_hangs_answers_unavailable(nodes):
     n = nodes(count=2, replicas=1)
     rid, sid = spawn_agent_session(n[0])
