@@ -61,6 +61,7 @@ static const char *string_problem(const uint8_t *s, size_t len,
                                   const ProtobufCFieldDescriptor *field)
 {
     size_t i = 0;
+    int is_id = -1; /* not asked yet */
 
     while (i < len) {
         uint32_t cp = s[i];
@@ -74,7 +75,7 @@ static const char *string_problem(const uint8_t *s, size_t len,
             return "holds a NUL byte";
         if (cp >= 0x80 && (n = utf8_decode(s + i, len - i, &cp)) == 0)
             return "is not valid UTF-8";
-        if (utf8_is_control(cp) && field_is_id(field->name))
+        if (utf8_is_control(cp) && (is_id < 0 ? (is_id = field_is_id(field->name)) : is_id))
             return "holds a control character";
         i += n;
     }
