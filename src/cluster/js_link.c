@@ -164,19 +164,34 @@ static void raise_to(atomic_ullong *at, uint64_t v)
     }
 }
 
+/* An event of KIND that owns MSG, or NULL (MSG destroyed) when memory is
+ * short: a callback hands every message it gets to the loop or drops it. */
+static struct js_event *event_with_msg(enum js_event_kind kind, natsMsg *msg)
+{
+    struct js_event *ev = js_link_event_alloc(kind);
+
+    if (!ev) {
+        natsMsg_Destroy(msg);
+        return NULL;
+    }
+    ev->msg = msg;
+    return ev;
+}
+
 static void queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind)
 {
     jsMsgMetaData *meta = NULL;
-    struct js_event *ev = js_link_event_alloc(kind);
+    struct js_event *ev = event_with_msg(kind, msg);
 
-    if (!ev || natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
+    if (!ev)
+        return;
+    if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
         /* Without its sequence the message cannot be placed; the ordered
          * consumer's next message shows the gap to the reader. */
-        free(ev);
         natsMsg_Destroy(msg);
+        free(ev);
         return;
     }
-    ev->msg = msg;
     ev->seq = meta->Sequence.Stream;
     ev->pending = meta->NumPending;
     jsMsgMetaData_Destroy(meta);
@@ -197,13 +212,10 @@ void js_link_on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
     struct js_link *link = closure;
-    struct js_event *ev = js_link_event_alloc(JS_EV_ACK);
+    struct js_event *ev = event_with_msg(JS_EV_ACK, msg);
 
-    if (!ev) {
-        natsMsg_Destroy(msg);
+    if (!ev)
         return;
-    }
-    ev->msg = msg;
     if (pa && !pa->Duplicate) {
         ev->ack = JS_ACK_OK;
         ev->seq = pa->Sequence;
@@ -276,27 +288,20 @@ static void on_pub_connected(natsConnection *nc, void *closure)
 static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
     struct js_serve *serve = closure;
-    struct js_event *ev = js_link_event_alloc(JS_EV_REQUEST);
+    struct js_event *ev = event_with_msg(JS_EV_REQUEST, msg);
 
-    if (!ev) {
-        natsMsg_Destroy(msg);
+    if (!ev)
         return;
-    }
-    ev->msg = msg;
     ev->serve = serve;
     js_link_post(serve->link, ev);
 }
 
 static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
-    struct js_event *ev = js_link_event_alloc(JS_EV_REPLY);
+    struct js_event *ev = event_with_msg(JS_EV_REPLY, msg);
 
-    if (!ev) {
-        natsMsg_Destroy(msg);
-        return;
-    }
-    ev->msg = msg;
-    js_link_post(closure, ev);
+    if (ev)
+        js_link_post(closure, ev);
 }
 
 /* --- the loop's API ---------------------------------------------------------- */
