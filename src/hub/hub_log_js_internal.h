@@ -26,11 +26,12 @@ struct runner_marks;
 /* A batch refused with no other node's message after its predecessor goes
  * again after 1 ms, doubling up to this. */
 #define REFUSED_MAX_MS 1000
-/* Refused this long, always after a predecessor JetStream says is older
- * than the subject's last message, the predecessor is gone from the stream
- * (the budget evicted it), not merely unapplied by a new leader. */
-#define PREDECESSOR_GONE_MS 1000
-#define TABLE_BUCKETS       1024u
+/* Refused this many times in a row (the back-off between them adds up to
+ * over a second: 1 + 2 + ... + 512 ms), always naming a last sequence older
+ * than the predecessor, the predecessor is gone from the stream (the budget
+ * evicted it), not merely unapplied by a new leader. */
+#define PREDECESSOR_GONE_REFUSALS 11
+#define TABLE_BUCKETS             1024u
 
 struct js_entry {
     struct js_entry *next;
@@ -67,9 +68,8 @@ struct js_session {
     uint64_t dup_since_ns;
     uint64_t fly_since_ns;
     uint8_t in_flight;
-    uint8_t retry;             /* publish again at retry_at_ns, or once the copy moves on */
-    uint8_t refusals;          /* the batch's refusals with no message after its predecessor */
-    uint64_t refused_since_ns; /* when the first of them came */
+    uint8_t retry;    /* publish again at retry_at_ns, or once the copy moves on */
+    uint8_t refusals; /* the batch's refusals with no message after its predecessor */
     uint64_t retry_at_ns;
     uint64_t ords;              /* entries taken so far */
     struct hub_log_wait *waits; /* producers waiting for their entries to be stored */

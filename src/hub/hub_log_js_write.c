@@ -178,14 +178,10 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
              * message after the predecessor, if there is one, reaches
              * fly_check first and the batch is renumbered after it. */
             uint32_t ms = 1u << (e->refusals < 10 ? e->refusals : 10);
-            uint64_t now = clock_monotonic_ns();
             e->in_flight = 0;
-            if (e->refusals == 0)
-                e->refused_since_ns = now;
             if (e->refusals < UINT8_MAX)
                 e->refusals++;
-            if (stream_seq < e->fly_pred &&
-                now - e->refused_since_ns >= (uint64_t)PREDECESSOR_GONE_MS * 1000000) {
+            if (stream_seq < e->fly_pred && e->refusals >= PREDECESSOR_GONE_REFUSALS) {
                 /* The subject's messages up to the predecessor were
                  * evicted (the frames stream is bounded, oldest first):
                  * the batch follows what is there now. */
