@@ -27,6 +27,7 @@
 #include "store/blob.h"
 #include "store/store.h"
 #include "server/metrics_http.h"
+#include "server/server_log.h"
 #include "server/web_wire.h"
 #include "web/web.h"
 
@@ -66,6 +67,7 @@ struct config {
     const char *cluster; /* NATS URLs: session logs and the bus on JetStream */
     const char *node_id;
     size_t cluster_replicas;
+    struct server_log_config log; /* --log, --log-db, --log-sync, --log-commit-ms */
 };
 
 struct server {
@@ -77,7 +79,8 @@ struct server {
     struct rpc_context rpc; /* every door's door data */
     struct session_registry sessions;
     struct bus bus;
-    struct hub_log_js *cluster;   /* NULL: the in-memory log */
+    struct hub_log_js *cluster;   /* NULL: the disk or the in-memory log */
+    struct hub_log_disk *disk;    /* the durable log of a single node, or NULL */
     struct runner_remote *remote; /* Runners on other nodes, with cluster */
     struct metrics_http *metrics;
     struct event *sigterm;
@@ -157,6 +160,17 @@ static void usage(FILE *out)
           "                                host name)\n"
           "  --cluster-replicas N          copies JetStream keeps of each stream (default 1,\n"
           "                                at most 5)\n"
+          "  --log disk|memory             where a single node keeps session logs and the\n"
+          "                                bus: on disk, so a restart keeps them (default),\n"
+          "                                or in memory only; docs/durability.md\n"
+          "  --log-db PATH                 the session log's file (SQLite, WAL mode; default\n"
+          "                                beside --db: var/agenthub.db gives\n"
+          "                                var/agenthub-log.db)\n"
+          "  --log-sync normal|full        normal: a commit survives a killed process (no\n"
+          "                                fsync per commit, the default); full: an fsync\n"
+          "                                per commit, it survives a lost machine too\n"
+          "  --log-commit-ms N             gather frames this long into one commit (default\n"
+          "                                0: those of one event-loop turn)\n"
           "  --verbose                     debug logging\n"
           "  --version, --help\n"
           "\n"
@@ -258,6 +272,10 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_NODE_ID,
         OPT_CLUSTER_REPLICAS,
         OPT_VERBOSE,
+        OPT_LOG,
+        OPT_LOG_DB,
+        OPT_LOG_SYNC,
+        OPT_LOG_COMMIT_MS,
         OPT_CORS_ORIGIN,
         OPT_VERSION,
         OPT_HELP,
@@ -297,6 +315,10 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"node-id", required_argument, NULL, OPT_NODE_ID},
         {"cluster-replicas", required_argument, NULL, OPT_CLUSTER_REPLICAS},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
+        {"log", required_argument, NULL, OPT_LOG},
+        {"log-db", required_argument, NULL, OPT_LOG_DB},
+        {"log-sync", required_argument, NULL, OPT_LOG_SYNC},
+        {"log-commit-ms", required_argument, NULL, OPT_LOG_COMMIT_MS},
         {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -329,11 +351,26 @@ static int parse_args(int argc, char **argv, struct config *config)
     config->command_timeout_ms = 5000;
     config->max_report_sessions = 10000;
     config->cluster_replicas = 1;
+    config->log.pending_bytes = (size_t)64 * 1024 * 1024;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
         case OPT_DB:
             config->db_path = optarg;
+            break;
+        case OPT_LOG:
+            config->log.mode = optarg;
+            break;
+        case OPT_LOG_DB:
+            config->log.db = optarg;
+            break;
+        case OPT_LOG_SYNC:
+            config->log.sync = optarg;
+            break;
+        case OPT_LOG_COMMIT_MS:
+            if (parse_size_or_zero("--log-commit-ms", optarg, &config->log.commit_ms) != 0 ||
+                parse_u32_range("--log-commit-ms", config->log.commit_ms) != 0)
+                return -1;
             break;
         case OPT_WEB:
             if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
@@ -526,6 +563,8 @@ static int parse_args(int argc, char **argv, struct config *config)
         fprintf(stderr, "agenthubd: --tls-client-ca needs --tls-cert and --tls-key\n");
         return -1;
     }
+    if (server_log_check(&config->log, config->db_path, config->cluster != NULL) != 0)
+        return -1;
     if (!config->max_connections_set)
         config->h2.max_connections = default_max_connections(config);
     return 0;
@@ -635,6 +674,8 @@ static const char *metrics_healthy(void *arg)
 
     if (server->shutting_down)
         return "draining";
+    if (server->disk && hub_log_disk_fault(server->disk))
+        return hub_log_disk_fault(server->disk);
     if (!hub_log_writable(&server->hub.log))
         return "the session log is unreachable (JetStream)";
     return NULL;
@@ -658,9 +699,10 @@ static void on_store_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The session log started or stopped taking appends (NATS lost or back,
- * the node caught up): health Watch streams hear it now, not on the next
- * store tick (a node on SQLite has none). */
-static void on_cluster_state(void *arg)
+ * the node caught up, the disk refused or took commits again): health
+ * Watch streams hear it now, not on the next store tick (a node on SQLite
+ * has none). */
+static void on_log_state(void *arg)
 {
     struct server *server = arg;
 
@@ -764,6 +806,7 @@ static void server_free(struct server *server)
     runner_remote_free(server->remote);
     /* Before the copies it fills: no delivery arrives after this. */
     hub_log_js_free(server->cluster);
+    hub_log_disk_free(server->disk);
     stream_guards_free(server->hub.guards);
     session_registry_free(&server->sessions);
     bus_free(&server->bus);
@@ -791,7 +834,7 @@ int main(int argc, char **argv)
     struct server server;
     struct grpc_door *public_door, *runner_door = NULL;
     char err[256];
-    int rv;
+    int rv, exit_code = 1;
 
     memset(&server, 0, sizeof(server));
     log_setup("agenthubd", LOG_LEVEL_INFO);
@@ -835,6 +878,13 @@ int main(int argc, char **argv)
         log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the server");
     if (server.config.cluster && start_cluster(&server) != 0)
         goto fail;
+    if (!server.config.cluster &&
+        server_log_open(&server.config.log, server.config.db_path, &server.hub.log, server.base,
+                        &server.sessions, &server.bus, &server.disk) != 0) {
+        exit_code = 2;
+        goto fail;
+    }
+    server.hub.config.log_keeps_marks = server.disk != NULL;
     server.hub.runners = runner_registry_new(server.base);
     server.hub.guards = stream_guards_new(server.base, server.hub.store);
     if (!server.hub.runners || !server.hub.guards)
@@ -858,7 +908,9 @@ int main(int argc, char **argv)
         goto fail;
     grpc_server_set_request_check(server.grpc, pb_validate_strings);
     if (server.cluster)
-        hub_log_js_on_state(server.cluster, on_cluster_state, &server);
+        hub_log_js_on_state(server.cluster, on_log_state, &server);
+    if (server.disk)
+        hub_log_disk_on_state(server.disk, on_log_state, &server);
 
     public_door = grpc_door_new(server.grpc, "public", &server.rpc);
     if (public_door)
@@ -926,5 +978,5 @@ int main(int argc, char **argv)
 
 fail:
     server_free(&server);
-    return 1;
+    return exit_code;
 }

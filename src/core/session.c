@@ -482,6 +482,12 @@ void session_tail_end(struct session *s)
     session_retain(s);
 }
 
+void session_backdate_over(struct session *s, int64_t age_ms)
+{
+    if (s->retained && age_ms > 0)
+        s->over_at_ms -= age_ms;
+}
+
 void session_tail_resume(struct session *s)
 {
     if (s->ended || !s->over)

@@ -160,6 +160,11 @@ int session_is_ended(const struct session *s);
  * over (watchers are woken) and S's log joins the retained ones.  S stays
  * live.  Does nothing when the tail is already over. */
 void session_tail_end(struct session *s);
+/* S's tail has been over for AGE_MS already (a log read back after a
+ * restart): its log leaves the retained ones that much sooner.  Called in
+ * the order the tails ended, the retained list stays in that order.  Does
+ * nothing unless S is retained. */
+void session_backdate_over(struct session *s, int64_t age_ms);
 /* The agent of live session S came back: a new tail starts with the next
  * append.  Does nothing unless the tail is over and S is live. */
 void session_tail_resume(struct session *s);

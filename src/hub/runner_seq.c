@@ -74,7 +74,10 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **o
             *out = run;
             return 0;
         }
-    if (store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
+    /* A log that keeps the marks with its frames is the truth: the store's
+     * mark may be ahead of what was committed when the server died. */
+    if (!ctx->config.log_keeps_marks &&
+        store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
         return -1;
     run = calloc(1, sizeof(*run));
     if (!run)
@@ -103,7 +106,8 @@ int runner_run_enroll(struct hub *ctx, const char *runner_id, int resume, uint64
     }
     /* Stored first: a server restart must not resume this Runner from the
      * mark of a run it has left. */
-    if (run->persisted != 0 && store_runner_seq_set(ctx->store, runner_id, 0) != STORE_OK)
+    if (!ctx->config.log_keeps_marks && run->persisted != 0 &&
+        store_runner_seq_set(ctx->store, runner_id, 0) != STORE_OK)
         return -1;
     runs->enrolled_new++;
     hub_log_runner_reset(&ctx->log, runner_id);
@@ -148,7 +152,7 @@ uint64_t runner_run_advance(struct hub *ctx, struct runner_run *run, uint64_t se
 void runner_run_persist(struct hub *ctx, struct runner_run *run)
 {
     run->unpersisted = 0;
-    if (run->last == run->persisted)
+    if (run->last == run->persisted || ctx->config.log_keeps_marks)
         return;
     if (store_runner_seq_set(ctx->store, run->id, run->last) == STORE_OK)
         run->persisted = run->last;

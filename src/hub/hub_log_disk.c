@@ -1,0 +1,604 @@
+/* hub_log_disk: see hub_log_disk.h.  This file has the hub_log operations,
+ * what a committed entry does to the core structures, the load at start,
+ * the trimming of what memory gave up, and metrics; hub_log_disk_writer.c
+ * has the batches and the committing thread. */
+#include "hub/hub_log_disk.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "hub/hub_log_disk_internal.h"
+#include "hub/hub_wire.h"
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static struct dsk_session *entry_find(struct hub_log_disk *d, const char *id, size_t len)
+{
+    struct dsk_session *e = d->table[hash_bytes(id, len) % DSK_BUCKETS];
+
+    for (; e; e = e->hnext)
+        if (e->len == len && memcmp(e->id, id, len) == 0)
+            return e;
+    return NULL;
+}
+
+/* A new entry for ID with key SID.  NULL when memory is short. */
+static struct dsk_session *entry_add(struct hub_log_disk *d, const char *id, size_t len,
+                                     uint64_t sid)
+{
+    struct dsk_session *e = calloc(1, sizeof(*e) + len + 1);
+    struct dsk_session **slot;
+
+    if (!e)
+        return NULL;
+    e->sid = sid;
+    e->len = (uint16_t)len;
+    memcpy(e->id, id, len);
+    slot = &d->table[hash_bytes(id, len) % DSK_BUCKETS];
+    e->hnext = *slot;
+    *slot = e;
+    slot = &d->by_sid[sid % DSK_BUCKETS];
+    e->sidnext = *slot;
+    *slot = e;
+    if (sid >= d->next_sid)
+        d->next_sid = sid + 1;
+    d->sessions++;
+    return e;
+}
+
+static void entry_remove(struct hub_log_disk *d, struct dsk_session *e)
+{
+    struct dsk_session **pp = &d->table[hash_bytes(e->id, e->len) % DSK_BUCKETS];
+
+    while (*pp != e)
+        pp = &(*pp)->hnext;
+    *pp = e->hnext;
+    pp = &d->by_sid[e->sid % DSK_BUCKETS];
+    while (*pp != e)
+        pp = &(*pp)->sidnext;
+    *pp = e->sidnext;
+    d->sessions--;
+    free(e);
+}
+
+/* S's entry, made (and its name taken for the disk) when new.  NULL when
+ * memory is short. */
+static struct dsk_session *entry_of(struct hub_log_disk *d, struct session *s)
+{
+    const char *id = session_id(s);
+    size_t len = strlen(id);
+    struct dsk_session *e = entry_find(d, id, len);
+
+    if (e)
+        return e;
+    e = entry_add(d, id, len, d->next_sid);
+    if (e && !hub_log_disk_take(d, LOGDB_OP_SESSION, e, 0, 0, 0, id, len)) {
+        entry_remove(d, e);
+        return NULL;
+    }
+    return e;
+}
+
+static struct dsk_runner *runner_find(struct hub_log_disk *d, const char *id, size_t len,
+                                      int create)
+{
+    struct dsk_runner **slot = &d->runners[hash_bytes(id, len) % DSK_BUCKETS], *r;
+
+    for (r = *slot; r; r = r->next)
+        if (r->len == len && memcmp(r->id, id, len) == 0)
+            return r;
+    if (!create || len > STORE_ID_MAX || !(r = calloc(1, sizeof(*r) + len + 1)))
+        return NULL;
+    r->len = (uint16_t)len;
+    memcpy(r->id, id, len);
+    r->next = *slot;
+    *slot = r;
+    return r;
+}
+
+/* --- committed entries into the core structures ------------------------------ */
+
+void hub_log_disk_apply_entry(struct hub_log_disk *d, struct dsk_session *e, uint8_t kind,
+                              uint64_t seq, const void *data, size_t len, int64_t at, int loading)
+{
+    struct session *s = session_lookup(d->reg, e->id, e->len);
+    uint64_t newest;
+
+    if (kind == HUB_LOG_END + 1) {
+        if (s && !session_is_ended(s))
+            session_end(s);
+        e->over_unix_ms = at;
+        return;
+    }
+    if (!s || session_is_ended(s)) {
+        if (session_open(d->reg, e->id, e->len, &s) < 0 || !s)
+            return;
+    }
+    if (kind == HUB_LOG_TAIL_END + 1) {
+        session_tail_end(s);
+        e->over_unix_ms = at;
+        return;
+    }
+    if (kind == HUB_LOG_TAIL_RESUME + 1) {
+        session_tail_resume(s);
+        return;
+    }
+    newest = ring_newest_seq(session_ring(s));
+    if (seq <= newest)
+        return;
+    /* The ring forgot the session while its log went on (or a restart read
+     * back only the newest part): the seq carries on from the disk. */
+    if (seq > newest + 1)
+        session_skip_to(s, seq);
+    if (loading) {
+        int state = hub_frame_state(data, len);
+        if (state > 0)
+            arbiter_announce(session_arbiter(s), (enum arbiter_state)state);
+    }
+    session_append(s, data, len, at);
+}
+
+/* --- the hub_log operations ---------------------------------------------------- */
+
+int hub_log_disk_writable(void *impl)
+{
+    struct hub_log_disk *d = impl;
+
+    return d->fault == LOGDB_OK && d->pending.bytes < d->config.pending_bytes;
+}
+
+void hub_log_disk_state_changed(struct hub_log_disk *d)
+{
+    int writable = hub_log_disk_writable(d);
+
+    if (writable == d->was_writable)
+        return;
+    d->was_writable = writable;
+    if (d->state_fn)
+        d->state_fn(d->state_arg);
+}
+
+static uint64_t disk_append(void *impl, struct session *s, const void *frame, size_t len,
+                            int64_t at_unix_ms)
+{
+    struct hub_log_disk *d = impl;
+    struct dsk_session *e;
+    struct dsk_op *op;
+    uint64_t seq;
+
+    if (!hub_log_disk_writable(d) || session_is_ended(s) || !(e = entry_of(d, s)))
+        return 0;
+    seq = e->last_seq > ring_newest_seq(session_ring(s)) ? e->last_seq
+                                                         : ring_newest_seq(session_ring(s));
+    seq++;
+    op = hub_log_disk_take(d, LOGDB_OP_ENTRY, e, DSK_KIND_FRAME, seq, at_unix_ms, frame, len);
+    if (!op)
+        return 0;
+    if (d->origin) {
+        op->runner = d->origin;
+        op->runner_seq = d->origin_seq;
+        op->generation = d->origin->generation;
+    }
+    e->last_seq = seq;
+    if (d->pending.bytes >= d->config.pending_bytes) {
+        log_warn("session log: %zu bytes wait for the disk; appends refused until they are "
+                 "committed",
+                 d->pending.bytes);
+        hub_log_disk_state_changed(d);
+    }
+    return seq;
+}
+
+static void disk_mark(void *impl, struct session *s, enum hub_log_mark mark)
+{
+    struct hub_log_disk *d = impl;
+    struct dsk_session *e = entry_of(d, s);
+
+    if (e && hub_log_disk_take(d, LOGDB_OP_ENTRY, e, (uint8_t)(mark + 1), e->last_seq,
+                               clock_unix_ms(), NULL, 0))
+        return;
+    /* Memory short: the mark applies here at once, as in memory. */
+    if (mark == HUB_LOG_END)
+        session_end(s);
+    else if (mark == HUB_LOG_TAIL_END)
+        session_tail_end(s);
+    else
+        session_tail_resume(s);
+}
+
+static void disk_span(void *impl, struct session *s, struct hub_log_span *out)
+{
+    struct hub_log_disk *d = impl;
+    const char *id = session_id(s);
+    const struct dsk_session *e = entry_find(d, id, strlen(id));
+
+    hub_log_ring_span(impl, s, out);
+    /* A status event names the newest frame taken: it is committed by the
+     * time the event is, which comes after it in the same order. */
+    if (e && e->last_seq > out->newest)
+        out->newest = e->last_seq;
+}
+
+static uint64_t disk_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)
+{
+    struct hub_log_disk *d = impl;
+    uint64_t seq = bus_newest_seq(d->bus) > d->bus_last ? bus_newest_seq(d->bus) : d->bus_last;
+
+    if (!hub_log_disk_writable(d) ||
+        !hub_log_disk_take(d, LOGDB_OP_BUS, NULL, 0, seq + 1, at_unix_ms, payload, len)) {
+        d->bus_lost++;
+        return 0;
+    }
+    d->bus_last = seq + 1;
+    return seq + 1;
+}
+
+static enum bus_status disk_open(void *impl, uint64_t since_seq, uint64_t epoch, uint64_t *cursor)
+{
+    struct hub_log_disk *d = impl;
+
+    return bus_cursor_open(d->bus, since_seq, epoch, cursor);
+}
+
+static enum bus_status disk_next(void *impl, uint64_t cursor, struct bus_event *out)
+{
+    struct hub_log_disk *d = impl;
+
+    return bus_next(d->bus, cursor, out);
+}
+
+static void disk_subscribe(void *impl, struct watcher *w)
+{
+    struct hub_log_disk *d = impl;
+
+    bus_watch(d->bus, w);
+}
+
+static void disk_unsubscribe(void *impl, struct watcher *w)
+{
+    struct hub_log_disk *d = impl;
+
+    bus_unwatch(d->bus, w);
+}
+
+static uint64_t disk_epoch(void *impl)
+{
+    struct hub_log_disk *d = impl;
+
+    return d->epoch;
+}
+
+static void disk_origin(void *impl, const char *runner_id, uint64_t runner_seq)
+{
+    struct hub_log_disk *d = impl;
+
+    d->origin = runner_id ? runner_find(d, runner_id, strlen(runner_id), 1) : NULL;
+    d->origin_seq = runner_seq;
+}
+
+static uint64_t disk_runner_mark(void *impl, const char *runner_id, uint64_t *generation)
+{
+    struct hub_log_disk *d = impl;
+    const struct dsk_runner *r = runner_find(d, runner_id, strlen(runner_id), 0);
+
+    *generation = r ? r->generation : 0;
+    return r ? r->mark : 0;
+}
+
+/* A new run: here at once (the Runner's next frames are the new run's) and
+ * on disk in order with its frames. */
+static void disk_runner_reset(void *impl, const char *runner_id)
+{
+    struct hub_log_disk *d = impl;
+    struct dsk_runner *r = runner_find(d, runner_id, strlen(runner_id), 1);
+    struct dsk_op *op;
+
+    if (!r)
+        return;
+    r->generation++;
+    r->mark = 0;
+    op = hub_log_disk_take(d, LOGDB_OP_RUNNER, NULL, 0, r->generation, 0, r->id, r->len);
+    if (op)
+        op->runner = r;
+}
+
+static void disk_write_metrics(void *impl, FILE *out)
+{
+    static const double bounds[12] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                      0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+    struct hub_log_disk *d = impl;
+    uint64_t cumulative = 0;
+
+    fprintf(out, "# HELP agenthub_log_commit_seconds Session log transactions, from the hand-off "
+                 "to the committing thread to their commit.\n"
+                 "# TYPE agenthub_log_commit_seconds histogram\n");
+    for (int i = 0; i < 12; i++) {
+        cumulative += d->commit_buckets[i];
+        fprintf(out, "agenthub_log_commit_seconds_bucket{le=\"%g\"} %" PRIu64 "\n", bounds[i],
+                cumulative);
+    }
+    fprintf(out,
+            "agenthub_log_commit_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n"
+            "agenthub_log_commit_seconds_sum %.6f\n"
+            "agenthub_log_commit_seconds_count %" PRIu64 "\n"
+            "# TYPE agenthub_log_commit_seconds_max gauge\n"
+            "agenthub_log_commit_seconds_max %.6f\n"
+            "# TYPE agenthub_log_frames_committed_total counter\n"
+            "agenthub_log_frames_committed_total %" PRIu64 "\n"
+            "# TYPE agenthub_log_bytes_committed_total counter\n"
+            "agenthub_log_bytes_committed_total %" PRIu64 "\n"
+            "# TYPE agenthub_log_events_committed_total counter\n"
+            "agenthub_log_events_committed_total %" PRIu64 "\n"
+            "# HELP agenthub_log_fsyncs_total fsyncs of the session log: checkpoints, and "
+            "each commit with --log-sync full.\n"
+            "# TYPE agenthub_log_fsyncs_total counter\n"
+            "agenthub_log_fsyncs_total %" PRIu64 "\n"
+            "# TYPE agenthub_log_disk_bytes gauge\n"
+            "agenthub_log_disk_bytes %" PRIu64 "\n"
+            "# HELP agenthub_log_faults_total Commits the disk refused (each tried again).\n"
+            "# TYPE agenthub_log_faults_total counter\n"
+            "agenthub_log_faults_total %" PRIu64 "\n"
+            "# HELP agenthub_log_writable 1 while the session log takes appends.\n"
+            "# TYPE agenthub_log_writable gauge\n"
+            "agenthub_log_writable %d\n"
+            "# TYPE agenthub_log_pending_bytes gauge\n"
+            "agenthub_log_pending_bytes %zu\n"
+            "# HELP agenthub_log_appends_unstored_total Producer calls answered UNAVAILABLE "
+            "because their frames were not committed.\n"
+            "# TYPE agenthub_log_appends_unstored_total counter\n"
+            "agenthub_log_appends_unstored_total %" PRIu64 "\n"
+            "# TYPE agenthub_log_bus_events_lost_total counter\n"
+            "agenthub_log_bus_events_lost_total %" PRIu64 "\n"
+            "# TYPE agenthub_log_frames_loaded gauge\n"
+            "agenthub_log_frames_loaded %" PRIu64 "\n"
+            "# TYPE agenthub_log_load_seconds gauge\n"
+            "agenthub_log_load_seconds %.3f\n",
+            d->commits, (double)d->commit_ns_sum / 1e9, d->commits, (double)d->commit_ns_max / 1e9,
+            d->frames_committed, d->bytes_committed, d->events_committed, d->fsyncs,
+            logdb_disk_bytes(d->path), d->faults, hub_log_disk_writable(d), d->pending.bytes,
+            d->waits_failed, d->bus_lost, d->frames_loaded, (double)d->load_ms / 1e3);
+}
+
+static const struct hub_log_ops disk_ops = {
+    .append = disk_append,
+    .read = hub_log_ring_read,
+    .check = hub_log_ring_check,
+    .mark = disk_mark,
+    .tail = hub_log_ring_tail,
+    .span = disk_span,
+    .publish = disk_publish,
+    .open = disk_open,
+    .next = disk_next,
+    .subscribe = disk_subscribe,
+    .unsubscribe = disk_unsubscribe,
+    .epoch = disk_epoch,
+    .origin = disk_origin,
+    .runner_mark = disk_runner_mark,
+    .runner_reset = disk_runner_reset,
+    .track = hub_log_disk_track,
+    .stored = hub_log_disk_stored,
+    .wait = hub_log_disk_wait,
+    .writable = hub_log_disk_writable,
+    .write_metrics = disk_write_metrics,
+};
+
+/* --- trimming what memory gave up ---------------------------------------------- */
+
+/* Once a second: a session memory forgot goes from the disk, and what a
+ * ring or the bus evicted is deleted below its oldest entry. */
+static void on_gc(evutil_socket_t fd, short what, void *arg)
+{
+    struct hub_log_disk *d = arg;
+    uint64_t oldest;
+
+    for (size_t i = 0; i < DSK_BUCKETS; i++)
+        for (struct dsk_session *e = d->table[i], *next; e; e = next) {
+            struct session *s = session_lookup(d->reg, e->id, e->len);
+            next = e->hnext;
+            if (!s) {
+                struct dsk_op *op;
+                if (e->pending == 0 &&
+                    (op = hub_log_disk_take(d, LOGDB_OP_DROP, e, 0, 0, 0, NULL, 0))) {
+                    op->session = NULL; /* names its sid only: E goes now */
+                    entry_remove(d, e);
+                }
+                continue;
+            }
+            oldest = ring_oldest_seq(session_ring(s));
+            if (oldest > e->trimmed &&
+                hub_log_disk_take(d, LOGDB_OP_TRIM, e, 0, oldest, 0, NULL, 0))
+                e->trimmed = oldest;
+        }
+    oldest = ring_oldest_seq(&d->bus->ring);
+    if (oldest > d->bus_trimmed &&
+        hub_log_disk_take(d, LOGDB_OP_BUS_TRIM, NULL, 0, oldest, 0, NULL, 0))
+        d->bus_trimmed = oldest;
+}
+
+/* --- loading at start ------------------------------------------------------------ */
+
+static int load_session(void *arg, uint64_t sid, const char *name, size_t len)
+{
+    struct hub_log_disk *d = arg;
+
+    if (len == 0 || len > SESSION_MAX_ID)
+        return 0; /* not a session id: skipped */
+    return entry_add(d, name, len, sid) ? 0 : -1;
+}
+
+static int load_runner(void *arg, const char *name, size_t len, uint64_t generation, uint64_t mark)
+{
+    struct hub_log_disk *d = arg;
+    struct dsk_runner *r = runner_find(d, name, len, 1);
+
+    if (!r)
+        return len > STORE_ID_MAX ? 0 : -1;
+    r->generation = generation;
+    r->mark = mark;
+    return 0;
+}
+
+static int load_entry(void *arg, uint64_t sid, uint8_t kind, uint64_t seq, int64_t at,
+                      const void *data, size_t len)
+{
+    struct hub_log_disk *d = arg;
+    struct dsk_session *e = d->by_sid[sid % DSK_BUCKETS];
+
+    while (e && e->sid != sid)
+        e = e->sidnext;
+    if (!e)
+        return 0;
+    if (e->last_seq == 0 && e->trimmed == 0)
+        e->trimmed = seq;
+    hub_log_disk_apply_entry(d, e, kind, seq, data, len, at, 1);
+    if (seq > e->last_seq)
+        e->last_seq = seq;
+    if (kind == DSK_KIND_FRAME)
+        d->frames_loaded++;
+    return 0;
+}
+
+static int load_bus(void *arg, uint64_t seq, int64_t at, const void *data, size_t len)
+{
+    struct hub_log_disk *d = arg;
+
+    if (d->bus_trimmed == 0)
+        d->bus_trimmed = seq;
+    if (seq <= bus_newest_seq(d->bus))
+        return 0;
+    bus_skip_to(d->bus, seq);
+    d->events_loaded++;
+    return bus_publish(d->bus, data, len, at) ? 0 : -1;
+}
+
+/* Ended logs keep the retention they had left: their tails ended before
+ * the restart. */
+static void load_backdate(struct hub_log_disk *d)
+{
+    int64_t now = clock_unix_ms();
+
+    for (size_t i = 0; i < DSK_BUCKETS; i++)
+        for (struct dsk_session *e = d->table[i]; e; e = e->hnext) {
+            struct session *s = session_lookup(d->reg, e->id, e->len);
+            if (s && session_tail_over(s) && e->over_unix_ms && e->over_unix_ms < now)
+                session_backdate_over(s, now - e->over_unix_ms);
+            e->over_unix_ms = 0;
+        }
+    session_registry_expire(d->reg, clock_monotonic_ms());
+}
+
+static uint64_t new_epoch(void)
+{
+    uint64_t epoch = 0;
+
+    if (getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
+        epoch = clock_monotonic_ns() ^ ((uint64_t)clock_unix_ms() << 20);
+    epoch &= (uint64_t)INT64_MAX; /* the file keeps it as a signed integer */
+    return epoch ? epoch : 1;
+}
+
+struct hub_log_disk *hub_log_disk_open(struct hub_log *log, struct event_base *base,
+                                       struct session_registry *reg, struct bus *bus,
+                                       const struct hub_log_disk_config *config, enum logdb_rc *rc,
+                                       char *err, size_t errlen)
+{
+    static const struct logdb_load_fns fns = {
+        .session = load_session,
+        .runner = load_runner,
+        .entry = load_entry,
+        .bus = load_bus,
+    };
+    struct hub_log_disk *d = calloc(1, sizeof(*d));
+    uint64_t started = clock_monotonic_ns();
+
+    if (!d || !(d->path = strdup(config->path))) {
+        free(d);
+        *rc = LOGDB_NOMEM;
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->pipe_fds[0] = d->pipe_fds[1] = -1;
+    d->base = base;
+    d->reg = reg;
+    d->bus = bus;
+    d->config = *config;
+    d->config.path = d->path;
+    d->next_sid = 1;
+    *rc = logdb_open(d->path, config->sync, new_epoch(), &d->db, &d->epoch, err, errlen);
+    if (*rc != LOGDB_OK)
+        goto fail;
+    bus->epoch = d->epoch;
+    *rc = logdb_load(d->db, &fns, d, err, errlen);
+    if (*rc != LOGDB_OK)
+        goto fail;
+    load_backdate(d);
+    d->bus_last = bus_newest_seq(bus);
+    d->load_ms = (clock_monotonic_ns() - started) / 1000000;
+    d->gc_timer = event_new(base, -1, EV_PERSIST, on_gc, d);
+    if (!d->gc_timer || hub_log_disk_writer_start(d, err, errlen) != 0) {
+        *rc = LOGDB_NOMEM;
+        goto fail;
+    }
+    event_add(d->gc_timer, &(struct timeval){1, 0});
+    d->was_writable = 1;
+    log->ops = &disk_ops;
+    log->impl = d;
+    log_info("session log %s: %" PRIu64 " frames of %" PRIu64 " sessions and %" PRIu64
+             " bus events read back in %" PRIu64 " ms (epoch %" PRIu64 ")",
+             d->path, d->frames_loaded, d->sessions, d->events_loaded, d->load_ms, d->epoch);
+    return d;
+fail:
+    hub_log_disk_free(d);
+    return NULL;
+}
+
+void hub_log_disk_free(struct hub_log_disk *d)
+{
+    if (!d)
+        return;
+    hub_log_disk_writer_stop(d);
+    if (d->gc_timer)
+        event_free(d->gc_timer);
+    logdb_close(d->db);
+    for (size_t i = 0; i < DSK_BUCKETS; i++) {
+        while (d->table[i]) {
+            struct dsk_session *e = d->table[i];
+            d->table[i] = e->hnext;
+            free(e);
+        }
+        while (d->runners[i]) {
+            struct dsk_runner *r = d->runners[i];
+            d->runners[i] = r->next;
+            free(r);
+        }
+    }
+    free(d->path);
+    free(d);
+}
+
+const char *hub_log_disk_fault(const struct hub_log_disk *d)
+{
+    if (d->fault != LOGDB_OK)
+        return d->fault_msg;
+    if (d->pending.bytes >= d->config.pending_bytes)
+        return "the session log's disk is behind";
+    return NULL;
+}
+
+void hub_log_disk_on_state(struct hub_log_disk *d, void (*fn)(void *arg), void *arg)
+{
+    d->state_fn = fn;
+    d->state_arg = arg;
+    d->was_writable = hub_log_disk_writable(d);
+}

@@ -1,0 +1,147 @@
+/* hub_log_disk internals shared by the durable backend's files:
+ * hub_log_disk.c (the hub_log operations, applying committed entries,
+ * loading at start, metrics) and hub_log_disk_writer.c (batches, the
+ * committing thread, faults, producers waiting).  Not for other modules:
+ * they use hub_log_disk.h. */
+#ifndef AGENTHUB_HUB_LOG_DISK_INTERNAL_H
+#define AGENTHUB_HUB_LOG_DISK_INTERNAL_H
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/session.h"
+#include "hub/hub_log.h"
+#include "hub/hub_log_disk.h"
+#include "store/logdb.h"
+#include "store/store.h"
+
+#define DSK_BUCKETS 1024u
+/* Entry kinds on disk: 0 a frame, else an enum hub_log_mark + 1. */
+#define DSK_KIND_FRAME 0
+/* How long a producer waits for its frames to be committed before it hears
+ * UNAVAILABLE (a disk that hangs rather than fails). */
+#define DSK_WAIT_MS 10000
+/* A batch the disk refused is written again this often until it goes. */
+#define DSK_RETRY_MS 1000
+
+/* What the backend knows of a session's log on disk. */
+struct dsk_session {
+    struct dsk_session *hnext;   /* by id */
+    struct dsk_session *sidnext; /* by sid */
+    uint64_t sid;                /* its key on disk */
+    uint64_t last_seq;           /* the seq its newest entry took, committed or not */
+    uint64_t trimmed;            /* entries below this seq are gone from the disk */
+    uint64_t pending;            /* operations of it not yet applied */
+    int64_t over_unix_ms;        /* loading: when its tail was last over */
+    uint16_t len;
+    char id[];
+};
+
+/* A Runner's run and its highest runner_seq committed in it. */
+struct dsk_runner {
+    struct dsk_runner *next;
+    uint64_t generation;
+    uint64_t mark;
+    uint64_t batch_mark; /* while a batch is made: the highest in it */
+    uint8_t in_batch;
+    uint16_t len;
+    char id[];
+};
+
+/* One operation taken on the event loop, with what applying it needs. */
+struct dsk_op {
+    struct logdb_op op; /* op.data is owned (malloc) */
+    struct dsk_session *session;
+    struct dsk_runner *runner; /* a frame's origin, or the Runner of a reset */
+    uint64_t runner_seq, generation;
+    uint64_t ord;
+};
+
+struct dsk_batch {
+    struct dsk_op *ops;
+    size_t n, cap;
+    size_t bytes;
+    uint32_t frames;
+    struct logdb_op *flat; /* what the thread writes: ops, then the Runners' marks */
+    size_t nflat;
+    uint64_t last_ord;
+};
+
+struct hub_log_disk {
+    struct event_base *base;
+    struct session_registry *reg;
+    struct bus *bus;
+    struct logdb *db;
+    char *path;
+    struct hub_log_disk_config config;
+    struct dsk_session *table[DSK_BUCKETS];
+    struct dsk_session *by_sid[DSK_BUCKETS];
+    struct dsk_runner *runners[DSK_BUCKETS];
+    uint64_t sessions, next_sid;
+    uint64_t epoch;
+    uint64_t bus_last;    /* the seq the newest event took, committed or not */
+    uint64_t bus_trimmed; /* events below this seq are gone from the disk */
+    struct dsk_runner *origin;
+    uint64_t origin_seq;
+    /* the event loop's side of the writer */
+    struct dsk_batch pending;   /* taken, not yet handed to the thread */
+    struct dsk_batch *inflight; /* the thread's, or refused and kept for a retry */
+    uint64_t ord;               /* the last operation taken */
+    uint64_t committed_ord;     /* every operation up to this one is committed */
+    struct hub_log_wait *waits;
+    struct event *flush_timer, *retry_timer, *wait_timer, *gc_timer, *done_event;
+    int flush_armed;
+    enum logdb_rc fault; /* LOGDB_OK while commits go */
+    char fault_msg[512];
+    int was_writable;
+    void (*state_fn)(void *arg);
+    void *state_arg;
+    /* the thread */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int thread_started, quit;
+    struct dsk_batch *job;
+    int job_done;
+    enum logdb_rc job_rc;
+    char job_err[256];
+    uint64_t job_ns, job_fsyncs;
+    int pipe_fds[2];
+    /* metrics */
+    uint64_t commits, commit_ns_sum, commit_ns_max, commit_buckets[12];
+    uint64_t frames_committed, bytes_committed, events_committed;
+    uint64_t faults, waits_failed, bus_lost, fsyncs;
+    uint64_t frames_loaded, events_loaded, load_ms;
+};
+
+/* --- hub_log_disk.c ---------------------------------------------------------- */
+
+/* Applies a committed (or loaded) entry to session ID's core ring: a frame
+ * appended at SEQ, or a mark.  LOADING: read back at start (a state frame
+ * sets the session's state). */
+void hub_log_disk_apply_entry(struct hub_log_disk *d, struct dsk_session *e, uint8_t kind,
+                              uint64_t seq, const void *data, size_t len, int64_t at, int loading);
+int hub_log_disk_writable(void *impl);
+/* Tells the state listener when hub_log_disk_writable changed. */
+void hub_log_disk_state_changed(struct hub_log_disk *d);
+
+/* --- hub_log_disk_writer.c ---------------------------------------------------- */
+
+/* Takes one operation into the pending batch (copying DATA) and arms the
+ * flush.  Returns it, or NULL when memory is short (nothing taken). */
+struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_session *e,
+                                 uint8_t kind, uint64_t seq, int64_t at, const void *data,
+                                 size_t len);
+/* Starts the committing thread and the loop's events.  Returns 0, or -1
+ * with ERR. */
+int hub_log_disk_writer_start(struct hub_log_disk *d, char *err, size_t errlen);
+/* Commits what is left (on this thread) and stops the thread. */
+void hub_log_disk_writer_stop(struct hub_log_disk *d);
+void hub_log_disk_batch_clear(struct dsk_batch *b);
+/* The wait operations of struct hub_log_ops. */
+void hub_log_disk_track(void *impl, struct session *s, struct hub_log_wait *w, uint64_t seq);
+int hub_log_disk_stored(void *impl, struct session *s, struct hub_log_wait *w);
+void hub_log_disk_wait(void *impl, struct session *s, struct hub_log_wait *w);
+
+#endif

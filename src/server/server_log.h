@@ -1,0 +1,33 @@
+/* server_log: which session log agenthubd runs on, from its flags: the
+ * durable one on disk (the default of a single node), the in-memory one
+ * (--log memory), or JetStream (--cluster, set up by main). */
+#ifndef AGENTHUB_SERVER_LOG_H
+#define AGENTHUB_SERVER_LOG_H
+
+#include <stddef.h>
+
+#include "hub/hub_log_disk.h"
+
+struct event_base;
+
+struct server_log_config {
+    const char *mode; /* --log: "disk", "memory", or NULL (the default) */
+    const char *db;   /* --log-db, or NULL: beside the store */
+    const char *sync; /* --log-sync: "normal", "full", or NULL */
+    size_t commit_ms; /* --log-commit-ms */
+    size_t pending_bytes;
+};
+
+/* Checks the flags of CONFIG (DB_PATH the --db flag, CLUSTER 1 with
+ * --cluster).  Returns 0, or -1 after a message. */
+int server_log_check(const struct server_log_config *config, const char *db_path, int cluster);
+
+/* Opens the durable log CONFIG asks for into LOG, over REG and BUS.
+ * Returns 0 with *OUT the backend, or NULL when the log stays in memory
+ * (--log memory, or a PostgreSQL store without --log-db); -1 after a
+ * message naming the file and what is wrong with it. */
+int server_log_open(const struct server_log_config *config, const char *db_path,
+                    struct hub_log *log, struct event_base *base, struct session_registry *reg,
+                    struct bus *bus, struct hub_log_disk **out);
+
+#endif

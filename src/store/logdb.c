@@ -1,0 +1,442 @@
+/* logdb: see logdb.h. */
+#include "store/logdb.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/failpoint.h"
+
+/* "AHLG" in the file's header: a file without it is not ours. */
+#define LOGDB_APPLICATION_ID 0x41484c47
+#define LOGDB_VERSION        1
+/* The WAL is written back into the file (one fsync) once it holds this
+ * many pages, on the committing thread, never in the middle of a commit. */
+#define CHECKPOINT_PAGES 2048
+
+static const char SCHEMA[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE sessions(sid INTEGER PRIMARY KEY, name BLOB NOT NULL);"
+    "CREATE TABLE entries(ord INTEGER PRIMARY KEY, sid INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " kind INTEGER NOT NULL, at INTEGER NOT NULL, data BLOB NOT NULL);"
+    "CREATE INDEX entries_sid_seq ON entries(sid, seq);"
+    "CREATE TABLE bus(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, data BLOB NOT NULL);"
+    "CREATE TABLE runners(name BLOB PRIMARY KEY, generation INTEGER NOT NULL,"
+    " mark INTEGER NOT NULL) WITHOUT ROWID;";
+
+enum stmt_id {
+    S_BEGIN,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_SESSION,
+    S_ENTRY,
+    S_TRIM,
+    S_DROP_ENTRIES,
+    S_DROP_SESSION,
+    S_BUS,
+    S_BUS_TRIM,
+    S_RUNNER,
+    S_COUNT
+};
+
+static const char *const STMT_SQL[S_COUNT] = {
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_SESSION] = "INSERT OR REPLACE INTO sessions(sid, name) VALUES (?, ?)",
+    [S_ENTRY] = "INSERT INTO entries(sid, seq, kind, at, data) VALUES (?, ?, ?, ?, ?)",
+    [S_TRIM] = "DELETE FROM entries WHERE sid = ? AND seq < ?",
+    [S_DROP_ENTRIES] = "DELETE FROM entries WHERE sid = ?",
+    [S_DROP_SESSION] = "DELETE FROM sessions WHERE sid = ?",
+    [S_BUS] = "INSERT OR REPLACE INTO bus(seq, at, data) VALUES (?, ?, ?)",
+    [S_BUS_TRIM] = "DELETE FROM bus WHERE seq < ?",
+    [S_RUNNER] = "INSERT OR REPLACE INTO runners(name, generation, mark) VALUES (?, ?, ?)",
+};
+
+struct logdb {
+    sqlite3 *db;
+    sqlite3_stmt *stmts[S_COUNT];
+    enum logdb_sync sync;
+    uint64_t fsyncs;
+};
+
+const char *logdb_rc_name(enum logdb_rc code)
+{
+    switch (code) {
+    case LOGDB_OK:
+        return "ok";
+    case LOGDB_FULL:
+        return "disk full";
+    case LOGDB_READONLY:
+        return "not writable";
+    case LOGDB_IO:
+        return "I/O error";
+    case LOGDB_CORRUPT:
+        return "damaged";
+    case LOGDB_FOREIGN:
+        return "not an agenthub session log";
+    case LOGDB_NOMEM:
+        return "out of memory";
+    }
+    return "unknown";
+}
+
+static enum logdb_rc rc_of(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_FULL:
+        return LOGDB_FULL;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+        return LOGDB_READONLY;
+    case SQLITE_CORRUPT:
+        return LOGDB_CORRUPT;
+    case SQLITE_NOTADB:
+        return LOGDB_FOREIGN;
+    case SQLITE_NOMEM:
+        return LOGDB_NOMEM;
+    default:
+        return LOGDB_IO;
+    }
+}
+
+/* Fills ERR from the connection's last error (RC when there is none).
+ * Returns the code RC maps to. */
+static enum logdb_rc fail(struct logdb *db, int rc, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s", db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc));
+    return rc_of(rc);
+}
+
+/* After each commit: past CHECKPOINT_PAGES the WAL goes back into the file.
+ * A checkpoint that cannot finish (a reader, a full disk) is tried again
+ * after the next commit; the WAL keeps the data meanwhile. */
+static int on_wal(void *arg, sqlite3 *handle, const char *name, int pages)
+{
+    struct logdb *db = arg;
+
+    if (pages >= CHECKPOINT_PAGES &&
+        sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK)
+        db->fsyncs++;
+    return SQLITE_OK;
+}
+
+/* One integer from SQL (a PRAGMA or a count).  Returns SQLITE_OK with
+ * *VALUE, or the error. */
+static int query_int(sqlite3 *handle, const char *sql, int64_t *value)
+{
+    sqlite3_stmt *stmt;
+    int rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, NULL);
+
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+        *value = sqlite3_column_int64(stmt, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+/* Makes a new file's schema and epoch, or checks an existing file is a
+ * log of this version.  Returns LOGDB_OK with *EPOCH, or a code with ERR. */
+static enum logdb_rc check_or_create(struct logdb *db, uint64_t new_epoch, uint64_t *epoch,
+                                     char *err, size_t errlen)
+{
+    int64_t app = 0, version = 0, tables = 0, value = 0;
+    char sql[160];
+    int rc;
+
+    if ((rc = query_int(db->db, "PRAGMA application_id", &app)) != SQLITE_OK ||
+        (rc = query_int(db->db, "SELECT count(*) FROM sqlite_master", &tables)) != SQLITE_OK)
+        return fail(db, rc, err, errlen);
+    if (app == 0 && tables == 0) {
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO meta VALUES ('epoch', %lld); PRAGMA application_id = %d;"
+                 " PRAGMA user_version = %d; COMMIT",
+                 (long long)new_epoch, LOGDB_APPLICATION_ID, LOGDB_VERSION);
+        if ((rc = sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK ||
+            (rc = sqlite3_exec(db->db, SCHEMA, NULL, NULL, NULL)) != SQLITE_OK ||
+            (rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL)) != SQLITE_OK) {
+            enum logdb_rc out = fail(db, rc, err, errlen);
+            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+            return out;
+        }
+        *epoch = new_epoch;
+        return LOGDB_OK;
+    }
+    if (app != LOGDB_APPLICATION_ID) {
+        snprintf(err, errlen, "an SQLite database of another program (application_id %lld)",
+                 (long long)app);
+        return LOGDB_FOREIGN;
+    }
+    if ((rc = query_int(db->db, "PRAGMA user_version", &version)) != SQLITE_OK)
+        return fail(db, rc, err, errlen);
+    if (version != LOGDB_VERSION) {
+        snprintf(err, errlen, "a session log of format %lld; this agenthubd reads format %d",
+                 (long long)version, LOGDB_VERSION);
+        return LOGDB_FOREIGN;
+    }
+    rc = query_int(db->db, "SELECT value FROM meta WHERE key = 'epoch'", &value);
+    if (rc != SQLITE_OK || value == 0) {
+        snprintf(err, errlen, "its instance epoch is missing (%s)",
+                 rc == SQLITE_OK ? "no row" : sqlite3_errmsg(db->db));
+        return LOGDB_CORRUPT;
+    }
+    *epoch = (uint64_t)value;
+    return LOGDB_OK;
+}
+
+enum logdb_rc logdb_open(const char *path, enum logdb_sync sync, uint64_t new_epoch,
+                         struct logdb **out, uint64_t *epoch, char *err, size_t errlen)
+{
+    struct logdb *db = calloc(1, sizeof(*db));
+    enum logdb_rc lrc;
+    char pragmas[160];
+    int rc;
+
+    *out = NULL;
+    if (!db) {
+        snprintf(err, errlen, "out of memory");
+        return LOGDB_NOMEM;
+    }
+    db->sync = sync;
+    rc = sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        lrc = fail(db, rc, err, errlen);
+        goto fail_db;
+    }
+    sqlite3_extended_result_codes(db->db, 1);
+    /* A lock held by another process (a second agenthubd on the same file)
+     * is waited for briefly, then reported. */
+    sqlite3_busy_timeout(db->db, 1000);
+    lrc = check_or_create(db, new_epoch, epoch, err, errlen);
+    if (lrc != LOGDB_OK)
+        goto fail_db;
+    snprintf(pragmas, sizeof(pragmas),
+             "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s;"
+             " PRAGMA journal_size_limit = 67108864",
+             sync == LOGDB_SYNC_FULL ? "FULL" : "NORMAL");
+    rc = sqlite3_exec(db->db, pragmas, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        lrc = fail(db, rc, err, errlen);
+        goto fail_db;
+    }
+    sqlite3_wal_hook(db->db, on_wal, db);
+    for (int i = 0; i < S_COUNT; i++) {
+        rc = sqlite3_prepare_v3(db->db, STMT_SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &db->stmts[i],
+                                NULL);
+        if (rc != SQLITE_OK) {
+            lrc = fail(db, rc, err, errlen);
+            goto fail_db;
+        }
+    }
+    *out = db;
+    return LOGDB_OK;
+fail_db:
+    logdb_close(db);
+    return lrc;
+}
+
+void logdb_close(struct logdb *db)
+{
+    if (!db)
+        return;
+    for (int i = 0; i < S_COUNT; i++)
+        sqlite3_finalize(db->stmts[i]);
+    sqlite3_close(db->db);
+    free(db);
+}
+
+/* Steps STMT once, then resets it.  Returns the step's SQLite code. */
+static int step(sqlite3_stmt *stmt)
+{
+    int rc = sqlite3_step(stmt);
+
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc == SQLITE_ROW ? SQLITE_DONE : rc;
+}
+
+static void bind_bytes(sqlite3_stmt *stmt, int i, const void *data, size_t len)
+{
+    /* A NULL pointer would bind SQL NULL: an empty entry is an empty blob. */
+    sqlite3_bind_blob64(stmt, i, data ? data : "", len, SQLITE_STATIC);
+}
+
+/* Writes one operation.  Returns SQLite's code (SQLITE_DONE on success). */
+static int write_op(struct logdb *db, const struct logdb_op *op)
+{
+    sqlite3_stmt *stmt;
+
+    switch ((enum logdb_op_kind)op->op) {
+    case LOGDB_OP_SESSION:
+        stmt = db->stmts[S_SESSION];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
+        bind_bytes(stmt, 2, op->data, op->len);
+        return step(stmt);
+    case LOGDB_OP_ENTRY:
+        stmt = db->stmts[S_ENTRY];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->seq);
+        sqlite3_bind_int(stmt, 3, op->kind);
+        sqlite3_bind_int64(stmt, 4, op->at_unix_ms);
+        bind_bytes(stmt, 5, op->data, op->len);
+        return step(stmt);
+    case LOGDB_OP_TRIM:
+        stmt = db->stmts[S_TRIM];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->seq);
+        return step(stmt);
+    case LOGDB_OP_DROP: {
+        int rc;
+        stmt = db->stmts[S_DROP_ENTRIES];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
+        if ((rc = step(stmt)) != SQLITE_DONE)
+            return rc;
+        stmt = db->stmts[S_DROP_SESSION];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
+        return step(stmt);
+    }
+    case LOGDB_OP_BUS:
+        stmt = db->stmts[S_BUS];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->seq);
+        sqlite3_bind_int64(stmt, 2, op->at_unix_ms);
+        bind_bytes(stmt, 3, op->data, op->len);
+        return step(stmt);
+    case LOGDB_OP_BUS_TRIM:
+        stmt = db->stmts[S_BUS_TRIM];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->seq);
+        return step(stmt);
+    case LOGDB_OP_RUNNER:
+        stmt = db->stmts[S_RUNNER];
+        bind_bytes(stmt, 1, op->data, op->len);
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->seq);
+        sqlite3_bind_int64(stmt, 3, (sqlite3_int64)op->aux);
+        return step(stmt);
+    }
+    return SQLITE_MISUSE;
+}
+
+enum logdb_rc logdb_commit(struct logdb *db, const struct logdb_op *ops, size_t n, char *err,
+                           size_t errlen)
+{
+    enum logdb_rc lrc;
+    int rc;
+
+    /* Tests: the disk refuses the batch, as a full one does. */
+    if (failpoint_active("log.commit")) {
+        snprintf(err, errlen, "database or disk is full (failpoint log.commit)");
+        return LOGDB_FULL;
+    }
+    rc = step(db->stmts[S_BEGIN]);
+    if (rc != SQLITE_DONE)
+        return fail(db, rc, err, errlen);
+    for (size_t i = 0; i < n; i++) {
+        rc = write_op(db, &ops[i]);
+        if (rc != SQLITE_DONE)
+            goto fail_tx;
+    }
+    rc = step(db->stmts[S_COMMIT]);
+    if (rc != SQLITE_DONE)
+        goto fail_tx;
+    if (db->sync == LOGDB_SYNC_FULL)
+        db->fsyncs++;
+    return LOGDB_OK;
+fail_tx:
+    lrc = fail(db, rc, err, errlen);
+    if (sqlite3_get_autocommit(db->db) == 0)
+        step(db->stmts[S_ROLLBACK]);
+    return lrc;
+}
+
+uint64_t logdb_fsyncs(const struct logdb *db)
+{
+    return db->fsyncs;
+}
+
+uint64_t logdb_disk_bytes(const char *path)
+{
+    char wal[4096];
+    struct stat st;
+    uint64_t total = 0;
+
+    if (stat(path, &st) == 0)
+        total += (uint64_t)st.st_blocks * 512;
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    if (stat(wal, &st) == 0)
+        total += (uint64_t)st.st_blocks * 512;
+    return total;
+}
+
+/* Runs SQL and hands each row to ROW.  Returns LOGDB_OK, LOGDB_NOMEM when
+ * ROW stopped, or the error with ERR. */
+static enum logdb_rc each_row(struct logdb *db, const char *sql,
+                              int (*row)(sqlite3_stmt *stmt, const struct logdb_load_fns *fns,
+                                         void *arg),
+                              const struct logdb_load_fns *fns, void *arg, char *err, size_t errlen)
+{
+    sqlite3_stmt *stmt;
+    int rc = sqlite3_prepare_v2(db->db, sql, -1, &stmt, NULL);
+
+    if (rc != SQLITE_OK)
+        return fail(db, rc, err, errlen);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+        if (row(stmt, fns, arg) != 0) {
+            sqlite3_finalize(stmt);
+            snprintf(err, errlen, "out of memory");
+            return LOGDB_NOMEM;
+        }
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_DONE)
+        return fail(db, rc, err, errlen);
+    return LOGDB_OK;
+}
+
+static int session_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
+{
+    return fns->session(arg, (uint64_t)sqlite3_column_int64(stmt, 0),
+                        (const char *)sqlite3_column_blob(stmt, 1),
+                        (size_t)sqlite3_column_bytes(stmt, 1));
+}
+
+static int runner_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
+{
+    return fns->runner(
+        arg, (const char *)sqlite3_column_blob(stmt, 0), (size_t)sqlite3_column_bytes(stmt, 0),
+        (uint64_t)sqlite3_column_int64(stmt, 1), (uint64_t)sqlite3_column_int64(stmt, 2));
+}
+
+static int entry_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
+{
+    return fns->entry(arg, (uint64_t)sqlite3_column_int64(stmt, 0),
+                      (uint8_t)sqlite3_column_int(stmt, 1), (uint64_t)sqlite3_column_int64(stmt, 2),
+                      sqlite3_column_int64(stmt, 3), sqlite3_column_blob(stmt, 4),
+                      (size_t)sqlite3_column_bytes(stmt, 4));
+}
+
+static int bus_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
+{
+    return fns->bus(arg, (uint64_t)sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+                    sqlite3_column_blob(stmt, 2), (size_t)sqlite3_column_bytes(stmt, 2));
+}
+
+enum logdb_rc logdb_load(struct logdb *db, const struct logdb_load_fns *fns, void *arg, char *err,
+                         size_t errlen)
+{
+    enum logdb_rc rc;
+
+    if ((rc = each_row(db, "SELECT sid, name FROM sessions", session_row, fns, arg, err, errlen)) !=
+            LOGDB_OK ||
+        (rc = each_row(db, "SELECT name, generation, mark FROM runners", runner_row, fns, arg, err,
+                       errlen)) != LOGDB_OK ||
+        (rc = each_row(db, "SELECT sid, kind, seq, at, data FROM entries ORDER BY ord", entry_row,
+                       fns, arg, err, errlen)) != LOGDB_OK)
+        return rc;
+    return each_row(db, "SELECT seq, at, data FROM bus ORDER BY seq", bus_row, fns, arg, err,
+                    errlen);
+}

@@ -1,0 +1,104 @@
+/* logdb: the session log's file, an SQLite database of its own in WAL mode
+ * (never the ownership store's file).
+ *
+ * It holds what a single node must not forget across a restart: every
+ * session's entries (frames and the marks between them, each with its
+ * session seq), the bus's events with their seqs, the bus's instance epoch,
+ * and each Runner's run (generation) and highest runner_seq stored.  The
+ * hub's durable backend (hub/hub_log_disk.h) decides what goes in; this
+ * module only writes a batch of operations in one transaction and reads it
+ * all back at start.  docs/durability.md says why SQLite and what each
+ * synchronous setting survives.
+ *
+ * One connection, used by one thread at a time: logdb_open and logdb_load
+ * on the caller's, logdb_commit on whichever thread the caller chooses. */
+#ifndef AGENTHUB_STORE_LOGDB_H
+#define AGENTHUB_STORE_LOGDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct logdb;
+
+enum logdb_rc {
+    LOGDB_OK = 0,
+    LOGDB_FULL = 1,     /* the disk (or the file system's quota) is full */
+    LOGDB_READONLY = 2, /* the file or its directory cannot be written */
+    LOGDB_IO = 3,       /* the operating system failed a read or write */
+    LOGDB_CORRUPT = 4,  /* the file is damaged */
+    LOGDB_FOREIGN = 5,  /* the file is not an agenthub session log */
+    LOGDB_NOMEM = 6,
+};
+
+/* What one operation of a batch does. */
+enum logdb_op_kind {
+    LOGDB_OP_SESSION = 0,  /* session SID is named DATA[0..LEN) */
+    LOGDB_OP_ENTRY = 1,    /* SID's entry: KIND, SEQ, AT, DATA */
+    LOGDB_OP_TRIM = 2,     /* SID's entries below SEQ go */
+    LOGDB_OP_DROP = 3,     /* SID and all its entries go */
+    LOGDB_OP_BUS = 4,      /* bus event SEQ: AT, DATA */
+    LOGDB_OP_BUS_TRIM = 5, /* bus events below SEQ go */
+    LOGDB_OP_RUNNER = 6,   /* Runner DATA[0..LEN): generation SEQ, mark AUX */
+};
+
+struct logdb_op {
+    uint8_t op;   /* enum logdb_op_kind */
+    uint8_t kind; /* an entry's kind: 0 a frame, else the caller's mark */
+    uint64_t sid;
+    uint64_t seq;
+    uint64_t aux;
+    int64_t at_unix_ms;
+    const void *data;
+    size_t len;
+};
+
+/* How a commit reaches the disk. */
+enum logdb_sync {
+    LOGDB_SYNC_NORMAL = 0, /* no fsync per commit: survives a killed process */
+    LOGDB_SYNC_FULL = 1,   /* fsync per commit: survives a lost machine */
+};
+
+/* Opens (or creates) the log at PATH.  A new file gets instance epoch
+ * NEW_EPOCH; *EPOCH is the file's.  Returns LOGDB_OK with *OUT set, or
+ * another code with ERR saying what is wrong (a file that is not an
+ * SQLite database or not an agenthub log, a damaged one, one that cannot
+ * be created or written). */
+enum logdb_rc logdb_open(const char *path, enum logdb_sync sync, uint64_t new_epoch,
+                         struct logdb **out, uint64_t *epoch, char *err, size_t errlen);
+void logdb_close(struct logdb *db);
+
+/* Called by logdb_load with ARG for each row, in this order: every
+ * session, every Runner, every entry (in the order they were written),
+ * every bus event (by seq).  A callback returning nonzero stops the load
+ * (LOGDB_NOMEM). */
+struct logdb_load_fns {
+    int (*session)(void *arg, uint64_t sid, const char *name, size_t len);
+    int (*runner)(void *arg, const char *name, size_t len, uint64_t generation, uint64_t mark);
+    int (*entry)(void *arg, uint64_t sid, uint8_t kind, uint64_t seq, int64_t at_unix_ms,
+                 const void *data, size_t len);
+    int (*bus)(void *arg, uint64_t seq, int64_t at_unix_ms, const void *data, size_t len);
+};
+
+/* Reads the whole log back.  Returns LOGDB_OK, or another code with ERR
+ * (a damaged file says so here: every row is read). */
+enum logdb_rc logdb_load(struct logdb *db, const struct logdb_load_fns *fns, void *arg, char *err,
+                         size_t errlen);
+
+/* Writes OPS[0..N) in one transaction: all or nothing.  Returns LOGDB_OK,
+ * or another code with ERR (nothing of the batch is stored; it may be
+ * written again). */
+enum logdb_rc logdb_commit(struct logdb *db, const struct logdb_op *ops, size_t n, char *err,
+                           size_t errlen);
+
+/* Checkpoints (writes the WAL back into the file, an fsync each) done so
+ * far, and fsyncs of commits under LOGDB_SYNC_FULL.  Read on the thread
+ * that commits, or while no commit runs. */
+uint64_t logdb_fsyncs(const struct logdb *db);
+
+/* The bytes the log's files (database and WAL) take on disk now. */
+uint64_t logdb_disk_bytes(const char *path);
+
+/* What CODE means, for messages. */
+const char *logdb_rc_name(enum logdb_rc code);
+
+#endif
