@@ -884,7 +884,7 @@ int main(int argc, char **argv)
         exit_code = 2;
         goto fail;
     }
-    server.hub.config.log_keeps_marks = server.disk != NULL;
+    server.hub.config.log_on_disk = server.disk != NULL;
     server.hub.runners = runner_registry_new(server.base);
     server.hub.guards = stream_guards_new(server.base, server.hub.store);
     if (!server.hub.runners || !server.hub.guards)

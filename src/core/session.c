@@ -356,7 +356,7 @@ struct session *session_find(const struct session_registry *reg, const char *id,
 {
     struct session *s = table_find(reg, id, len);
 
-    return s != NULL && !s->ended ? s : NULL;
+    return s != NULL && !s->ended && !s->closing ? s : NULL;
 }
 
 struct session *session_lookup(struct session_registry *reg, const char *id, size_t len)
@@ -421,6 +421,7 @@ int session_open(struct session_registry *reg, const char *id, size_t len, struc
     s = session_lookup(reg, id, len);
     if (s != NULL) {
         *out = s;
+        s->closing = 0;
         if (!s->ended)
             return SESSION_EXISTS;
         session_reopen(s);
@@ -480,6 +481,11 @@ void session_tail_end(struct session *s)
     s->over = 1;
     watch_list_wake(&s->watchers);
     session_retain(s);
+}
+
+void session_closing(struct session *s)
+{
+    s->closing = 1;
 }
 
 void session_backdate_over(struct session *s, int64_t age_ms)

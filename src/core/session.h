@@ -77,6 +77,7 @@ struct session {
     uint8_t over;     /* the current tail is over (terminal state or ended) */
     uint8_t retained; /* in the retained list */
     uint8_t in_table; /* findable by id */
+    uint8_t closing;  /* its end is being stored: session_find no longer sees it */
     uint16_t id_len;
     char id[]; /* NUL-terminated */
 };
@@ -160,6 +161,11 @@ int session_is_ended(const struct session *s);
  * over (watchers are woken) and S's log joins the retained ones.  S stays
  * live.  Does nothing when the tail is already over. */
 void session_tail_end(struct session *s);
+/* S's end is on its way (a log that stores it first, then ends S):
+ * session_find no longer sees S, so late producers are told it ended, while
+ * S keeps taking what its log already holds.  session_open of S makes it
+ * live again. */
+void session_closing(struct session *s);
 /* S's tail has been over for AGE_MS already (a log read back after a
  * restart): its log leaves the retained ones that much sooner.  Called in
  * the order the tails ended, the retained list stays in that order.  Does

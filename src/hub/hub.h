@@ -33,9 +33,11 @@ struct hub_config {
     size_t runner_queue_bytes;     /* a Runner's commands not yet written */
     uint32_t max_report_sessions;  /* ids in one live-sessions report */
     uint32_t max_account_sessions; /* open sessions per agent account; 0: no cap */
-    /* The session log keeps each Runner's mark durably, with its frames
-     * (hub_log_disk): the store's copy of the mark is not used. */
-    int log_keeps_marks;
+    /* The session log is this node's disk (hub_log_disk): it keeps each
+     * Runner's mark with its frames (the store's copy is not used), and a
+     * wait on it may name no session and no frame: hub_log_track with S
+     * NULL covers everything taken so far. */
+    int log_on_disk;
 };
 
 /* The agent acks a Runner relays (counted, relayed no further). */

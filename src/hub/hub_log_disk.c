@@ -206,8 +206,12 @@ static void disk_mark(void *impl, struct session *s, enum hub_log_mark mark)
     struct dsk_session *e = entry_of(d, s);
 
     if (e && hub_log_disk_take(d, LOGDB_OP_ENTRY, e, (uint8_t)(mark + 1), e->last_seq,
-                               clock_unix_ms(), NULL, 0))
+                               clock_unix_ms(), NULL, 0)) {
+        /* Ended for producers now, as in memory; for readers once stored. */
+        if (mark == HUB_LOG_END)
+            session_closing(s);
         return;
+    }
     /* Memory short: the mark applies here at once, as in memory. */
     if (mark == HUB_LOG_END)
         session_end(s);

@@ -76,7 +76,7 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **o
         }
     /* A log that keeps the marks with its frames is the truth: the store's
      * mark may be ahead of what was committed when the server died. */
-    if (!ctx->config.log_keeps_marks &&
+    if (!ctx->config.log_on_disk &&
         store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
         return -1;
     run = calloc(1, sizeof(*run));
@@ -106,7 +106,7 @@ int runner_run_enroll(struct hub *ctx, const char *runner_id, int resume, uint64
     }
     /* Stored first: a server restart must not resume this Runner from the
      * mark of a run it has left. */
-    if (!ctx->config.log_keeps_marks && run->persisted != 0 &&
+    if (!ctx->config.log_on_disk && run->persisted != 0 &&
         store_runner_seq_set(ctx->store, runner_id, 0) != STORE_OK)
         return -1;
     runs->enrolled_new++;
@@ -152,7 +152,7 @@ uint64_t runner_run_advance(struct hub *ctx, struct runner_run *run, uint64_t se
 void runner_run_persist(struct hub *ctx, struct runner_run *run)
 {
     run->unpersisted = 0;
-    if (run->last == run->persisted || ctx->config.log_keeps_marks)
+    if (run->last == run->persisted || ctx->config.log_on_disk)
         return;
     if (store_runner_seq_set(ctx->store, run->id, run->last) == STORE_OK)
         run->persisted = run->last;

@@ -318,7 +318,8 @@ static void status_from_row(struct hub *ctx, const struct store_subject *subject
         hub_log_span(&ctx->log, s, &span);
         status->last_seq = span.newest;
     }
-    if (s && !session_is_ended(s)) {
+    /* Closed in the store is STOPPED, even while the log is storing the end. */
+    if (s && !session_is_ended(s) && !row->closed) {
         status->state = (Compass__V1__AgentSessionState)arbiter_state(session_arbiter(s));
     } else {
         status->state = row->closed

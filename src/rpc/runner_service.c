@@ -102,6 +102,7 @@ struct publish_stream {
     struct hub *ctx;
     struct store_subject subject;
     struct stream_guard guard;
+    struct hub_log_wait stored; /* the answer waits for the frames to be stored */
 };
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
@@ -355,13 +356,42 @@ advance:
     }
 }
 
-static void publish_on_half_close(struct grpc_call *call)
+static void publish_answer(struct grpc_call *call)
 {
     static const Compass__V1__PublishEventsResponse response =
         COMPASS__V1__PUBLISH_EVENTS_RESPONSE__INIT;
 
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void publish_stored(struct hub_log_wait *w, int ok)
+{
+    struct publish_stream *stream = container_of(w, struct publish_stream, stored);
+
+    if (ok)
+        publish_answer(stream->call);
+    else
+        grpc_call_finish(stream->call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+}
+
+static void publish_on_half_close(struct grpc_call *call)
+{
+    struct hub *ctx = rpc_hub(call);
+    struct publish_stream *stream = grpc_call_user(call);
+
+    /* On a log that commits on its own thread, the Runner's OK means every
+     * frame it sent is on disk: the wait covers all that was taken. */
+    if (stream && ctx->config.log_on_disk && !grpc_call_finished(call)) {
+        memset(&stream->stored, 0, sizeof(stream->stored));
+        hub_log_track(&ctx->log, NULL, &stream->stored, 0);
+        if (!hub_log_stored(&ctx->log, NULL, &stream->stored)) {
+            stream->stored.done = publish_stored;
+            hub_log_wait(&ctx->log, NULL, &stream->stored);
+            return;
+        }
+    }
+    publish_answer(call);
 }
 
 static void publish_on_close(struct grpc_call *call)
@@ -372,6 +402,7 @@ static void publish_on_close(struct grpc_call *call)
     if (!stream)
         return;
     stream_guard_remove(ctx->guards, &stream->guard);
+    hub_log_wait_cancel(&stream->stored);
     runner_run_persist(ctx, stream->run);
     free(stream);
 }

@@ -32,6 +32,7 @@
     TEST_SUITE(jsonl)                                                                              \
     TEST_SUITE(keyset)                                                                             \
     TEST_SUITE(log)                                                                                \
+    TEST_SUITE(log_disk)                                                                           \
     TEST_SUITE(pb_validate)                                                                        \
     TEST_SUITE(protowire)                                                                          \
     TEST_SUITE(reflection)                                                                         \
