@@ -53,6 +53,7 @@ struct hub_counters {
     uint64_t transcript_entries;
     uint64_t subscriber_lag_drops;
     uint64_t records_appended;
+    uint64_t records_retried; /* keyed calls the log held already */
     uint64_t status_changes;
     uint64_t subscribers_open;
     uint64_t bus_subscribers_open;

@@ -145,19 +145,47 @@ void hub_log_js_on_state(struct hub_log_js *js, hub_log_js_state_fn fn, void *ar
     js->was_writable = hub_log_js_writable(js);
 }
 
-static void js_origin(void *impl, const char *runner_id, uint64_t runner_seq)
+static uint32_t js_origin(void *impl, const struct hub_log_origin *o)
 {
     struct hub_log_js *js = impl;
+    const char *id = o ? (o->runner_id ? o->runner_id : o->key) : NULL;
+    size_t len = o ? (o->runner_id ? strlen(o->runner_id) : o->key_len) : 0;
+    uint32_t taken = js->origin_parts;
+    uint64_t generation;
 
-    snprintf(js->origin, sizeof(js->origin), "%s", runner_id ? runner_id : "");
-    js->origin_seq = runner_id ? runner_seq : 0;
+    js->origin_kind = CLUSTER_ORIGIN_NONE;
+    js->origin_parts = 0;
+    js->origin_seq = 0;
+    if (!id || len > CLUSTER_ORIGIN_ID_MAX)
+        return taken;
+    js->origin_kind = o->runner_id ? CLUSTER_ORIGIN_RUNNER : CLUSTER_ORIGIN_KEY;
+    memcpy(js->origin, id, len);
+    js->origin_len = len;
+    js->origin_seq = o->runner_id ? o->runner_seq : 0;
+    js->origin_nonce = 0;
+    if (o->runner_id)
+        runner_marks_get(js->marks, o->runner_id, &generation, &js->origin_nonce);
+    return taken;
 }
 
 static uint64_t js_runner_mark(void *impl, const char *runner_id, uint64_t *generation)
 {
     struct hub_log_js *js = impl;
 
-    return runner_marks_get(js->marks, runner_id, generation);
+    return runner_marks_get(js->marks, runner_id, generation, NULL);
+}
+
+static int js_recall(void *impl, struct session *s, const char *key, size_t len,
+                     uint64_t *first_seq, uint64_t *last_seq)
+{
+    struct hub_log_js *js = impl;
+    char subject[SUBJECT_MAX];
+    const struct js_session *e;
+
+    cluster_wire_subject(session_id(s), 0, subject);
+    e = hub_log_js_session_get(js, subject, NULL, 0);
+    return e && hub_log_js_key_recall(e, hub_log_js_key_fp((const uint8_t *)key, len), first_seq,
+                                      last_seq);
 }
 
 static void js_write_metrics(void *impl, FILE *out)
@@ -217,13 +245,23 @@ static void js_write_metrics(void *impl, FILE *out)
             "# HELP agenthub_cluster_appends_unstored_total Producer calls answered UNAVAILABLE "
             "because JetStream did not store their frames in time.\n"
             "# TYPE agenthub_cluster_appends_unstored_total counter\n"
-            "agenthub_cluster_appends_unstored_total %llu\n",
+            "agenthub_cluster_appends_unstored_total %llu\n"
+            "# HELP agenthub_cluster_copies_dropped_total Entries readers did not take because "
+            "the log held them already (a Runner frame sent again, a keyed call retried, a "
+            "batch stored twice).\n"
+            "# TYPE agenthub_cluster_copies_dropped_total counter\n"
+            "agenthub_cluster_copies_dropped_total %llu\n"
+            "# HELP agenthub_cluster_renumbered_total Batches whose writer's seq readers "
+            "corrected (it wrote after a stale view of the session).\n"
+            "# TYPE agenthub_cluster_renumbered_total counter\n"
+            "agenthub_cluster_renumbered_total %llu\n",
             js->connected, js->caught_up, (unsigned long long)st.disconnects,
             (unsigned long long)st.publishes, (double)js->publish_ns_sum / 1e9,
             (unsigned long long)js->publish_acks, (double)js->publish_ns_max / 1e9,
             (unsigned long long)js->writer_changes, (unsigned long long)js->publish_retries,
             (unsigned long long)js->bus_lost, (unsigned long long)js->apply_gaps,
-            (unsigned long long)js->waits_failed);
+            (unsigned long long)js->waits_failed, (unsigned long long)js->copies_dropped,
+            (unsigned long long)js->renumbered);
 }
 
 static const struct hub_log_ops js_ops = {
@@ -242,6 +280,9 @@ static const struct hub_log_ops js_ops = {
     .origin = js_origin,
     .runner_mark = js_runner_mark,
     .runner_reset = hub_log_js_runner_reset,
+    .runner_dealt = hub_log_js_runner_dealt,
+    .runner_sync = hub_log_js_runner_sync,
+    .recall = js_recall,
     .track = js_track,
     .stored = js_stored,
     .wait = js_wait,
@@ -330,6 +371,7 @@ void hub_log_js_free(struct hub_log_js *js)
             while (e->waits)
                 hub_log_wait_cancel(e->waits);
             hub_log_js_entries_free(e->out_head);
+            free(e->keys);
             hub_log_js_entries_free(e->fly);
             free(e->fly_buf);
             free(e);
