@@ -78,6 +78,7 @@ struct server {
     struct session_registry sessions;
     struct bus bus;
     struct hub_log_js *cluster;   /* NULL: the in-memory log */
+    char health_reason[160];      /* what /healthz says the session log waits for */
     struct runner_remote *remote; /* Runners on other nodes, with cluster */
     struct metrics_http *metrics;
     struct event *sigterm;
@@ -635,8 +636,12 @@ static const char *metrics_healthy(void *arg)
 
     if (server->shutting_down)
         return "draining";
-    if (!hub_log_writable(&server->hub.log))
+    if (!hub_log_writable(&server->hub.log)) {
+        if (server->cluster)
+            return hub_log_js_waiting_for(server->cluster, server->health_reason,
+                                          sizeof(server->health_reason));
         return "the session log is unreachable (JetStream)";
+    }
     return NULL;
 }
 

@@ -138,6 +138,22 @@ void hub_log_js_state_changed(struct hub_log_js *js)
         js->state_fn(js->state_arg);
 }
 
+const char *hub_log_js_waiting_for(const struct hub_log_js *js, char *buf, size_t len)
+{
+    if (!js->connected)
+        snprintf(buf, len, "the session log is unreachable (JetStream)");
+    else if (!js->got_ready)
+        snprintf(buf, len, "the session log is unreachable (JetStream): setting up the streams");
+    else if (!js->caught_up)
+        snprintf(buf, len,
+                 "the session log is unreachable (JetStream): catching up, frames %" PRIu64
+                 " of %" PRIu64 ", bus %" PRIu64 " of %" PRIu64,
+                 js->frames_applied, js->frames_target, js->bus_applied, js->bus_target);
+    else
+        snprintf(buf, len, "the session log takes appends");
+    return buf;
+}
+
 void hub_log_js_on_state(struct hub_log_js *js, hub_log_js_state_fn fn, void *arg)
 {
     js->state_fn = fn;
@@ -325,12 +341,14 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
     js->retry_timer = evtimer_new(base, hub_log_js_on_retry, js);
     js->watch_timer = evtimer_new(base, hub_log_js_on_watch, js);
     js->wait_timer = evtimer_new(base, hub_log_js_waits_timer, js);
+    js->hold_timer = evtimer_new(base, hub_log_js_on_hold, js);
     /* An ack that does not come in time fails the waits at once; this
      * bounds the other ways a batch can stall (sent again and again while
      * the link cannot publish, waiting for a silent consumer). */
     js->wait_ns = ((uint64_t)config->publish_wait_ms * 2 + 1000) * 1000000;
     js->marks = runner_marks_new();
-    if (!js->retry_timer || !js->watch_timer || !js->wait_timer || !js->marks) {
+    if (!js->retry_timer || !js->watch_timer || !js->wait_timer || !js->hold_timer ||
+        !js->marks) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -348,6 +366,8 @@ fail:
         event_free(js->watch_timer);
     if (js->wait_timer)
         event_free(js->wait_timer);
+    if (js->hold_timer)
+        event_free(js->hold_timer);
     runner_marks_free(js->marks);
     free(js);
     return NULL;
@@ -361,6 +381,8 @@ void hub_log_js_free(struct hub_log_js *js)
     event_free(js->retry_timer);
     event_free(js->watch_timer);
     event_free(js->wait_timer);
+    event_free(js->hold_timer);
+    hub_log_js_held_free(js);
     runner_marks_free(js->marks);
     for (size_t i = 0; i < TABLE_BUCKETS; i++) {
         struct js_session *e = js->table[i];

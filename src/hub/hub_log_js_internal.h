@@ -101,6 +101,7 @@ struct js_session {
     uint8_t refusals; /* the batch's refusals with no message after its predecessor */
     uint64_t retry_at_ns;
     uint64_t ords;              /* entries taken so far */
+    uint64_t ack_lost_nonce;    /* tests: the batch whose ack was dropped */
     uint64_t acked;             /* the batch in flight is stored at this stream seq:
                                  * done once the consumer applies it */
     struct hub_log_wait *waits; /* producers waiting for their entries to be stored */
@@ -142,6 +143,10 @@ struct hub_log_js {
     uint64_t frames_target, bus_target; /* caught up once applied past these */
     uint64_t frames_applied, bus_applied;
     uint64_t catchup_applied; /* frames_applied + bus_applied at the last watch */
+    /* Tests (failpoint cluster.hold_frames): frames messages held back, as
+     * from a consumer that lags, applied in order once released. */
+    struct js_held *held_head, *held_tail;
+    struct event *hold_timer;
     int got_ready, connected, caught_up;
     int was_writable;            /* what the state listener last heard */
     void (*state_fn)(void *arg); /* the state listener (hub_log_js_on_state) */
@@ -217,6 +222,10 @@ struct keyset_fp hub_log_js_key_fp(const uint8_t *key, size_t len);
 /* --- hub_log_js_read.c: the consumers' events and the bus reads -------------- */
 
 void hub_log_js_on_frames(void *arg, const struct js_link_msg *m);
+/* Tests: the timer releasing held frames messages (ARG the struct
+ * hub_log_js), and freeing what is still held. */
+void hub_log_js_on_hold(evutil_socket_t fd, short what, void *arg);
+void hub_log_js_held_free(struct hub_log_js *js);
 void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);
 void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last);
 enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,

@@ -4,6 +4,7 @@
  * session's core ring, the core bus), and the bus is read from that copy
  * as the memory backend reads it.  The node is caught up once it has
  * applied every message that existed when it started. */
+#include <event2/event.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "cluster/js_link.h"
 #include "core/keyset.h"
 #include "common/clock.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "hub/cluster_wire.h"
 #include "hub/hub_log_js_internal.h"
@@ -231,9 +233,97 @@ static void note_runner(struct hub_log_js *js, const struct cluster_wire_entry *
  * is its writer's view and only places the first message a copy reads (a
  * node that started after older messages were evicted) or a jump over
  * messages this copy never got. */
+/* --- tests: a consumer held back -------------------------------------------- */
+
+struct js_held {
+    struct js_held *next;
+    struct js_link_msg m;
+    char *subject, *seq, *at, *batch;
+    uint8_t data[];
+};
+
+static char *held_str(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void held_free(struct js_held *h)
+{
+    free(h->subject);
+    free(h->seq);
+    free(h->at);
+    free(h->batch);
+    free(h);
+}
+
+static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m);
+
+void hub_log_js_on_hold(evutil_socket_t fd, short what, void *arg)
+{
+    struct hub_log_js *js = arg;
+
+    if (failpoint_active("cluster.hold_frames")) {
+        event_add(js->hold_timer, &(struct timeval){0, 10 * 1000});
+        return;
+    }
+    while (js->held_head) {
+        struct js_held *h = js->held_head;
+        js->held_head = h->next;
+        if (!js->held_head)
+            js->held_tail = NULL;
+        apply_frames(js, &h->m);
+        held_free(h);
+    }
+}
+
+/* Holds M back while the failpoint is set (or older messages are held).
+ * Returns 1 when it did. */
+static int hold(struct hub_log_js *js, const struct js_link_msg *m)
+{
+    struct js_held *h;
+
+    if (!js->held_head && !failpoint_active("cluster.hold_frames"))
+        return 0;
+    h = calloc(1, sizeof(*h) + m->len);
+    if (!h)
+        return 0;
+    h->m = *m;
+    h->m.subject = h->subject = held_str(m->subject);
+    h->m.seq_header = h->seq = held_str(m->seq_header);
+    h->m.at_header = h->at = held_str(m->at_header);
+    h->m.batch_header = h->batch = held_str(m->batch_header);
+    memcpy(h->data, m->data, m->len);
+    h->m.data = h->data;
+    if (js->held_tail)
+        js->held_tail->next = h;
+    else
+        js->held_head = h;
+    js->held_tail = h;
+    if (js->hold_timer && !evtimer_pending(js->hold_timer, NULL))
+        event_add(js->hold_timer, &(struct timeval){0, 10 * 1000});
+    return 1;
+}
+
+void hub_log_js_held_free(struct hub_log_js *js)
+{
+    while (js->held_head) {
+        struct js_held *h = js->held_head;
+        js->held_head = h->next;
+        held_free(h);
+    }
+    js->held_tail = NULL;
+}
+
 void hub_log_js_on_frames(void *arg, const struct js_link_msg *m)
 {
     struct hub_log_js *js = arg;
+
+    if (!hold(js, m))
+        apply_frames(js, m);
+}
+
+static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
+{
     char id[SESSION_MAX_ID + 1];
     struct cluster_wire_entry w;
     struct js_session *e;

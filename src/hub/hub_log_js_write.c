@@ -128,6 +128,13 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
     /* An ack of an earlier attempt, or of a batch the consumer confirmed. */
     if (!e || !e->in_flight || !batch || strtoull(batch, NULL, 10) != e->fly_nonce)
         return;
+    /* Tests: a batch stored whose ack is lost (its server died after
+     * storing it), once per batch. */
+    if (ack == JS_ACK_OK && e->ack_lost_nonce != e->fly_nonce &&
+        failpoint_active("cluster.ack_lost")) {
+        e->ack_lost_nonce = e->fly_nonce;
+        ack = JS_ACK_FAILED;
+    }
     switch (ack) {
     case JS_ACK_OK:
         /* Stored; done once this node's consumer applies it, since readers
@@ -316,6 +323,12 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
                  e->fly_first_seq);
     /* Tests: a batch's first attempt names a predecessor JetStream has not
      * stored, as when it outruns the stream leader (hub_log_js_on_ack). */
+    /* Tests: a writer that cannot reach JetStream for now (paused, cut
+     * off) and writes what it took later. */
+    if (failpoint_active("cluster.hold_publish")) {
+        retry_later(js, e, RETRY_MS);
+        return;
+    }
     expect = e->fly_pred + (e->refusals == 0 && failpoint_active("cluster.refuse_first"));
     if (js_link_publish_frames(js->link, e->subject, e->fly_first_seq, expect, msg_id, e->fly_nonce,
                                e->fly_buf, e->fly_len) != 0) {

@@ -48,15 +48,25 @@ def replay(hub, session_id, last, token="t-alice"):
 class Nodes:
     """Three agenthubd nodes on NATS cluster NATS sharing one store."""
 
-    def __init__(self, nats, tmp_path, flags=(), count=3, replicas=3, env=None):
+    def __init__(self, nats, tmp_path, flags=(), count=3, replicas=3, env=None, faults=False):
+        """FAULTS: each node reads its failpoints from a file of its own,
+        set while it runs with fault(I, NAME, ...)."""
         self.hubs = []
         self.nats = nats
+        self.fault_files = []
         db = None
+        tmp_path.mkdir(parents=True, exist_ok=True)
         for i in range(count):
             node_flags = ["--cluster", nats.url, "--node-id", "node-%d" % (i + 1),
                           "--cluster-replicas", str(replicas)] + list(flags)
+            node_env = dict(env or {})
+            if faults:
+                path = tmp_path / ("node-%d.faults" % (i + 1))
+                path.write_text("")
+                self.fault_files.append(path)
+                node_env["AGENTHUB_FAILPOINTS"] = "@%s" % path
             h = Hub(db=db, flags=node_flags, workdir=tmp_path / ("node-%d" % (i + 1)),
-                    world=None if db else True, env=env)
+                    world=None if db else True, env=node_env or None)
             db = h.db
             self.hubs.append(h)
         for h in self.hubs:
@@ -65,6 +75,10 @@ class Nodes:
 
     def __getitem__(self, i):
         return self.hubs[i]
+
+    def fault(self, i, *names):
+        """Node I's failpoints are NAMES from now on (none: cleared)."""
+        self.fault_files[i].write_text(",".join("%s=fault" % n for n in names) + "\n")
 
     def stop(self):
         errors = []
