@@ -42,6 +42,9 @@ SESSIONS = ["nem-a", "nem-b", "nem-c"]
 RECOVERY_SECONDS = 60.0   # a node not serving this long after the heal is a defect
 DRAIN_SECONDS = 60.0
 SETTLE_SECONDS = 20.0
+# Each node's counters printed with the summary, for debugging.
+METRICS = ("apply_gaps_total", "writer_changes_total", "publish_retries_total",
+           "disconnects_total", "appends_unstored_total", "bus_events_lost_total")
 
 
 def log(text):
@@ -193,6 +196,11 @@ def one_seed(seed, seconds, workdir):
                     break
         violations = checker.check(history, reads, observations)
         gone = {n.name: n.log_text().count("is gone from the stream") for n in cluster.nodes}
+        result["metrics"] = {}
+        for n in cluster.nodes:
+            m = n.metrics()
+            result["metrics"][n.name] = {k: int(m.get("agenthub_cluster_" + k, -1))
+                                         for k in METRICS}
         result.update(summarize(seed, fault_seconds, nem.applied, history, reads, violations))
         result["log_counts"] = {"is gone from the stream": gone}
         if os.environ.get("NEMESIS_KEEP"):
@@ -252,6 +260,8 @@ def print_summary(r):
                                          a["frames_acked"], a["records_ok"]))
     log("nemesis: frames read per node: %s" % ", ".join(
         "%s %d" % kv for kv in sorted(r["frames_read"].items())))
+    for node, m in sorted(r.get("metrics", {}).items()):
+        log("nemesis: %s at the end: %s" % (node, ", ".join("%s %d" % kv for kv in m.items())))
     gone = r.get("log_counts", {}).get("is gone from the stream", {})
     if any(gone.values()):
         log("nemesis: 'is gone from the stream' logged: %s" % ", ".join(
