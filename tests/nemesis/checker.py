@@ -25,9 +25,14 @@ check(history, reads) returns a list of violations, each a dict with
                      allowed
   record-misplaced   a record is not at the seq its OK answered
   mark-above-sent    an Enroll mark above the highest runner_seq sent
-  mark-behind-ack    an Enroll mark below a runner_seq already acknowledged
   read-failed        a session could not be read whole from a node
   cluster            something the run itself observed (passed in)
+
+Notes (reported, not violations: nothing acknowledged is broken by them
+alone, the Runner resends and the log must drop what it holds):
+
+  mark-behind-ack    an Enroll mark below a runner_seq a PublishEvents OK
+                     or an earlier mark had already acknowledged
 """
 import re
 
@@ -131,10 +136,11 @@ class Checker:
         self.history = history
         self.reads = reads
         self.violations = []
+        self.notes = []
         self.nodes = sorted(reads)
 
-    def add(self, kind, node, session, detail):
-        self.violations.append({"kind": kind, "node": node, "session": session,
+    def add(self, kind, node, session, detail, note=False):
+        (self.notes if note else self.violations).append({"kind": kind, "node": node, "session": session,
                                 "detail": detail})
 
     # -- what the clients were told
@@ -176,7 +182,7 @@ class Checker:
                 self.add("mark-behind-ack", node, None,
                          "Enroll (resume) answered mark %d after runner_seq %d was already "
                          "acknowledged: the Runner resends %d..%d" % (
-                             e["mark"], highest_ack, e["mark"] + 1, highest_ack))
+                             e["mark"], highest_ack, e["mark"] + 1, highest_ack), note=True)
             if e["resume"]:
                 highest_ack = max(highest_ack, min(e["mark"], e["max_sent"]))
 
@@ -381,5 +387,7 @@ class Checker:
 
 def check(history, reads, observations=()):
     """history: {"runners": [...], "hooks": [...]} (clients.py's history());
-    reads: {node: {session: {"frames": [raw bytes], "error": str or None}}}."""
-    return Checker(history, reads).run(observations)
+    reads: {node: {session: {"frames": [raw bytes], "error": str or None}}}.
+    Returns (violations, notes)."""
+    c = Checker(history, reads)
+    return c.run(observations), c.notes

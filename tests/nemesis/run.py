@@ -24,7 +24,6 @@ this machine cannot run the suite (not root, no network namespaces).
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -154,9 +153,6 @@ def one_seed(seed, seconds, workdir):
             if c.crash:
                 observations.append({"node": None, "detail": "client %s crashed:\n%s" % (
                     c.name, c.crash)})
-        if runner.unacked_at_end:
-            log("nemesis: the Runner ended with %d frames past every mark" % len(
-                runner.unacked_at_end))
         # Read every session whole from every node, once their copies agree
         # on where each session ends (or the settle time is over).
         every = SESSIONS + [sid]
@@ -194,7 +190,17 @@ def one_seed(seed, seconds, workdir):
                     observations.append({"node": p.name, "detail": "sanitizer report in %s's "
                                          "log:\n%s" % (p.name, text[max(0, i - 200):i + 2000])})
                     break
-        violations = checker.check(history, reads, observations)
+        if runner.unacked_at_end:
+            observations.append({"node": None, "detail": "%d Runner frames still past every "
+                                 "Enroll mark %.0f s after the cluster was whole: runner_seq "
+                                 "%s" % (len(runner.unacked_at_end), DRAIN_SECONDS,
+                                         checker.ranges(runner.unacked_at_end))})
+        pending = [r["marker"] for h in hooks for r in h.records if not r["ok"]]
+        if pending:
+            observations.append({"node": None, "detail": "records never answered OK %.0f s "
+                                 "after the cluster was whole: %s" % (DRAIN_SECONDS,
+                                                                      ", ".join(pending))})
+        violations, notes = checker.check(history, reads, observations)
         gone = {n.name: n.log_text().count("is gone from the stream") for n in cluster.nodes}
         result["metrics"] = {}
         for n in cluster.nodes:
@@ -202,13 +208,14 @@ def one_seed(seed, seconds, workdir):
             result["metrics"][n.name] = {k: int(m.get("agenthub_cluster_" + k, -1))
                                          for k in METRICS}
         result.update(summarize(seed, fault_seconds, nem.applied, history, reads, violations))
+        result["notes"] = notes
         result["log_counts"] = {"is gone from the stream": gone}
         if os.environ.get("NEMESIS_KEEP"):
             with open(Path(workdir) / "history.json", "w") as f:
                 json.dump({"history": history, "reads": {
                     n: {s: {"frames": [r.hex() for r in v["frames"]], "error": v["error"]}
                         for s, v in by.items()} for n, by in reads.items()},
-                    "violations": violations}, f)
+                    "violations": violations, "notes": notes}, f)
         return result
     finally:
         for c in started_clients:
@@ -266,15 +273,23 @@ def print_summary(r):
     if any(gone.values()):
         log("nemesis: 'is gone from the stream' logged: %s" % ", ".join(
             "%s %d" % kv for kv in sorted(gone.items())))
+    for x in r.get("notes", []):
+        log("nemesis:   note [%s] %s: %s" % (x["kind"], x["node"] or "-", x["detail"]))
     v = r["violations"]
     kinds = {}
     for x in v:
         kinds[x["kind"]] = kinds.get(x["kind"], 0) + 1
     log("nemesis: violations: %d%s" % (len(v), (" (" + ", ".join(
         "%s %d" % kv for kv in sorted(kinds.items())) + ")") if v else ""))
+    # The same finding on several nodes is printed once, naming them all.
+    grouped = {}
     for x in v:
-        where = " ".join(w for w in (x["node"], x["session"]) if w)
-        log("nemesis:   [%s] %s: %s" % (x["kind"], where or "-", x["detail"]))
+        nodes = grouped.setdefault((x["kind"], x["session"] or "", x["detail"]), [])
+        if x["node"]:
+            nodes.append(x["node"])
+    for (kind, session, detail), nodes in grouped.items():
+        where = " ".join(w for w in (",".join(nodes), session) if w)
+        log("nemesis:   [%s] %s: %s" % (kind, where or "-", detail))
 
 
 def inner():
