@@ -140,8 +140,8 @@ class Checker:
         self.nodes = sorted(reads)
 
     def add(self, kind, node, session, detail, note=False):
-        (self.notes if note else self.violations).append({"kind": kind, "node": node, "session": session,
-                                "detail": detail})
+        (self.notes if note else self.violations).append(
+            {"kind": kind, "node": node, "session": session, "detail": detail})
 
     # -- what the clients were told
 
