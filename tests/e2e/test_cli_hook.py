@@ -265,8 +265,8 @@ def test_provider_raw_only_with_emit_raw(server, hooks):
 def test_unknown_events_fields_and_garbage_are_ignored(server, hooks):
     sid = started(hooks)
     before = records(server, sid)
-    hooks.fire(dict(base(sid, "SubagentStop"), stop_hook_active=False))
-    hooks.fire(dict(base(sid, "PreCompact"), trigger="auto"))
+    hooks.fire(dict(base(sid, "ConfigChange"), source="project_settings"))
+    hooks.fire(dict(base(sid, "SomeEventClaudeCodeAddsLater"), trigger="auto"))
     hooks.fire("not json at all")
     hooks.fire("")
     hooks.fire(json.dumps({"hook_event_name": "Stop"}))  # no session_id
