@@ -98,7 +98,8 @@ all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 # Installs every Debian package the build, tests, lint and benchmarks need,
 # unless every tool and library they use is already there; then the npm
 # packages of the clients the e2e suites drive (tests/node, from its lock
-# file, into tests/node/node_modules; nothing global).
+# file, into tests/node/node_modules; nothing global), and the Claude agent
+# SDK's hook types (tests/node/claude-sdk, without the SDK's native CLI).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
   cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl chromium chromedriver nats-server nft
 deps:
@@ -122,6 +123,12 @@ deps:
 	  echo "deps: tests/node is installed"; \
 	else \
 	  cd tests/node && npm ci --no-audit --no-fund; \
+	fi
+	@if [ tests/node/claude-sdk/node_modules/.package-lock.json -nt \
+	      tests/node/claude-sdk/package-lock.json ]; then \
+	  echo "deps: tests/node/claude-sdk is installed"; \
+	else \
+	  cd tests/node/claude-sdk && npm ci --omit=optional --no-audit --no-fund; \
 	fi
 	@if [ web/node_modules/.package-lock.json -nt web/package-lock.json ]; then \
 	  echo "deps: web is installed"; \

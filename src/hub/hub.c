@@ -408,6 +408,9 @@ uint64_t hub_append_tracked(struct hub *ctx, struct session *s,
 
 void hub_end_session(struct hub *ctx, struct session *s)
 {
-    hub_observe(ctx, s, ARBITER_RANK_STREAM, ARBITER_RETRACT, ARBITER_LIVE_UNCHANGED);
+    /* A closed session is over: its last state frame says STOPPED, as
+     * GetAgentStatus does from then on (once only: a session_end record
+     * before the close already said it). */
+    hub_observe(ctx, s, ARBITER_RANK_STREAM, ARBITER_STOPPED, ARBITER_LIVE_UNCHANGED);
     hub_log_mark(&ctx->log, s, HUB_LOG_END);
 }

@@ -139,7 +139,7 @@ void hub_announce_state(struct hub *ctx, struct session *s, int state);
  * (a Runner's report after a reconnect). */
 void hub_announce_derived(struct hub *ctx, struct session *s);
 
-/* Ends S: the Stream evidence is retracted, its subscribers drain and
+/* Ends S: its state becomes STOPPED (Stream evidence), its subscribers drain and
  * finish, and its log stays readable within the retention bounds.  S must
  * not be used afterwards. */
 void hub_end_session(struct hub *ctx, struct session *s);
