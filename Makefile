@@ -16,7 +16,7 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time curl \
   libgrpc++-dev protobuf-compiler-grpc g++ chromium chromium-driver python3-selenium \
-  libnats-dev nats-server
+  libnats-dev nats-server nftables
 # Node.js for the e2e suites' npm clients, only where there is none: a
 # machine whose nodejs package bundles npm (as NodeSource's does) conflicts
 # with Debian's separate npm package.
@@ -92,15 +92,16 @@ JSON_DRIVER := $(BUILD)/tests/json_codec_driver
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps gen check-gen web web-bundle check-web test unit e2e run demo cluster-demo bench fuzz fuzz-smoke lint format clean
+.PHONY: all deps gen check-gen web web-bundle check-web test unit e2e run demo cluster-demo nemesis bench fuzz fuzz-smoke lint format clean
 all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
 # unless every tool and library they use is already there; then the npm
 # packages of the clients the e2e suites drive (tests/node, from its lock
-# file, into tests/node/node_modules; nothing global).
+# file, into tests/node/node_modules; nothing global), and the Claude agent
+# SDK's hook types (tests/node/claude-sdk, without the SDK's native CLI).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
-  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl chromium chromedriver nats-server
+  cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl chromium chromedriver nats-server nft
 deps:
 	@missing=0; \
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -122,6 +123,12 @@ deps:
 	  echo "deps: tests/node is installed"; \
 	else \
 	  cd tests/node && npm ci --no-audit --no-fund; \
+	fi
+	@if [ tests/node/claude-sdk/node_modules/.package-lock.json -nt \
+	      tests/node/claude-sdk/package-lock.json ]; then \
+	  echo "deps: tests/node/claude-sdk is installed"; \
+	else \
+	  cd tests/node/claude-sdk && npm ci --omit=optional --no-audit --no-fund; \
 	fi
 	@if [ web/node_modules/.package-lock.json -nt web/package-lock.json ]; then \
 	  echo "deps: web is installed"; \
@@ -271,6 +278,16 @@ demo: $(PROGRAMS)
 # node 2, a pane on node 1; node 2 is killed midway (docs/cluster.md).
 cluster-demo: $(PROGRAMS)
 	@deploy/cluster/demo.sh $(BUILD) $(DEMO_SECONDS)
+
+# The nemesis suite (tests/nemesis, docs/cluster.md): SEEDS seeds of
+# NEMESIS_SECONDS of partitions, pauses and kills each against three NATS
+# servers and three nodes in a network namespace; SEED=N replays N (and
+# goes on from it).  Needs root.
+SEEDS ?= 1
+NEMESIS_SECONDS ?= 60
+nemesis: $(PROGRAMS)
+	@NEMESIS_SEEDS=$(SEEDS) NEMESIS_SECONDS=$(NEMESIS_SECONDS) $(if $(SEED),NEMESIS_SEED=$(SEED)) \
+	  AGENTHUB_BUILD=$(BUILD) /usr/bin/python3 tests/nemesis/run.py
 
 run: $(PROGRAMS)
 	@mkdir -p var

@@ -81,6 +81,7 @@ struct server {
     struct bus bus;
     struct hub_log_js *cluster;   /* NULL: the disk or the in-memory log */
     struct hub_log_disk *disk;    /* the durable log of a single node, or NULL */
+    char health_reason[160];      /* what /healthz says the session log waits for */
     struct runner_remote *remote; /* Runners on other nodes, with cluster */
     struct metrics_http *metrics;
     struct event *sigterm;
@@ -676,8 +677,12 @@ static const char *metrics_healthy(void *arg)
         return "draining";
     if (server->disk && hub_log_disk_fault(server->disk))
         return hub_log_disk_fault(server->disk);
-    if (!hub_log_writable(&server->hub.log))
+    if (!hub_log_writable(&server->hub.log)) {
+        if (server->cluster)
+            return hub_log_js_waiting_for(server->cluster, server->health_reason,
+                                          sizeof(server->health_reason));
         return "the session log is unreachable (JetStream)";
+    }
     return NULL;
 }
 

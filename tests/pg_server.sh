@@ -6,6 +6,7 @@
 #                                  postgres user can enter, such as /tmp)
 #                                  127.0.0.1 at a free port (its socket in
 #                                  DIR); prints postgres://postgres@127.0.0.1:PORT
+#                                  (AGENTHUB_PG_HOST: another loopback address)
 #   tests/pg_server.sh pause DIR   stops the server, keeping DIR (fast shutdown)
 #   tests/pg_server.sh resume DIR  starts it again on the same port and data
 #   tests/pg_server.sh stop DIR    stops it and removes DIR
@@ -16,6 +17,7 @@
 # listening on loopback only.
 set -eu
 bin=${AGENTHUB_PG_BIN:-/usr/lib/postgresql/15/bin}
+host=${AGENTHUB_PG_HOST:-127.0.0.1}
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|pause|resume|stop DIR" >&2; exit 2; }
@@ -25,12 +27,12 @@ as_pg() {
 }
 
 free_port() {
-    /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    /usr/bin/python3 -c 'import socket; import sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$host"
 }
 
 server_start() {
     as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-        -o "-h 127.0.0.1 -p $1 -k $dir -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=200" \
+        -o "-h $host -p $1 -k $dir -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=200" \
         start >/dev/null 2>&1
 }
 
@@ -44,12 +46,15 @@ start)
         cat "$dir/initdb.log" >&2
         exit 1
     fi
+    # Clients on any loopback address (the nemesis suite gives each process
+    # one of its own).
+    echo "host all all 127.0.0.0/8 trust" >> "$dir/data/pg_hba.conf"
     # A port taken between free_port and the bind fails the start; retry.
     for attempt in 1 2 3; do
         port=$(free_port)
         if server_start "$port"; then
             echo "$port" > "$dir/port"
-            echo "postgres://postgres@127.0.0.1:$port"
+            echo "postgres://postgres@$host:$port"
             exit 0
         fi
     done

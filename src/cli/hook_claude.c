@@ -528,9 +528,14 @@ static int read_hook(struct hook_input *in, uint64_t deadline_ms)
 
 static const char hook_usage[] =
     "usage: agenthub hook claude < HOOK.json\n"
-    "The Claude Code hook shim: maps SessionStart, UserPromptSubmit, PreToolUse,\n"
-    "PostToolUse, PermissionRequest, Notification, Stop and SessionEnd to records of\n"
-    "the session provider claude, native id = the hook's session_id.  Always exits 0\n"
+    "The Claude Code hook shim: maps the hook events that change what the agent is\n"
+    "doing (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,\n"
+    "PostToolUseFailure, PermissionRequest, PermissionDenied, Notification,\n"
+    "Elicitation, ElicitationResult, PreCompact, PostCompact, SubagentStart,\n"
+    "SubagentStop, Stop, StopFailure, SessionEnd) to records of the session\n"
+    "provider claude, native id = the hook's session_id; other events are ignored.\n"
+    "Records carry names and lengths, never prompt text, tool input or responses;\n"
+    "errors only as their kind.  Always exits 0\n"
     "within 2 s.  Stdin of any size is read as it arrives, for at most 1 s, keeping\n"
     "only what the records need.  Every hook's records are spooled first and\n"
     "delivered oldest first when the server answers; over the spool's cap the oldest\n"

@@ -46,11 +46,12 @@ enum {
     ROLE_KEY,      /* a top-level key: decoded into in->key */
     ROLE_MEMBER,   /* a kept member's value: decoded into in->member */
     ROLE_PROMPT,   /* the prompt: its code points counted */
+    ROLE_FLAG,     /* is_interrupt: only whether it is true */
 };
 
 static const char *const member_names[HOOK_MEMBERS] = {
-    "session_id",        "hook_event_name", "tool_name", "source",
-    "notification_type", "message",         "reason",
+    "session_id", "hook_event_name", "tool_name", "source",     "notification_type", "message",
+    "reason",     "error",           "trigger",   "agent_type", "mcp_server_name",   "action",
 };
 
 void hook_input_init(struct hook_input *in)
@@ -214,6 +215,10 @@ static void end_key(struct hook_input *in)
         in->next_role = ROLE_PROMPT;
         return;
     }
+    if (strcmp(in->key, "is_interrupt") == 0) {
+        in->next_role = ROLE_FLAG;
+        return;
+    }
     for (int m = 0; m < HOOK_MEMBERS; m++) {
         if (strcmp(in->key, member_names[m]) == 0) {
             in->next_role = ROLE_MEMBER;
@@ -273,6 +278,10 @@ static int start_value(struct hook_input *in, unsigned char c)
     } else if (role == ROLE_PROMPT) {
         in->has_prompt = 0;
         in->prompt_length = 0;
+    } else if (role == ROLE_FLAG) {
+        /* Only the literal true counts; the literal is checked as it is
+         * read, and an input that is no JSON is no hook at all. */
+        in->is_interrupt = c == 't';
     }
     switch (c) {
     case '"':

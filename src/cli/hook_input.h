@@ -12,6 +12,7 @@
  *     hook_input_string);
  *   - the length of the top-level "prompt" string in code points, counted
  *     as it goes by (the text is never kept);
+ *   - whether the top-level "is_interrupt" is true;
  *   - the input bytes themselves while there are at most HOOK_INPUT_RAW_MAX
  *     of them (for provider_raw);
  * and skips everything else without storing it.  Memory stays bounded for
@@ -40,6 +41,11 @@ enum hook_member {
     HOOK_NOTIFICATION_TYPE,
     HOOK_MESSAGE,
     HOOK_REASON,
+    HOOK_ERROR, /* kept to be reduced to a kind word, never sent as it is */
+    HOOK_TRIGGER,
+    HOOK_AGENT_TYPE,
+    HOOK_MCP_SERVER_NAME,
+    HOOK_ACTION,
     HOOK_MEMBERS
 };
 
@@ -55,6 +61,7 @@ struct hook_input {
     struct hook_input_text member[HOOK_MEMBERS];
     int has_prompt;         /* the top-level "prompt" is a string */
     uint64_t prompt_length; /* its length in code points */
+    int is_interrupt;       /* the top-level "is_interrupt" is true */
     uint64_t bytes;         /* input bytes fed */
     char *raw;              /* the input while bytes <= HOOK_INPUT_RAW_MAX, else NULL */
     size_t raw_cap;

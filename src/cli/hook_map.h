@@ -7,8 +7,11 @@
  *   {"op":"append","provider":"claude","native_id":ID,"record":{"type":T,"data":{...}}}
  *   {"op":"close","provider":"claude","native_id":ID}
  * and the ReportAgentState word for servers without RESOURCE_KINDS.
- * Privacy: a prompt becomes its length, a tool its name; nothing else of the
- * hook's input reaches a record unless EMIT_RAW adds provider_raw.  A kept
+ * Privacy: a prompt becomes its length, a tool its name (an MCP server and
+ * an agent type too), an error its kind word; nothing else of the hook's
+ * input reaches a record unless EMIT_RAW adds provider_raw.  Which event
+ * becomes which records, and why the others are ignored, is in
+ * deploy/claude/README.md.  A kept
  * member that hook_input had to cut (over HOOK_INPUT_STRING_MAX bytes) is
  * left out of its record; the event is still recorded. */
 #ifndef AGENTHUB_CLI_HOOK_MAP_H

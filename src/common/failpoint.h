@@ -2,7 +2,9 @@
  *
  * AGENTHUB_FAILPOINTS holds a comma-separated list of NAME=fault entries,
  * for example "store.binding=fault,store.membership=fault".  It is read on
- * every check, so a test may change it between calls. */
+ * every check, so a test may change it between calls; "@PATH" names a
+ * file whose first line is the list, so a test can change the faults of a
+ * server that is running. */
 #ifndef AGENTHUB_FAILPOINT_H
 #define AGENTHUB_FAILPOINT_H
 

@@ -88,6 +88,20 @@ static enum arbiter_state arbiter_derive(const struct arbiter *a)
     return (enum arbiter_state)a->initial;
 }
 
+/* What EVIDENCE says at RANK given what the rank holds: the conditional
+ * values become a state or ARBITER_NONE; the others are returned as they
+ * are. */
+static int arbiter_resolve(const struct arbiter *a, enum arbiter_rank rank, int evidence)
+{
+    int had = a->evidence[rank];
+
+    if (evidence == ARBITER_UNBLOCK)
+        return had == ARBITER_BLOCKED ? ARBITER_WORKING : ARBITER_NONE;
+    if (evidence == ARBITER_SETTLE)
+        return had == ARBITER_WORKING || had == ARBITER_BLOCKED ? ARBITER_DONE : ARBITER_NONE;
+    return evidence;
+}
+
 int arbiter_observe(struct arbiter *a, enum arbiter_rank rank, int evidence, int live_child,
                     enum arbiter_state *out)
 {
@@ -95,14 +109,14 @@ int arbiter_observe(struct arbiter *a, enum arbiter_rank rank, int evidence, int
     int changed;
 
     if ((unsigned)rank >= ARBITER_RANK_COUNT ||
-        (evidence != ARBITER_NONE && evidence != ARBITER_RETRACT &&
-         (evidence < 0 || evidence >= ARBITER_STATE_COUNT))) {
+        (evidence < ARBITER_SETTLE || evidence >= ARBITER_STATE_COUNT)) {
         if (out != NULL)
             *out = (enum arbiter_state)a->state;
         return 0;
     }
     if (live_child != ARBITER_LIVE_UNCHANGED)
         a->live_child = live_child ? 1 : 0;
+    evidence = arbiter_resolve(a, rank, evidence);
     if (evidence == ARBITER_RETRACT) {
         a->evidence[rank] = ARBITER_NONE;
     } else if (evidence != ARBITER_NONE &&
@@ -126,14 +140,20 @@ int arbiter_evidence_for_record(const struct jsonl_record *rec)
     case JSONL_TYPE_PROMPT:
     case JSONL_TYPE_TOOL_START:
         return ARBITER_WORKING;
+    case JSONL_TYPE_TOOL_END:
+        return ARBITER_UNBLOCK;
     case JSONL_TYPE_ASK:
         return ARBITER_BLOCKED;
     case JSONL_TYPE_NOTIFICATION:
-        return jsonl_record_blocks(rec) ? ARBITER_BLOCKED : ARBITER_NONE;
+        if (jsonl_record_blocks(rec))
+            return ARBITER_BLOCKED;
+        if (strcmp(rec->kind, "elicitation_result") == 0)
+            return ARBITER_UNBLOCK;
+        return strcmp(rec->kind, "idle") == 0 ? ARBITER_SETTLE : ARBITER_NONE;
     case JSONL_TYPE_STOP:
         return ARBITER_DONE;
     case JSONL_TYPE_SESSION_END:
-        return ARBITER_RETRACT;
+        return ARBITER_STOPPED;
     case JSONL_TYPE_STATE:
         s = rec->state[0] ? arbiter_state_from_word(rec->state) : -1;
         return s > 0 ? s : ARBITER_NONE;

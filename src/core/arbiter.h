@@ -17,13 +17,27 @@
  *    does not count.  It is kept, and counts at Screen rank again once the
  *    live child is gone.
  *
- * Stream evidence comes from AgentEventsJsonlV1 records (prompt, tool_start
- * -> WORKING; ask, notification of kind permission|elicitation -> BLOCKED;
- * stop -> DONE; session_end retracts the Stream rank; a state record's
- * data.state word sets it) and from typed compass.v1 frames (a tool call or
- * update IN_PROGRESS -> WORKING; a SessionFrame state sets it).  The other
- * record types carry no evidence.  With no evidence at all the derived state
- * is the initial state given to arbiter_init().
+ * Stream evidence comes from AgentEventsJsonlV1 records and from typed
+ * compass.v1 frames (a tool call or update IN_PROGRESS -> WORKING; a
+ * SessionFrame state sets it).  The records' rules:
+ *
+ *   prompt, tool_start                                  -> WORKING
+ *   ask; notification of a kind that asks the user
+ *     (jsonl_record_blocks)                             -> BLOCKED
+ *   tool_end; notification of kind elicitation_result   -> ends BLOCKED
+ *   notification of kind idle                           -> ends WORKING or BLOCKED
+ *   stop                                                -> DONE
+ *   session_end                                         -> STOPPED
+ *   state                                               -> its data.state word
+ *
+ * "Ends BLOCKED" is evidence that the agent runs again: when this rank's
+ * evidence is BLOCKED it becomes WORKING, otherwise nothing changes (a tool
+ * that ends mid-turn says nothing new).  "Ends WORKING or BLOCKED" is the
+ * agent saying it waits for a prompt: such stale evidence becomes DONE,
+ * never IDLE, which stays the screen detector's.  The other record types
+ * carry no evidence.  docs/protocol.md lists the same rules for producers.
+ * With no evidence at all the derived state is the initial state given to
+ * arbiter_init().
  *
  * Every change of the derived state is reported once; re-deriving the same
  * state reports nothing. */
@@ -67,6 +81,8 @@ enum arbiter_rank {
 /* Evidence values besides a state: */
 #define ARBITER_NONE    (-1) /* nothing to observe (a no-op) */
 #define ARBITER_RETRACT (-2) /* withdraw this rank's evidence */
+#define ARBITER_UNBLOCK (-3) /* this rank's BLOCKED becomes WORKING */
+#define ARBITER_SETTLE  (-4) /* this rank's WORKING or BLOCKED becomes DONE */
 
 /* live_child argument of arbiter_observe(): keep the current flag. */
 #define ARBITER_LIVE_UNCHANGED (-1)
@@ -83,7 +99,8 @@ struct arbiter {
 /* Starts with no evidence, no live child, derived state INITIAL. */
 void arbiter_init(struct arbiter *a, enum arbiter_state initial);
 
-/* Records EVIDENCE (a state, ARBITER_RETRACT or ARBITER_NONE) at RANK and,
+/* Records EVIDENCE (a state, ARBITER_RETRACT, ARBITER_UNBLOCK, ARBITER_SETTLE
+ * or ARBITER_NONE) at RANK and,
  * unless LIVE_CHILD is ARBITER_LIVE_UNCHANGED, sets the live-child flag
  * (0/1), then re-derives.  Returns 1 when the derived state changed, else 0;
  * *OUT (may be NULL) gets the derived state either way.  Out-of-range ranks or
@@ -101,8 +118,8 @@ void arbiter_announce(struct arbiter *a, enum arbiter_state state);
 /* 1 when the agent has a live child process, else 0. */
 int arbiter_live_child(const struct arbiter *a);
 
-/* The Stream evidence a parsed record carries: a state, ARBITER_RETRACT
- * (session_end) or ARBITER_NONE. */
+/* The Stream evidence a parsed record carries (the table above): a state,
+ * ARBITER_UNBLOCK, ARBITER_SETTLE or ARBITER_NONE. */
 int arbiter_evidence_for_record(const struct jsonl_record *rec);
 /* The Stream evidence of a typed tool call (compass.v1 AgentToolCallStatus):
  * ARBITER_WORKING for IN_PROGRESS (2), else ARBITER_NONE. */

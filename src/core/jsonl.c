@@ -35,9 +35,16 @@ int jsonl_type_from_name(const char *name, size_t len)
 
 int jsonl_record_blocks(const struct jsonl_record *rec)
 {
+    static const char *const asking[] = {"permission", "elicitation", "elicitation_url",
+                                         "worker_permission"};
+
     if (rec->type != JSONL_TYPE_NOTIFICATION)
         return 0;
-    return strcmp(rec->kind, "permission") == 0 || strcmp(rec->kind, "elicitation") == 0;
+    for (size_t i = 0; i < sizeof(asking) / sizeof(asking[0]); i++) {
+        if (strcmp(rec->kind, asking[i]) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* Formats "line N: ..." into ERR, keeping only printable ASCII so producer

@@ -90,8 +90,9 @@ const char *jsonl_type_name(enum jsonl_type t);
 /* Returns the type named NAME[0..LEN), or -1 when it is not in the v1 set. */
 int jsonl_type_from_name(const char *name, size_t len);
 
-/* 1 when a notification record's kind asks the user (permission or
- * elicitation), which the arbiter reads as BLOCKED; else 0. */
+/* 1 when a notification record's kind asks the user (permission,
+ * elicitation, elicitation_url or worker_permission: a subagent's
+ * permission prompt), which the arbiter reads as BLOCKED; else 0. */
 int jsonl_record_blocks(const struct jsonl_record *rec);
 
 /* Writes the canonical line {"seq":N,"ts_ms":T,"type":"...","data":DATA}

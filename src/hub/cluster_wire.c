@@ -133,3 +133,39 @@ int cluster_wire_next(const uint8_t *body, size_t len, size_t *off, struct clust
     *off += cluster_wire_entry_size(e);
     return 1;
 }
+
+size_t cluster_wire_origin_put(uint8_t *out, const struct cluster_wire_origin *o)
+{
+    size_t head = o->kind == CLUSTER_ORIGIN_RUNNER ? 10 : 5;
+
+    if (o->id_len > CLUSTER_ORIGIN_ID_MAX || o->kind == CLUSTER_ORIGIN_NONE)
+        return 0;
+    out[0] = (uint8_t)o->kind;
+    if (o->kind == CLUSTER_ORIGIN_RUNNER) {
+        put_le(out + 1, o->nonce, 8);
+        out[9] = (uint8_t)(o->part > 255 ? 255 : o->part);
+    } else {
+        put_le(out + 1, o->part, 4);
+    }
+    memcpy(out + head, o->id, o->id_len);
+    return head + o->id_len;
+}
+
+int cluster_wire_origin_parse(const uint8_t *origin, size_t len, struct cluster_wire_origin *o)
+{
+    memset(o, 0, sizeof(*o));
+    if (len >= 11 && origin[0] == CLUSTER_ORIGIN_RUNNER) {
+        o->nonce = get_le(origin + 1, 8);
+        o->part = origin[9];
+        o->id = origin + 10;
+        o->id_len = len - 10;
+    } else if (len >= 6 && origin[0] == CLUSTER_ORIGIN_KEY) {
+        o->part = (uint32_t)get_le(origin + 1, 4);
+        o->id = origin + 5;
+        o->id_len = len - 5;
+    } else {
+        return -1;
+    }
+    o->kind = (enum cluster_origin_kind)origin[0];
+    return 0;
+}

@@ -22,9 +22,42 @@
 #define CLUSTER_SUBJECT_MAX (sizeof(CLUSTER_FRAMES_PREFIX) + 2 + 2 * SESSION_MAX_ID)
 #define CLUSTER_ENTRY_HEAD  22u
 
-#define CLUSTER_ENTRY_FRAME        0xffu
+#define CLUSTER_ENTRY_FRAME        0xffu /* origin: a Runner id (no run named), or none */
 #define CLUSTER_ENTRY_RUNNER_RESET 0xfeu /* a Runner's new run; runner_seq: its nonce */
+/* A frame whose origin is tagged (struct cluster_wire_origin): a Runner's
+ * frame naming its run and runner_seq, or a producer's record under an
+ * idempotency key.  Readers take each origin's entries once. */
+#define CLUSTER_ENTRY_TAGGED 0xfdu
+/* On a Runner's subject: runner_seq values of a run dealt with without a
+ * frame in the log (dropped by the relay policy, or a gap the Runner left).
+ * runner_seq: the first; frame: the run's nonce and the last (8 + 8). */
+#define CLUSTER_ENTRY_RUNNER_DEALT 0xfcu
+/* On a Runner's subject: nothing but a point in the stream, so a node that
+ * reads it knows it has read everything written for the Runner before. */
+#define CLUSTER_ENTRY_RUNNER_SYNC 0xfbu
 /* Other kinds are enum hub_log_mark values. */
+
+/* The origin of a CLUSTER_ENTRY_TAGGED entry, as its origin bytes hold it:
+ *   'r', nonce (8), part (1), the Runner id     a Runner's frame
+ *   'k', part (4), the key                      a keyed record
+ * PART numbers the entries one runner_seq (or one keyed call) made, from
+ * 0: one Runner frame can append an event and a state frame. */
+enum cluster_origin_kind {
+    CLUSTER_ORIGIN_NONE = 0,
+    CLUSTER_ORIGIN_RUNNER = 'r',
+    CLUSTER_ORIGIN_KEY = 'k',
+};
+
+struct cluster_wire_origin {
+    enum cluster_origin_kind kind;
+    const uint8_t *id; /* the Runner id or the key, ID_LEN bytes */
+    size_t id_len;
+    uint64_t nonce; /* a Runner's run */
+    uint32_t part;
+};
+
+/* Longest id or key a tagged origin can carry (origins are at most 255). */
+#define CLUSTER_ORIGIN_ID_MAX 245u
 
 struct cluster_wire_entry {
     uint8_t kind;
@@ -53,5 +86,13 @@ size_t cluster_wire_put(uint8_t *out, const struct cluster_wire_entry *e);
  * moves *OFF past it.  Returns 1, 0 at the end, or -1 when the rest is
  * malformed (a length past the end): the entries before it stand. */
 int cluster_wire_next(const uint8_t *body, size_t len, size_t *off, struct cluster_wire_entry *e);
+
+/* Writes O's origin bytes at OUT (at least 255 bytes).  Returns their
+ * length, or 0 when O's id is longer than CLUSTER_ORIGIN_ID_MAX. */
+size_t cluster_wire_origin_put(uint8_t *out, const struct cluster_wire_origin *o);
+/* The tagged origin of ORIGIN[0..LEN) into *O (pointing into ORIGIN).
+ * Returns 0, or -1 when it is not a well-formed tagged origin (*O is then
+ * CLUSTER_ORIGIN_NONE). */
+int cluster_wire_origin_parse(const uint8_t *origin, size_t len, struct cluster_wire_origin *o);
 
 #endif

@@ -113,6 +113,10 @@ void hub_write_counters(const struct hub *ctx, FILE *out)
             "agenthub_subscriber_lag_drops_total %llu\n"
             "# TYPE agenthub_records_appended_total counter\n"
             "agenthub_records_appended_total %llu\n"
+            "# HELP agenthub_records_retried_total AppendResourceOutput calls whose "
+            "idempotency_key the log held already: answered, nothing stored.\n"
+            "# TYPE agenthub_records_retried_total counter\n"
+            "agenthub_records_retried_total %llu\n"
             "# TYPE agenthub_status_changes_total counter\n"
             "agenthub_status_changes_total %llu\n"
             "# TYPE agenthub_session_subscribers gauge\n"
@@ -131,6 +135,7 @@ void hub_write_counters(const struct hub *ctx, FILE *out)
             (unsigned long long)c->relay_unbound_frames, (unsigned long long)c->relay_ended_frames,
             (unsigned long long)c->relay_invalid_records, (unsigned long long)c->transcript_entries,
             (unsigned long long)c->subscriber_lag_drops, (unsigned long long)c->records_appended,
+            (unsigned long long)c->records_retried,
             (unsigned long long)c->status_changes, (unsigned long long)c->subscribers_open,
             (unsigned long long)c->bus_subscribers_open,
             ctx->sessions ? session_registry_count(ctx->sessions) : (size_t)0);
@@ -403,6 +408,9 @@ uint64_t hub_append_tracked(struct hub *ctx, struct session *s,
 
 void hub_end_session(struct hub *ctx, struct session *s)
 {
-    hub_observe(ctx, s, ARBITER_RANK_STREAM, ARBITER_RETRACT, ARBITER_LIVE_UNCHANGED);
+    /* A closed session is over: its last state frame says STOPPED, as
+     * GetAgentStatus does from then on (once only: a session_end record
+     * before the close already said it). */
+    hub_observe(ctx, s, ARBITER_RANK_STREAM, ARBITER_STOPPED, ARBITER_LIVE_UNCHANGED);
     hub_log_mark(&ctx->log, s, HUB_LOG_END);
 }

@@ -33,10 +33,9 @@ struct hub_config {
     size_t runner_queue_bytes;     /* a Runner's commands not yet written */
     uint32_t max_report_sessions;  /* ids in one live-sessions report */
     uint32_t max_account_sessions; /* open sessions per agent account; 0: no cap */
-    /* The session log is this node's disk (hub_log_disk): it keeps each
-     * Runner's mark with its frames (the store's copy is not used), and a
-     * wait on it may name no session and no frame: hub_log_track with S
-     * NULL covers everything taken so far. */
+    /* The session log is this node's disk (hub_log_disk): a Runner's
+     * PublishEvents answers OK once its frames are committed
+     * (hub_log_runner_sync covers everything taken so far). */
     int log_on_disk;
 };
 
@@ -58,6 +57,7 @@ struct hub_counters {
     uint64_t transcript_entries;
     uint64_t subscriber_lag_drops;
     uint64_t records_appended;
+    uint64_t records_retried; /* keyed calls the log held already */
     uint64_t status_changes;
     uint64_t subscribers_open;
     uint64_t bus_subscribers_open;
@@ -143,7 +143,7 @@ void hub_announce_state(struct hub *ctx, struct session *s, int state);
  * (a Runner's report after a reconnect). */
 void hub_announce_derived(struct hub *ctx, struct session *s);
 
-/* Ends S: the Stream evidence is retracted, its subscribers drain and
+/* Ends S: its state becomes STOPPED (Stream evidence), its subscribers drain and
  * finish, and its log stays readable within the retention bounds.  S must
  * not be used afterwards. */
 void hub_end_session(struct hub *ctx, struct session *s);

@@ -56,6 +56,15 @@ struct hub_log_wait {
     uint64_t deadline_ns;
 };
 
+/* Where frames come from (hub_log_origin): a Runner's frame RUNNER_SEQ, or
+ * a producer's call under an idempotency key. */
+struct hub_log_origin {
+    const char *runner_id; /* or NULL */
+    uint64_t runner_seq;
+    const char *key; /* or NULL */
+    size_t key_len;
+};
+
 struct hub_log_ops {
     /* --- session logs --- */
     /* Appends FRAME to S's log and wakes its watchers.  Returns its seq, or
@@ -88,16 +97,31 @@ struct hub_log_ops {
     /* This server run's instance_epoch. */
     uint64_t (*epoch)(void *impl);
 
-    /* --- Runners' runner_seq --- */
-    /* Frames appended until the next call are RUNNER_ID's frame RUNNER_SEQ
-     * (RUNNER_ID NULL: not a Runner's). */
-    void (*origin)(void *impl, const char *runner_id, uint64_t runner_seq);
-    /* The highest runner_seq of RUNNER_ID whose frames the log holds, in
-     * the run counted by *GENERATION (bumped by every runner_reset, on
-     * whichever node).  0 when none is known (memory: always). */
+    /* --- where frames come from: Runners' runner_seq, keyed calls --- */
+    /* Frames appended until the next call come from O (NULL: nowhere a
+     * reader need tell apart).  A replicated log stores each origin's
+     * frames at most once, whichever nodes took them how often.  Returns
+     * how many frames the log took under the previous origin. */
+    uint32_t (*origin)(void *impl, const struct hub_log_origin *o);
+    /* The highest runner_seq of RUNNER_ID up to which the log holds every
+     * frame of its current run or was told it was dealt with
+     * (runner_dealt), in the run counted by *GENERATION (bumped by every
+     * runner_reset, on whichever node).  0 when none is known (memory:
+     * always). */
     uint64_t (*runner_mark)(void *impl, const char *runner_id, uint64_t *generation);
     /* RUNNER_ID starts a new run: its mark goes back to 0. */
     void (*runner_reset)(void *impl, const char *runner_id);
+    /* RUNNER_ID's runner_seq FIRST..LAST were dealt with without a frame
+     * (dropped by the relay, or never sent).  NULL: nothing to tell. */
+    void (*runner_dealt)(void *impl, const char *runner_id, uint64_t first, uint64_t last);
+    /* Runs W->done once this node's copy holds everything written for
+     * RUNNER_ID before the call (its resets, frames and runner_seq marks,
+     * by any node), or cannot (done with 0).  NULL: the copy is the log. */
+    void (*runner_sync)(void *impl, const char *runner_id, struct hub_log_wait *w);
+    /* 1 when the log holds the records of S's call keyed KEY[0..LEN), with
+     * their seqs; else 0.  NULL: keys are not remembered. */
+    int (*recall)(void *impl, struct session *s, const char *key, size_t len,
+                  uint64_t *first_seq, uint64_t *last_seq);
 
     /* --- durability --- */
     /* The frame just appended to S (seq SEQ) belongs to W. */
@@ -162,10 +186,47 @@ static inline void hub_log_mark(const struct hub_log *log, struct session *s,
     log->ops->mark(log->impl, s, mark);
 }
 
-static inline void hub_log_origin(const struct hub_log *log, const char *runner_id,
-                                  uint64_t runner_seq)
+/* Frames appended from now on are RUNNER_ID's frame RUNNER_SEQ (RUNNER_ID
+ * NULL: nobody's).  Returns how many frames the log took since the last
+ * call (0 for memory, which keeps no origins). */
+static inline uint32_t hub_log_origin(const struct hub_log *log, const char *runner_id,
+                                      uint64_t runner_seq)
 {
-    log->ops->origin(log->impl, runner_id, runner_seq);
+    const struct hub_log_origin o = {.runner_id = runner_id, .runner_seq = runner_seq};
+
+    return log->ops->origin(log->impl, runner_id ? &o : NULL);
+}
+
+/* Frames appended from now on are records of the call keyed KEY[0..LEN). */
+static inline uint32_t hub_log_origin_key(const struct hub_log *log, const char *key, size_t len)
+{
+    const struct hub_log_origin o = {.key = key, .key_len = len};
+
+    return log->ops->origin(log->impl, key ? &o : NULL);
+}
+
+static inline void hub_log_runner_dealt(const struct hub_log *log, const char *runner_id,
+                                        uint64_t first, uint64_t last)
+{
+    if (log->ops->runner_dealt)
+        log->ops->runner_dealt(log->impl, runner_id, first, last);
+}
+
+/* 1 when RUNNER_ID's mark may be read at once; 0 when W->done will run
+ * (see runner_sync). */
+static inline int hub_log_runner_sync(const struct hub_log *log, const char *runner_id,
+                                      struct hub_log_wait *w)
+{
+    if (!log->ops->runner_sync)
+        return 1;
+    log->ops->runner_sync(log->impl, runner_id, w);
+    return 0;
+}
+
+static inline int hub_log_recall(const struct hub_log *log, struct session *s, const char *key,
+                                 size_t len, uint64_t *first_seq, uint64_t *last_seq)
+{
+    return log->ops->recall && log->ops->recall(log->impl, s, key, len, first_seq, last_seq);
 }
 
 static inline uint64_t hub_log_runner_mark(const struct hub_log *log, const char *runner_id,

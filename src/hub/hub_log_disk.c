@@ -191,6 +191,7 @@ static uint64_t disk_append(void *impl, struct session *s, const void *frame, si
         op->generation = d->origin->generation;
     }
     e->last_seq = seq;
+    d->origin_taken++;
     if (d->pending.bytes >= d->config.pending_bytes) {
         log_warn("session log: %zu bytes wait for the disk; appends refused until they are "
                  "committed",
@@ -283,12 +284,44 @@ static uint64_t disk_epoch(void *impl)
     return d->epoch;
 }
 
-static void disk_origin(void *impl, const char *runner_id, uint64_t runner_seq)
+static uint32_t disk_origin(void *impl, const struct hub_log_origin *o)
+{
+    struct hub_log_disk *d = impl;
+    uint32_t taken = d->origin_taken;
+
+    d->origin_taken = 0;
+    d->origin = o && o->runner_id ? runner_find(d, o->runner_id, strlen(o->runner_id), 1) : NULL;
+    d->origin_seq = o ? o->runner_seq : 0;
+    return taken;
+}
+
+/* FIRST..LAST made no frame: the mark may pass them once what was taken
+ * before them is committed, so they ride in the batch's order. */
+static void disk_runner_dealt(void *impl, const char *runner_id, uint64_t first, uint64_t last)
+{
+    struct hub_log_disk *d = impl;
+    struct dsk_runner *r = runner_find(d, runner_id, strlen(runner_id), 1);
+    struct dsk_op *op;
+
+    if (!r || !(op = hub_log_disk_take(d, DSK_OP_DEALT, NULL, 0, 0, 0, NULL, 0)))
+        return; /* the mark stays lower: those are sent again, never lost */
+    op->runner = r;
+    op->runner_seq = last;
+    op->generation = r->generation;
+}
+
+/* Everything taken so far, for any Runner, is committed before W->done
+ * (at once when it is). */
+static void disk_runner_sync(void *impl, const char *runner_id, struct hub_log_wait *w)
 {
     struct hub_log_disk *d = impl;
 
-    d->origin = runner_id ? runner_find(d, runner_id, strlen(runner_id), 1) : NULL;
-    d->origin_seq = runner_seq;
+    w->first_ord = w->last_ord = d->ord;
+    if (hub_log_disk_stored(impl, NULL, w)) {
+        w->done(w, 1);
+        return;
+    }
+    hub_log_disk_wait(impl, NULL, w);
 }
 
 static uint64_t disk_runner_mark(void *impl, const char *runner_id, uint64_t *generation)
@@ -390,6 +423,8 @@ static const struct hub_log_ops disk_ops = {
     .origin = disk_origin,
     .runner_mark = disk_runner_mark,
     .runner_reset = disk_runner_reset,
+    .runner_dealt = disk_runner_dealt,
+    .runner_sync = disk_runner_sync,
     .track = hub_log_disk_track,
     .stored = hub_log_disk_stored,
     .wait = hub_log_disk_wait,

@@ -19,6 +19,10 @@
 #define DSK_BUCKETS 1024u
 /* Entry kinds on disk: 0 a frame, else an enum hub_log_mark + 1. */
 #define DSK_KIND_FRAME 0
+/* An operation of the batch that writes nothing itself: a Runner's
+ * runner_seq dealt with without a frame (its mark is written with the
+ * batch's marks). */
+#define DSK_OP_DEALT 0xff
 /* How long a producer waits for its frames to be committed before it hears
  * UNAVAILABLE (a disk that hangs rather than fails). */
 #define DSK_WAIT_MS 10000
@@ -84,6 +88,7 @@ struct hub_log_disk {
     uint64_t bus_trimmed; /* events below this seq are gone from the disk */
     struct dsk_runner *origin;
     uint64_t origin_seq;
+    uint32_t origin_taken; /* frames taken since the origin was last set */
     /* the event loop's side of the writer */
     struct dsk_batch pending;   /* taken, not yet handed to the thread */
     struct dsk_batch *inflight; /* the thread's, or refused and kept for a retry */

@@ -90,8 +90,9 @@ static int flatten(struct dsk_batch *b)
     for (size_t i = 0; i < b->n; i++) {
         struct dsk_op *o = &b->ops[i];
         struct dsk_runner *r = o->runner;
-        flat[n++] = o->op;
-        if (!r || o->op.op != LOGDB_OP_ENTRY || o->generation != r->generation)
+        if (o->op.op != DSK_OP_DEALT)
+            flat[n++] = o->op;
+        if (!r || o->runner_seq == 0 || o->generation != r->generation)
             continue;
         if (!r->in_batch) {
             r->in_batch = 1;
@@ -284,15 +285,14 @@ static void apply_batch(struct hub_log_disk *d, struct dsk_batch *b)
                 d->frames_committed++;
                 d->bytes_committed += op->len;
             }
-            if (o->runner && o->generation == o->runner->generation &&
-                o->runner_seq > o->runner->mark)
-                o->runner->mark = o->runner_seq;
         } else if (op->op == LOGDB_OP_BUS) {
             if (op->seq > bus_newest_seq(d->bus) + 1)
                 bus_skip_to(d->bus, op->seq);
             bus_publish(d->bus, op->data, op->len, op->at_unix_ms);
             d->events_committed++;
         }
+        if (o->runner && o->generation == o->runner->generation && o->runner_seq > o->runner->mark)
+            o->runner->mark = o->runner_seq;
         if (o->session)
             o->session->pending--;
     }

@@ -138,6 +138,22 @@ void hub_log_js_state_changed(struct hub_log_js *js)
         js->state_fn(js->state_arg);
 }
 
+const char *hub_log_js_waiting_for(const struct hub_log_js *js, char *buf, size_t len)
+{
+    if (!js->connected)
+        snprintf(buf, len, "the session log is unreachable (JetStream)");
+    else if (!js->got_ready)
+        snprintf(buf, len, "the session log is unreachable (JetStream): setting up the streams");
+    else if (!js->caught_up)
+        snprintf(buf, len,
+                 "the session log is unreachable (JetStream): catching up, frames %" PRIu64
+                 " of %" PRIu64 ", bus %" PRIu64 " of %" PRIu64,
+                 js->frames_applied, js->frames_target, js->bus_applied, js->bus_target);
+    else
+        snprintf(buf, len, "the session log takes appends");
+    return buf;
+}
+
 void hub_log_js_on_state(struct hub_log_js *js, hub_log_js_state_fn fn, void *arg)
 {
     js->state_fn = fn;
@@ -145,19 +161,47 @@ void hub_log_js_on_state(struct hub_log_js *js, hub_log_js_state_fn fn, void *ar
     js->was_writable = hub_log_js_writable(js);
 }
 
-static void js_origin(void *impl, const char *runner_id, uint64_t runner_seq)
+static uint32_t js_origin(void *impl, const struct hub_log_origin *o)
 {
     struct hub_log_js *js = impl;
+    const char *id = o ? (o->runner_id ? o->runner_id : o->key) : NULL;
+    size_t len = o ? (o->runner_id ? strlen(o->runner_id) : o->key_len) : 0;
+    uint32_t taken = js->origin_parts;
+    uint64_t generation;
 
-    snprintf(js->origin, sizeof(js->origin), "%s", runner_id ? runner_id : "");
-    js->origin_seq = runner_id ? runner_seq : 0;
+    js->origin_kind = CLUSTER_ORIGIN_NONE;
+    js->origin_parts = 0;
+    js->origin_seq = 0;
+    if (!id || len > CLUSTER_ORIGIN_ID_MAX)
+        return taken;
+    js->origin_kind = o->runner_id ? CLUSTER_ORIGIN_RUNNER : CLUSTER_ORIGIN_KEY;
+    memcpy(js->origin, id, len);
+    js->origin_len = len;
+    js->origin_seq = o->runner_id ? o->runner_seq : 0;
+    js->origin_nonce = 0;
+    if (o->runner_id)
+        runner_marks_get(js->marks, o->runner_id, &generation, &js->origin_nonce);
+    return taken;
 }
 
 static uint64_t js_runner_mark(void *impl, const char *runner_id, uint64_t *generation)
 {
     struct hub_log_js *js = impl;
 
-    return runner_marks_get(js->marks, runner_id, generation);
+    return runner_marks_get(js->marks, runner_id, generation, NULL);
+}
+
+static int js_recall(void *impl, struct session *s, const char *key, size_t len,
+                     uint64_t *first_seq, uint64_t *last_seq)
+{
+    struct hub_log_js *js = impl;
+    char subject[SUBJECT_MAX];
+    const struct js_session *e;
+
+    cluster_wire_subject(session_id(s), 0, subject);
+    e = hub_log_js_session_get(js, subject, NULL, 0);
+    return e && hub_log_js_key_recall(e, hub_log_js_key_fp((const uint8_t *)key, len), first_seq,
+                                      last_seq);
 }
 
 static void js_write_metrics(void *impl, FILE *out)
@@ -217,13 +261,23 @@ static void js_write_metrics(void *impl, FILE *out)
             "# HELP agenthub_cluster_appends_unstored_total Producer calls answered UNAVAILABLE "
             "because JetStream did not store their frames in time.\n"
             "# TYPE agenthub_cluster_appends_unstored_total counter\n"
-            "agenthub_cluster_appends_unstored_total %llu\n",
+            "agenthub_cluster_appends_unstored_total %llu\n"
+            "# HELP agenthub_cluster_copies_dropped_total Entries readers did not take because "
+            "the log held them already (a Runner frame sent again, a keyed call retried, a "
+            "batch stored twice).\n"
+            "# TYPE agenthub_cluster_copies_dropped_total counter\n"
+            "agenthub_cluster_copies_dropped_total %llu\n"
+            "# HELP agenthub_cluster_renumbered_total Batches whose writer's seq readers "
+            "corrected (it wrote after a stale view of the session).\n"
+            "# TYPE agenthub_cluster_renumbered_total counter\n"
+            "agenthub_cluster_renumbered_total %llu\n",
             js->connected, js->caught_up, (unsigned long long)st.disconnects,
             (unsigned long long)st.publishes, (double)js->publish_ns_sum / 1e9,
             (unsigned long long)js->publish_acks, (double)js->publish_ns_max / 1e9,
             (unsigned long long)js->writer_changes, (unsigned long long)js->publish_retries,
             (unsigned long long)js->bus_lost, (unsigned long long)js->apply_gaps,
-            (unsigned long long)js->waits_failed);
+            (unsigned long long)js->waits_failed, (unsigned long long)js->copies_dropped,
+            (unsigned long long)js->renumbered);
 }
 
 static const struct hub_log_ops js_ops = {
@@ -242,6 +296,9 @@ static const struct hub_log_ops js_ops = {
     .origin = js_origin,
     .runner_mark = js_runner_mark,
     .runner_reset = hub_log_js_runner_reset,
+    .runner_dealt = hub_log_js_runner_dealt,
+    .runner_sync = hub_log_js_runner_sync,
+    .recall = js_recall,
     .track = js_track,
     .stored = js_stored,
     .wait = js_wait,
@@ -284,12 +341,14 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
     js->retry_timer = evtimer_new(base, hub_log_js_on_retry, js);
     js->watch_timer = evtimer_new(base, hub_log_js_on_watch, js);
     js->wait_timer = evtimer_new(base, hub_log_js_waits_timer, js);
+    js->hold_timer = evtimer_new(base, hub_log_js_on_hold, js);
     /* An ack that does not come in time fails the waits at once; this
      * bounds the other ways a batch can stall (sent again and again while
      * the link cannot publish, waiting for a silent consumer). */
     js->wait_ns = ((uint64_t)config->publish_wait_ms * 2 + 1000) * 1000000;
     js->marks = runner_marks_new();
-    if (!js->retry_timer || !js->watch_timer || !js->wait_timer || !js->marks) {
+    if (!js->retry_timer || !js->watch_timer || !js->wait_timer || !js->hold_timer ||
+        !js->marks) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -307,6 +366,8 @@ fail:
         event_free(js->watch_timer);
     if (js->wait_timer)
         event_free(js->wait_timer);
+    if (js->hold_timer)
+        event_free(js->hold_timer);
     runner_marks_free(js->marks);
     free(js);
     return NULL;
@@ -320,6 +381,8 @@ void hub_log_js_free(struct hub_log_js *js)
     event_free(js->retry_timer);
     event_free(js->watch_timer);
     event_free(js->wait_timer);
+    event_free(js->hold_timer);
+    hub_log_js_held_free(js);
     runner_marks_free(js->marks);
     for (size_t i = 0; i < TABLE_BUCKETS; i++) {
         struct js_session *e = js->table[i];
@@ -330,6 +393,7 @@ void hub_log_js_free(struct hub_log_js *js)
             while (e->waits)
                 hub_log_wait_cancel(e->waits);
             hub_log_js_entries_free(e->out_head);
+            free(e->keys);
             hub_log_js_entries_free(e->fly);
             free(e->fly_buf);
             free(e);

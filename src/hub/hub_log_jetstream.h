@@ -59,6 +59,11 @@ typedef void (*hub_log_js_state_fn)(void *arg);
 /* Makes FN (with ARG) JS's one state listener; FN NULL removes it. */
 void hub_log_js_on_state(struct hub_log_js *js, hub_log_js_state_fn fn, void *arg);
 
+/* Why JS takes no appends now, in words for /healthz, into BUF (LEN
+ * bytes): NATS unreachable, the streams not set up yet, or the replay
+ * after a start and how far it got.  Returns BUF. */
+const char *hub_log_js_waiting_for(const struct hub_log_js *js, char *buf, size_t len);
+
 /* The NATS connection JS uses, for other cluster traffic (runner_remote). */
 struct js_link *hub_log_js_link(const struct hub_log_js *js);
 

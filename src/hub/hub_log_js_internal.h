@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cluster/js_link.h"
+#include "core/keyset.h"
 #include "core/session.h"
 #include "hub/cluster_wire.h"
 #include "hub/hub_log.h"
@@ -26,16 +27,24 @@ struct runner_marks;
 /* A batch refused with no other node's message after its predecessor goes
  * again after 1 ms, doubling up to this. */
 #define REFUSED_MAX_MS 1000
-/* Refused this many times in a row (the back-off between them adds up to
- * over a second: 1 + 2 + ... + 512 ms), always naming a last sequence older
- * than the predecessor, the predecessor is gone from the stream (the budget
- * evicted it), not merely unapplied by a new leader. */
+/* Refused this many times in a row (1 + 2 + ... + 512 ms: over a second),
+ * always naming a last sequence older than the predecessor, a batch
+ * follows what the stream holds. */
 #define PREDECESSOR_GONE_REFUSALS 11
-#define TABLE_BUCKETS             1024u
+#define TABLE_BUCKETS  1024u
+/* Runner runs whose newest entry a session's copy remembers (one Runner
+ * hosts a session at a time; a few more cover moves and new runs). */
+#define ORIGINS_KEPT 4u
+/* Keyed calls whose records a session's copy remembers: a producer's retry
+ * within this many keyed calls of the session is recognised. */
+#define KEYS_KEPT 256u
+/* Batches a session's copy remembers by their Agenthub-Batch: a batch
+ * stored twice (an attempt whose ack was lost, stored again) is taken once. */
+#define BATCHES_KEPT 16u
 
 struct js_entry {
     struct js_entry *next;
-    uint8_t kind; /* CLUSTER_ENTRY_FRAME, CLUSTER_ENTRY_RUNNER_RESET or an enum hub_log_mark */
+    uint8_t kind; /* a CLUSTER_ENTRY_* or an enum hub_log_mark */
     uint8_t olen; /* origin bytes at the front of data */
     uint64_t runner_seq;
     uint64_t ord; /* its place among the entries this node took for the subject */
@@ -44,11 +53,31 @@ struct js_entry {
     uint8_t data[];
 };
 
-/* Entries that take a seq on their subject. */
+/* Entries that take a seq on their subject (a Runner's subject counts its
+ * entries too, though no reader numbers them). */
 static inline int entry_counts(uint8_t kind)
 {
-    return kind == CLUSTER_ENTRY_FRAME || kind == CLUSTER_ENTRY_RUNNER_RESET;
+    return kind == CLUSTER_ENTRY_FRAME || kind == CLUSTER_ENTRY_TAGGED ||
+           kind == CLUSTER_ENTRY_RUNNER_RESET || kind == CLUSTER_ENTRY_RUNNER_DEALT ||
+           kind == CLUSTER_ENTRY_RUNNER_SYNC;
 }
+
+/* The newest entry of one Runner run in a session's copy: a later entry of
+ * that run is taken only when its (runner_seq, part) is above. */
+struct js_origin_seen {
+    uint64_t nonce, runner_seq, used;
+    uint32_t part;
+    uint8_t in_use;
+    uint8_t id_len;
+    char id[CLUSTER_ORIGIN_ID_MAX];
+};
+
+/* A keyed call's records in a session's copy. */
+struct js_key_seen {
+    struct keyset_fp fp; /* fp.a 0: an empty slot */
+    uint64_t first_seq, last_seq;
+    uint32_t part; /* the highest part taken */
+};
 
 /* A session as JetStream sees it: where its subject stands and what this
  * node is writing into it. */
@@ -72,7 +101,19 @@ struct js_session {
     uint8_t refusals; /* the batch's refusals with no message after its predecessor */
     uint64_t retry_at_ns;
     uint64_t ords;              /* entries taken so far */
+    uint64_t ack_lost_nonce;    /* tests: the batch whose ack was dropped */
+    uint64_t acked;             /* the batch in flight is stored at this stream seq:
+                                 * done once the consumer applies it */
     struct hub_log_wait *waits; /* producers waiting for their entries to be stored */
+    /* What readers take from this subject: the newest entry per Runner run
+     * and the recent keyed calls.  Changed only by applying messages, in
+     * stream order, so every node's copy decides alike. */
+    struct js_origin_seen origins[ORIGINS_KEPT];
+    struct js_key_seen *keys; /* KEYS_KEPT, allocated on first use */
+    uint64_t batches_seen[BATCHES_KEPT]; /* Agenthub-Batch of the latest messages */
+    uint32_t batches_next;
+    uint32_t keys_next;
+    uint64_t origins_used;
     char subject[SUBJECT_MAX];
     char id[SESSION_MAX_ID + 1];
 };
@@ -90,11 +131,22 @@ struct hub_log_js {
     uint64_t last_ord; /* the entry enqueue took last */
     struct js_session *table[TABLE_BUCKETS];
     struct runner_marks *marks;
-    char origin[STORE_ID_MAX]; /* the Runner whose frame is being taken, or "" */
+    /* The origin of the frames being taken (hub_log_origin): a Runner's
+     * frame, a keyed call, or none; parts counts the entries it made. */
+    enum cluster_origin_kind origin_kind;
+    char origin[CLUSTER_ORIGIN_ID_MAX + 1];
+    size_t origin_len;
     uint64_t origin_seq;
+    uint64_t origin_nonce;
+    uint32_t origin_parts;
     uint64_t epoch;
     uint64_t frames_target, bus_target; /* caught up once applied past these */
     uint64_t frames_applied, bus_applied;
+    uint64_t catchup_applied; /* frames_applied + bus_applied at the last watch */
+    /* Tests (failpoint cluster.hold_frames): frames messages held back, as
+     * from a consumer that lags, applied in order once released. */
+    struct js_held *held_head, *held_tail;
+    struct event *hold_timer;
     int got_ready, connected, caught_up;
     int was_writable;            /* what the state listener last heard */
     void (*state_fn)(void *arg); /* the state listener (hub_log_js_on_state) */
@@ -107,6 +159,8 @@ struct hub_log_js {
                                * no two nodes' batches share one */
     uint64_t bus_lost;
     uint64_t apply_gaps;   /* a session's copy resumed past a gap */
+    uint64_t copies_dropped; /* entries readers took once already (by origin or key) */
+    uint64_t renumbered;     /* batches whose header seq readers corrected */
     uint64_t waits_failed; /* producers told their frames could not be stored */
 };
 
@@ -130,22 +184,48 @@ uint64_t hub_log_js_append(void *impl, struct session *s, const void *frame, siz
                            int64_t at_unix_ms);
 void hub_log_js_mark(void *impl, struct session *s, enum hub_log_mark mark);
 void hub_log_js_runner_reset(void *impl, const char *runner_id);
+void hub_log_js_runner_dealt(void *impl, const char *runner_id, uint64_t first, uint64_t last);
+void hub_log_js_runner_sync(void *impl, const char *runner_id, struct hub_log_wait *w);
 uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms);
 void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum js_ack ack,
                        uint64_t stream_seq);
 /* Timers (ARG the struct hub_log_js): a batch waiting on a silent
- * consumer, sessions to publish again. */
+ * consumer or a replay that stopped moving, sessions to publish again. */
+void hub_log_js_watch_later(struct hub_log_js *js);
 void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg);
 void hub_log_js_on_retry(evutil_socket_t fd, short what, void *arg);
 /* Sends E's batch in flight (again), or makes the next from its outbox. */
 void hub_log_js_pump(struct hub_log_js *js, struct js_session *e);
-/* Frames message M on E's subject was applied: settles E's batch in
- * flight when M is that batch or the message after its predecessor. */
+/* Frames message M on E's subject was applied and was not E's batch in
+ * flight: when that batch was refused and M is the first message after its
+ * predecessor (another node's), the batch is made again after it. */
 void hub_log_js_fly_check(struct hub_log_js *js, struct js_session *e, const struct js_link_msg *m);
+/* E's batch in flight was applied by this node's consumer: it is stored,
+ * its producers are answered (their seqs filled in by the reader), and the
+ * next batch goes. */
+void hub_log_js_fly_done(struct hub_log_js *js, struct js_session *e);
+
+/* --- hub_log_js_read.c: what a copy takes ----------------------------------- */
+
+/* What a reader does with a tagged entry of ORIGIN on E: 1 take it, 0 it
+ * is a copy of one taken.  With TAKE the entry is remembered as taken, at
+ * SEQ when it is a keyed record. */
+int hub_log_js_origin_admit(struct js_session *e, const struct cluster_wire_origin *origin,
+                            uint64_t runner_seq, int take, uint64_t seq);
+/* E's keyed call with fingerprint FP: 1 with its seqs when the copy holds
+ * its records, else 0. */
+int hub_log_js_key_recall(const struct js_session *e, struct keyset_fp fp, uint64_t *first_seq,
+                          uint64_t *last_seq);
+/* The fingerprint of keyed origin bytes (the key). */
+struct keyset_fp hub_log_js_key_fp(const uint8_t *key, size_t len);
 
 /* --- hub_log_js_read.c: the consumers' events and the bus reads -------------- */
 
 void hub_log_js_on_frames(void *arg, const struct js_link_msg *m);
+/* Tests: the timer releasing held frames messages (ARG the struct
+ * hub_log_js), and freeing what is still held. */
+void hub_log_js_on_hold(evutil_socket_t fd, short what, void *arg);
+void hub_log_js_held_free(struct hub_log_js *js);
 void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);
 void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last);
 enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
@@ -163,8 +243,10 @@ void hub_log_js_waits_stored(struct js_session *e, uint64_t ord);
 /* Answers E's waits UNAVAILABLE: all of them, or when NOW is not 0 those
  * past their deadline. */
 void hub_log_js_waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t now);
-/* Fills in the final seqs of the waits' frames in E's batch in flight. */
-void hub_log_js_waits_number(struct js_session *e);
+/* Entry ORD of E's batch is stored at SEQ (first_seq..last_seq for a
+ * copy of a keyed call): the waits it begins or ends take those seqs. */
+void hub_log_js_waits_number(struct js_session *e, uint64_t ord, uint64_t first_seq,
+                             uint64_t last_seq);
 /* The wait timer (ARG the struct hub_log_js): fails waits past their
  * deadline, and comes again while any is left. */
 void hub_log_js_waits_timer(evutil_socket_t fd, short what, void *arg);

@@ -56,21 +56,13 @@ void hub_log_js_waits_timer(evutil_socket_t fd, short what, void *arg)
         event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
 }
 
-/* The final seqs of the waits' frames in E's batch in flight, now stored
- * from fly_first_seq on. */
-void hub_log_js_waits_number(struct js_session *e)
+void hub_log_js_waits_number(struct js_session *e, uint64_t ord, uint64_t first_seq,
+                             uint64_t last_seq)
 {
-    uint64_t seq = e->fly_first_seq;
-
-    for (const struct js_entry *p = e->fly; p; p = p->next) {
-        if (!entry_counts(p->kind))
-            continue;
-        for (struct hub_log_wait *w = e->waits; w; w = w->next) {
-            if (w->first_ord == p->ord)
-                w->first_seq = seq;
-            if (w->last_ord == p->ord)
-                w->last_seq = seq;
-        }
-        seq++;
+    for (struct hub_log_wait *w = e->waits; w; w = w->next) {
+        if (w->first_ord == ord)
+            w->first_seq = first_seq;
+        if (w->last_ord == ord)
+            w->last_seq = last_seq;
     }
 }

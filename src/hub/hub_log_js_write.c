@@ -40,9 +40,7 @@ static void fly_return(struct js_session *e)
     e->fly_frames = 0;
 }
 
-/* The batch in flight is stored; producers whose frames it ends are
- * answered. */
-static void fly_done(struct hub_log_js *js, struct js_session *e)
+void hub_log_js_fly_done(struct hub_log_js *js, struct js_session *e)
 {
     uint64_t ns = clock_monotonic_ns() - e->fly_since_ns;
     uint64_t stored_ord = 0;
@@ -51,28 +49,27 @@ static void fly_done(struct hub_log_js *js, struct js_session *e)
     js->publish_acks++;
     if (ns > js->publish_ns_max)
         js->publish_ns_max = ns;
-    if (e->waits) {
-        hub_log_js_waits_number(e);
-        for (const struct js_entry *p = e->fly; p; p = p->next)
-            stored_ord = p->ord;
-    }
+    for (const struct js_entry *p = e->fly; p; p = p->next)
+        stored_ord = p->ord;
     hub_log_js_entries_free(e->fly);
     free(e->fly_buf);
     e->fly = NULL;
     e->fly_buf = NULL;
     e->fly_frames = 0;
     e->in_flight = 0;
+    e->acked = 0;
     e->dup_wait = 0;
     e->retry = 0;
     e->refusals = 0;
     if (stored_ord)
         hub_log_js_waits_stored(e, stored_ord);
+    hub_log_js_pump(js, e);
 }
 
 /* A batch waits for the consumer to tell whose message follows its
  * predecessor: if the consumer stays silent it may have died with its
  * server, and is made again (hub_log_js_on_watch). */
-static void watch_later(struct hub_log_js *js)
+void hub_log_js_watch_later(struct hub_log_js *js)
 {
     event_add(js->watch_timer, &(struct timeval){WATCH_MS / 1000, (WATCH_MS % 1000) * 1000});
 }
@@ -99,29 +96,20 @@ static void retry_later(struct hub_log_js *js, struct js_session *e, uint32_t ms
     retry_arm(js, e->retry_at_ns, now);
 }
 
-/* A frames message on E's subject was applied: when it is the batch in
- * flight (its Agenthub-Batch), that batch is stored, whatever became of
- * its ack; when the batch was refused (conflict, duplicate) and this is
- * the first message after its predecessor, another node's, the batch goes
- * again after it. */
 void hub_log_js_fly_check(struct hub_log_js *js, struct js_session *e, const struct js_link_msg *m)
 {
-    if (!e->fly)
+    if (!e->fly || !e->dup_wait || m->stream_seq < e->dup_wait)
         return;
-    if (m->batch_header && strtoull(m->batch_header, NULL, 10) == e->fly_nonce) {
-        fly_done(js, e);
-        hub_log_js_pump(js, e);
-        return;
-    }
-    if (e->dup_wait && m->stream_seq >= e->dup_wait) {
-        js->writer_changes++;
-        fly_return(e);
-        e->in_flight = 0;
-        e->dup_wait = 0;
-        e->retry = 0;
-        e->refusals = 0;
-        hub_log_js_pump(js, e);
-    }
+    /* Refused, and another node's message follows the predecessor: the
+     * batch is made again after it, and what that message holds is no
+     * longer sent (pump filters against the copy). */
+    js->writer_changes++;
+    fly_return(e);
+    e->in_flight = 0;
+    e->dup_wait = 0;
+    e->retry = 0;
+    e->refusals = 0;
+    hub_log_js_pump(js, e);
 }
 
 void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum js_ack ack,
@@ -140,15 +128,22 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
     /* An ack of an earlier attempt, or of a batch the consumer confirmed. */
     if (!e || !e->in_flight || !batch || strtoull(batch, NULL, 10) != e->fly_nonce)
         return;
+    /* Tests: a batch stored whose ack is lost (its server died after
+     * storing it), once per batch. */
+    if (ack == JS_ACK_OK && e->ack_lost_nonce != e->fly_nonce &&
+        failpoint_active("cluster.ack_lost")) {
+        e->ack_lost_nonce = e->fly_nonce;
+        ack = JS_ACK_FAILED;
+    }
     switch (ack) {
     case JS_ACK_OK:
-        if (stream_seq > e->last_stream_seq) {
-            e->last_stream_seq = stream_seq;
-            if (e->fly_frames && e->fly_first_seq + e->fly_frames - 1 > e->last_seq)
-                e->last_seq = e->fly_first_seq + e->fly_frames - 1;
-        }
-        fly_done(js, e);
-        break;
+        /* Stored; done once this node's consumer applies it, since readers
+         * decide what it holds (hub_log_js_on_frames) and the next batch
+         * is filtered against the copy that includes it. */
+        e->acked = stream_seq;
+        e->dup_since_ns = clock_monotonic_ns();
+        hub_log_js_watch_later(js);
+        return;
     case JS_ACK_DUPLICATE:
     case JS_ACK_CONFLICT:
         /* A message after the same predecessor is stored: this batch's own
@@ -166,7 +161,7 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
         if (e->dup_wait != e->fly_pred + 1) {
             e->dup_wait = e->fly_pred + 1;
             e->dup_since_ns = clock_monotonic_ns();
-            watch_later(js);
+            hub_log_js_watch_later(js);
         }
         if (ack == JS_ACK_CONFLICT) {
             /* Refused, so not stored; but maybe nothing follows the
@@ -182,10 +177,14 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
             if (e->refusals < UINT8_MAX)
                 e->refusals++;
             if (stream_seq < e->fly_pred && e->refusals >= PREDECESSOR_GONE_REFUSALS) {
-                /* The subject's messages up to the predecessor were
-                 * evicted (the frames stream is bounded, oldest first):
-                 * the batch follows what is there now. */
-                log_warn("cluster: %s: stream seq %" PRIu64 " is gone from the stream; "
+                /* Refused for over a second, always naming a last sequence
+                 * older than the predecessor: the subject's messages up to
+                 * it were evicted (the frames stream is bounded, oldest
+                 * first), or the leader is that far behind.  The batch
+                 * follows what is there.  Either way nothing is taken
+                 * twice: readers number the frames and take each origin's
+                 * entries and each batch once (hub_log_js_on_frames). */
+                log_warn("cluster: %s: stream seq %" PRIu64 " is not the subject's last; "
                          "writing after %" PRIu64,
                          e->subject, e->fly_pred, stream_seq);
                 e->fly_pred = stream_seq;
@@ -210,18 +209,63 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
     hub_log_js_pump(js, e);
 }
 
+/* Drops from E's outbox what its copy holds already: a Runner's frame
+ * another node stored first (the Runner sent it again after a move), a
+ * keyed call's retry.  The copy includes every message before the batch
+ * this makes (one batch in flight, done once applied), so when the batch is
+ * stored after its predecessor, nothing in it is a copy; when another
+ * node wrote first, the batch comes back here and is filtered again.
+ * Returns the highest ord dropped, or 0. */
+static uint64_t outbox_filter(struct hub_log_js *js, struct js_session *e)
+{
+    struct js_entry **link = &e->out_head, *p, *prev = NULL;
+    uint64_t dropped = 0;
+
+    while ((p = *link)) {
+        struct cluster_wire_origin o;
+        uint64_t first = 0, last = 0;
+
+        if (p->kind != CLUSTER_ENTRY_TAGGED || cluster_wire_origin_parse(p->data, p->olen, &o) ||
+            hub_log_js_origin_admit(e, &o, p->runner_seq, 0, 0)) {
+            prev = p;
+            link = &p->next;
+            continue;
+        }
+        if (o.kind == CLUSTER_ORIGIN_KEY && e->waits &&
+            hub_log_js_key_recall(e, hub_log_js_key_fp(o.id, o.id_len), &first, &last))
+            hub_log_js_waits_number(e, p->ord, first, last);
+        *link = p->next;
+        if (e->out_tail == p)
+            e->out_tail = prev;
+        e->out_frames -= entry_counts(p->kind);
+        dropped = p->ord;
+        js->copies_dropped++;
+        free(p);
+    }
+    return dropped;
+}
+
 /* Sends E's batch in flight (again), or makes the next from its outbox. */
 void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
 {
-    struct js_entry *take = e->out_head, *last = NULL, *p;
+    struct js_entry *take, *last = NULL, *p;
     size_t bytes = 0, off = 0;
     uint32_t frames = 0;
     char msg_id[SUBJECT_MAX + 48];
-    uint64_t expect;
+    uint64_t expect, dropped;
 
-    if (e->in_flight || (!take && !e->fly))
+    if (e->in_flight || (!e->out_head && !e->fly))
         return;
     if (!e->fly) {
+        dropped = outbox_filter(js, e);
+        take = e->out_head;
+        if (!take) {
+            /* Everything waiting was a copy: its producers' records are
+             * stored already. */
+            if (dropped)
+                hub_log_js_waits_stored(e, dropped);
+            return;
+        }
         for (p = take; p; p = p->next) {
             if (last && bytes + CLUSTER_ENTRY_HEAD + p->olen + p->len > BATCH_BYTES)
                 break;
@@ -279,6 +323,12 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
                  e->fly_first_seq);
     /* Tests: a batch's first attempt names a predecessor JetStream has not
      * stored, as when it outruns the stream leader (hub_log_js_on_ack). */
+    /* Tests: a writer that cannot reach JetStream for now (paused, cut
+     * off) and writes what it took later. */
+    if (failpoint_active("cluster.hold_publish")) {
+        retry_later(js, e, RETRY_MS);
+        return;
+    }
     expect = e->fly_pred + (e->refusals == 0 && failpoint_active("cluster.refuse_first"));
     if (js_link_publish_frames(js->link, e->subject, e->fly_first_seq, expect, msg_id, e->fly_nonce,
                                e->fly_buf, e->fly_len) != 0) {
@@ -298,10 +348,24 @@ void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg)
 
     for (size_t i = 0; i < TABLE_BUCKETS; i++)
         for (struct js_session *e = js->table[i]; e; e = e->hnext)
-            if (e->dup_wait) {
+            if (e->dup_wait || e->acked) {
                 waiting = 1;
                 stale |= now - e->dup_since_ns >= (uint64_t)WATCH_MS * 1000000;
             }
+    if (js->got_ready && !js->caught_up && js->connected) {
+        /* Replaying the streams after a start: a consumer that stops
+         * delivering (its server lost, a leader change) is made again from
+         * where it stopped, so the replay always finishes. */
+        uint64_t applied = js->frames_applied + js->bus_applied;
+        waiting = 1;
+        if (applied == js->catchup_applied) {
+            log_warn("cluster: catching up stalled at frames %" PRIu64 " of %" PRIu64
+                     ", bus %" PRIu64 " of %" PRIu64 "; making the consumers again",
+                     js->frames_applied, js->frames_target, js->bus_applied, js->bus_target);
+            stale = 1;
+        }
+        js->catchup_applied = applied;
+    }
     if (stale) {
         log_warn("cluster: the frames consumer is silent; making it again");
         js_link_refresh(js->link);
@@ -310,7 +374,7 @@ void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg)
                 e->dup_since_ns = now;
     }
     if (waiting)
-        watch_later(js);
+        hub_log_js_watch_later(js);
 }
 
 void hub_log_js_on_retry(evutil_socket_t fd, short what, void *arg)
@@ -335,26 +399,43 @@ void hub_log_js_on_retry(evutil_socket_t fd, short what, void *arg)
         retry_arm(js, next, now);
 }
 
-/* Queues an entry on SUBJECT (of session or Runner ID), with the current
- * origin when it is a frame.  Returns its subject's entry, or NULL when
- * memory is short. */
+/* Queues an entry of KIND on SUBJECT (of session or Runner ID).  A frame
+ * carries the current origin (hub_log_origin) tagged with its part; a
+ * Runner entry (reset, dealt, sync) names the Runner, RUNNER_SEQ its own
+ * number.  Returns the subject's entry, or NULL when memory is short. */
 static struct js_session *enqueue(struct hub_log_js *js, const char *subject, const char *id,
-                                  uint8_t kind, const void *data, size_t len, int64_t at)
+                                  uint8_t kind, uint64_t runner_seq, const void *data, size_t len,
+                                  int64_t at)
 {
     struct js_session *e = hub_log_js_session_get(js, subject, id, 1);
-    const char *origin = kind == CLUSTER_ENTRY_FRAME ? js->origin : "";
+    uint8_t origin[256];
+    size_t olen = 0;
     struct js_entry *entry;
-    size_t olen = kind == CLUSTER_ENTRY_RUNNER_RESET ? strlen(id) : strlen(origin);
 
-    if (kind == CLUSTER_ENTRY_RUNNER_RESET)
-        origin = id;
+    if (kind == CLUSTER_ENTRY_FRAME && js->origin_kind != CLUSTER_ORIGIN_NONE) {
+        struct cluster_wire_origin o = {
+            .kind = js->origin_kind,
+            .id = (const uint8_t *)js->origin,
+            .id_len = js->origin_len,
+            .nonce = js->origin_nonce,
+            .part = js->origin_parts++,
+        };
+        olen = cluster_wire_origin_put(origin, &o);
+        kind = CLUSTER_ENTRY_TAGGED;
+        runner_seq = js->origin_seq;
+    } else if (kind != CLUSTER_ENTRY_FRAME && !entry_counts(kind)) {
+        olen = 0; /* a mark */
+    } else if (kind != CLUSTER_ENTRY_FRAME) {
+        olen = strlen(id);
+        memcpy(origin, id, olen);
+    }
     entry = e ? malloc(sizeof(*entry) + olen + len) : NULL;
     if (!entry)
         return NULL;
     entry->next = NULL;
     entry->kind = kind;
     entry->olen = (uint8_t)olen;
-    entry->runner_seq = js->origin_seq; /* a reset's: its nonce */
+    entry->runner_seq = runner_seq;
     entry->at_unix_ms = at;
     entry->len = len;
     memcpy(entry->data, origin, olen);
@@ -378,7 +459,7 @@ static struct js_session *enqueue_session(struct hub_log_js *js, struct session 
     char subject[SUBJECT_MAX];
 
     cluster_wire_subject(session_id(s), 0, subject);
-    return enqueue(js, subject, session_id(s), kind, data, len, at);
+    return enqueue(js, subject, session_id(s), kind, 0, data, len, at);
 }
 
 uint64_t hub_log_js_append(void *impl, struct session *s, const void *frame, size_t len,
@@ -425,24 +506,99 @@ void hub_log_js_mark(void *impl, struct session *s, enum hub_log_mark mark)
 
 /* --- a Runner's new run, and bus events --------------------------------------- */
 
-/* agenthub.frames.=<runner>: the Runner's new runs, in the frames stream so
- * they are ordered with its frames on every node. */
+/* agenthub.frames.=<runner>: the Runner's new runs, the runner_seq values
+ * it dealt with without a frame, and sync points, in the frames stream so
+ * they are ordered with its frames on every node.  Queues KIND for
+ * RUNNER_ID; with W (may be NULL) tracked to be answered once this node's
+ * copy applied it.  Returns 0, or -1 when memory is short. */
+static int runner_entry(struct hub_log_js *js, const char *runner_id, uint8_t kind,
+                        uint64_t runner_seq, const void *data, size_t len, struct hub_log_wait *w)
+{
+    char subject[SUBJECT_MAX];
+    struct js_session *e;
+
+    cluster_wire_subject(runner_id, 1, subject);
+    e = enqueue(js, subject, runner_id, kind, runner_seq, data, len, clock_unix_ms());
+    if (!e)
+        return -1;
+    if (w) {
+        w->first_ord = w->last_ord = js->last_ord;
+        w->deadline_ns = clock_monotonic_ns() + js->wait_ns;
+        w->next = e->waits;
+        if (w->next)
+            w->next->pprev = &w->next;
+        w->pprev = &e->waits;
+        e->waits = w;
+        if (!evtimer_pending(js->wait_timer, NULL))
+            event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
+    }
+    hub_log_js_pump(js, e);
+    return 0;
+}
+
 void hub_log_js_runner_reset(void *impl, const char *runner_id)
 {
     struct hub_log_js *js = impl;
     uint64_t nonce = ((uint64_t)clock_unix_ms() << 16) ^ clock_monotonic_ns();
-    char subject[SUBJECT_MAX];
-    struct js_session *e;
 
     /* Here at once, so this node's next frames are the new run's; the same
      * reset coming back through the stream changes nothing more. */
     runner_marks_reset(js->marks, runner_id, strlen(runner_id), nonce);
-    js->origin_seq = nonce;
+    runner_entry(js, runner_id, CLUSTER_ENTRY_RUNNER_RESET, nonce, NULL, 0, NULL);
+}
+
+/* Extends the dealt entry at the end of RUNNER_ID's outbox when FIRST
+ * follows it in run NONCE: a Runner's transcript entries and acks are
+ * dealt with one after another.  Returns 1 when it did. */
+static int runner_dealt_extend(struct hub_log_js *js, const char *runner_id, uint64_t nonce,
+                               uint64_t first, uint64_t last)
+{
+    char subject[SUBJECT_MAX];
+    struct js_session *e;
+    struct js_entry *t;
+    uint64_t tail_nonce = 0, tail_last = 0;
+
     cluster_wire_subject(runner_id, 1, subject);
-    e = enqueue(js, subject, runner_id, CLUSTER_ENTRY_RUNNER_RESET, NULL, 0, clock_unix_ms());
-    js->origin_seq = 0;
-    if (e)
-        hub_log_js_pump(js, e);
+    e = hub_log_js_session_get(js, subject, NULL, 0);
+    t = e ? e->out_tail : NULL;
+    if (!t || t->kind != CLUSTER_ENTRY_RUNNER_DEALT || t->len != 16)
+        return 0;
+    for (int i = 7; i >= 0; i--) {
+        tail_nonce = tail_nonce << 8 | t->data[t->olen + i];
+        tail_last = tail_last << 8 | t->data[t->olen + 8 + i];
+    }
+    if (tail_nonce != nonce || tail_last + 1 != first)
+        return 0;
+    for (int i = 0; i < 8; i++)
+        t->data[t->olen + 8 + i] = (uint8_t)(last >> (8 * i));
+    return 1;
+}
+
+void hub_log_js_runner_dealt(void *impl, const char *runner_id, uint64_t first, uint64_t last)
+{
+    struct hub_log_js *js = impl;
+    uint64_t generation, nonce;
+    uint8_t body[16];
+
+    runner_marks_get(js->marks, runner_id, &generation, &nonce);
+    if (runner_dealt_extend(js, runner_id, nonce, first, last))
+        return;
+    for (int i = 0; i < 8; i++) {
+        body[i] = (uint8_t)(nonce >> (8 * i));
+        body[8 + i] = (uint8_t)(last >> (8 * i));
+    }
+    runner_entry(js, runner_id, CLUSTER_ENTRY_RUNNER_DEALT, first, body, sizeof(body), NULL);
+}
+
+void hub_log_js_runner_sync(void *impl, const char *runner_id, struct hub_log_wait *w)
+{
+    struct hub_log_js *js = impl;
+
+    if (!hub_log_js_writable(js) ||
+        runner_entry(js, runner_id, CLUSTER_ENTRY_RUNNER_SYNC, 0, NULL, 0, w) != 0) {
+        js->waits_failed++;
+        w->done(w, 0);
+    }
 }
 
 uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)

@@ -1,11 +1,23 @@
-/* runner_marks: the highest runner_seq of each Runner whose frames a
- * replicated session log holds, as this node's copy of it tells.
+/* runner_marks: how far each Runner's runner_seq is dealt with in a
+ * replicated session log, as this node's copy of the log tells.
  *
- * A cluster node learns every node's frames from the log, each tagged with
- * its Runner and runner_seq, so whichever node a Runner enrolls with next
- * answers from the log's mark: frames the log holds are not taken twice,
- * and frames it never got are asked for again.  A Runner's new run (a
- * plain Enroll, on any node) resets its mark and bumps its generation. */
+ * A Runner numbers every frame of one run 1, 2, 3, ... across all its
+ * sessions, and resends after the mark Enroll answers.  That mark may only
+ * cover runner_seq values the log holds: a frame answered as covered and
+ * not stored is lost for good.  Frames of different sessions are stored
+ * independently (one subject each), so runner_seq 96 of one session can be
+ * stored while 95 of another is still on its way, or lost with the node
+ * that took it.  The mark is therefore the contiguous prefix of what the
+ * log says is dealt with: a frame stored (or dropped as a copy of one
+ * stored), or a runner_seq the relay dealt with without a frame (a
+ * CLUSTER_ENTRY_RUNNER_DEALT entry).  Every node reads the same log in the
+ * same order, so every node computes the same mark.
+ *
+ * Runs are told apart by their nonce (drawn by the node that took the
+ * plain Enroll); the current run is the last reset the log holds.  Values
+ * more than a window above the prefix are not remembered: the mark then
+ * stays lower, and the Runner sends those frames again, which readers
+ * drop as copies. */
 #ifndef AGENTHUB_HUB_RUNNER_MARKS_H
 #define AGENTHUB_HUB_RUNNER_MARKS_H
 
@@ -14,19 +26,25 @@
 
 struct runner_marks;
 
+/* runner_seq values remembered above a run's prefix. */
+#define RUNNER_MARKS_WINDOW 4096u
+
 struct runner_marks *runner_marks_new(void);
 void runner_marks_free(struct runner_marks *marks);
 
-/* RUNNER_ID[0..LEN)'s frame SEQ is in the log.  Memory short: forgotten
- * (the mark stays lower: frames are asked for again, never lost). */
-void runner_marks_see(struct runner_marks *marks, const char *runner_id, size_t len, uint64_t seq);
-/* RUNNER_ID[0..LEN) started a new run: mark 0, generation + 1, unless
- * the reset NONCE was applied already (the node that made it applies it
- * at once, then again when the log delivers it). */
+/* RUNNER_ID[0..LEN)'s runner_seq FIRST..LAST of run NONCE are dealt with.
+ * Memory short: forgotten (the mark stays lower: frames are asked for
+ * again, never lost). */
+void runner_marks_dealt(struct runner_marks *marks, const char *runner_id, size_t len,
+                        uint64_t nonce, uint64_t first, uint64_t last);
+/* RUNNER_ID[0..LEN) started run NONCE: it is the current run, and the
+ * generation moves on, unless NONCE is the current run already (the node
+ * that made it applies it at once, then again when the log delivers it). */
 void runner_marks_reset(struct runner_marks *marks, const char *runner_id, size_t len,
                         uint64_t nonce);
-/* RUNNER_ID's mark (0 when none), *GENERATION its generation. */
+/* RUNNER_ID's mark in its current run (0 when none), *GENERATION the count
+ * of its resets, *NONCE (may be NULL) the current run's nonce. */
 uint64_t runner_marks_get(const struct runner_marks *marks, const char *runner_id,
-                          uint64_t *generation);
+                          uint64_t *generation, uint64_t *nonce);
 
 #endif

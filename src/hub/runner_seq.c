@@ -62,6 +62,14 @@ void runner_run_sync(struct hub *ctx, struct runner_run *run)
     }
 }
 
+/* 1 when the session log keeps Runners' marks itself (a cluster's: every
+ * node writes them, so the store's copy would be whichever node wrote
+ * last, maybe of an older run). */
+static int log_keeps_marks(const struct hub *ctx)
+{
+    return ctx->log.ops->runner_sync != NULL;
+}
+
 int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **out)
 {
     struct runner_runs *runs = runner_registry_runs(ctx->runners);
@@ -74,10 +82,7 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **o
             *out = run;
             return 0;
         }
-    /* A log that keeps the marks with its frames is the truth: the store's
-     * mark may be ahead of what was committed when the server died. */
-    if (!ctx->config.log_on_disk &&
-        store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
+    if (!log_keeps_marks(ctx) && store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
         return -1;
     run = calloc(1, sizeof(*run));
     if (!run)
@@ -92,30 +97,53 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **o
     return 0;
 }
 
-int runner_run_enroll(struct hub *ctx, const char *runner_id, int resume, uint64_t *last)
+enum runner_enroll runner_run_enroll(struct hub *ctx, const char *runner_id, int resume,
+                                     uint64_t *last, struct hub_log_wait *w)
 {
     struct runner_runs *runs = runner_registry_runs(ctx->runners);
     struct runner_run *run;
 
     if (runner_run_get(ctx, runner_id, &run) != 0)
-        return -1;
+        return RUNNER_ENROLL_FAULT;
+    if (log_keeps_marks(ctx)) {
+        /* The mark is the log's, read once this node's copy holds
+         * everything written for the Runner before now: another node's
+         * new run of it, frames other nodes stored.  Never this node's
+         * own count, which includes frames it took and has not stored. */
+        if (resume) {
+            runs->enrolled_resumed++;
+        } else {
+            runs->enrolled_new++;
+            hub_log_runner_reset(&ctx->log, runner_id);
+            runner_run_sync(ctx, run);
+        }
+        hub_log_runner_sync(&ctx->log, runner_id, w);
+        return RUNNER_ENROLL_WAIT;
+    }
     if (resume) {
         runs->enrolled_resumed++;
         *last = run->last;
-        return 0;
+        return RUNNER_ENROLL_DONE;
     }
     /* Stored first: a server restart must not resume this Runner from the
      * mark of a run it has left. */
-    if (!ctx->config.log_on_disk && run->persisted != 0 &&
-        store_runner_seq_set(ctx->store, runner_id, 0) != STORE_OK)
-        return -1;
+    if (run->persisted != 0 && store_runner_seq_set(ctx->store, runner_id, 0) != STORE_OK)
+        return RUNNER_ENROLL_FAULT;
     runs->enrolled_new++;
     hub_log_runner_reset(&ctx->log, runner_id);
     hub_log_runner_mark(&ctx->log, runner_id, &run->generation);
     run->number++;
     run->last = run->persisted = run->unpersisted = 0;
     *last = 0;
-    return 0;
+    return RUNNER_ENROLL_DONE;
+}
+
+uint64_t runner_run_enrolled(struct hub *ctx, struct runner_run *run)
+{
+    uint64_t generation;
+
+    runner_run_sync(ctx, run);
+    return hub_log_runner_mark(&ctx->log, run->id, &generation);
 }
 
 uint64_t runner_run_number(const struct runner_run *run)
@@ -152,7 +180,7 @@ uint64_t runner_run_advance(struct hub *ctx, struct runner_run *run, uint64_t se
 void runner_run_persist(struct hub *ctx, struct runner_run *run)
 {
     run->unpersisted = 0;
-    if (run->last == run->persisted || ctx->config.log_on_disk)
+    if (run->last == run->persisted || log_keeps_marks(ctx))
         return;
     if (store_runner_seq_set(ctx->store, run->id, run->last) == STORE_OK)
         run->persisted = run->last;

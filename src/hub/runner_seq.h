@@ -42,10 +42,23 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **r
  * the old one become stale). */
 void runner_run_sync(struct hub *ctx, struct runner_run *run);
 
+enum runner_enroll {
+    RUNNER_ENROLL_DONE = 0,  /* *LAST is the mark */
+    RUNNER_ENROLL_WAIT = 1,  /* W->done runs (maybe already ran); then runner_run_enrolled */
+    RUNNER_ENROLL_FAULT = 2, /* the store cannot answer; nothing changed */
+};
+
 /* Enroll of RUNNER_ID: with RESUME its run continues, else a new run
- * starts at mark 0.  Returns 0 with *LAST the mark the Runner continues
- * after, or -1 when the store cannot answer (nothing changed). */
-int runner_run_enroll(struct hub *ctx, const char *runner_id, int resume, uint64_t *last);
+ * starts at mark 0.  Returns DONE with *LAST the mark the Runner continues
+ * after; WAIT when the session log keeps the marks (a cluster): W->done
+ * runs once this node's copy holds everything written for the Runner
+ * before (ok 0: it cannot now, answer UNAVAILABLE), then
+ * runner_run_enrolled gives the mark. */
+enum runner_enroll runner_run_enroll(struct hub *ctx, const char *runner_id, int resume,
+                                     uint64_t *last, struct hub_log_wait *w);
+/* The mark RUN continues after, once runner_run_enroll's wait is done:
+ * the log's, which covers only frames it holds. */
+uint64_t runner_run_enrolled(struct hub *ctx, struct runner_run *run);
 
 /* Which run RUN is in: it changes at every plain Enroll. */
 uint64_t runner_run_number(const struct runner_run *run);

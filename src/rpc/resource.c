@@ -371,6 +371,9 @@ static void append_on_close(struct grpc_call *call)
     free(p);
 }
 
+/* An AppendResourceOutput idempotency_key's longest form. */
+#define RESOURCE_KEY_MAX 128
+
 static void append_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__AppendResourceOutputRequest *request =
@@ -383,6 +386,7 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
     struct jsonl_batch batch;
     char error[JSONL_ERR_SIZE];
     struct session *s;
+    size_t key_len;
     uint64_t id;
     int rv;
 
@@ -391,6 +395,12 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
                        request->native_id, &id) != 0 ||
         producer_target(call, &subject, id, &resource) != 0)
         return;
+    key_len = strlen(request->idempotency_key);
+    if (key_len > RESOURCE_KEY_MAX) {
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT,
+                         "idempotency_key is longer than 128 bytes");
+        return;
+    }
     if (request->bytes.len > JSONL_MAX_CALL) {
         rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW",
                          "a call carries at most 65536 bytes");
@@ -417,7 +427,19 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
         return;
     }
+    if (key_len && hub_log_recall(&ctx->log, s, request->idempotency_key, key_len, &w.first_seq,
+                                  &w.last_seq)) {
+        /* A retry of a call the log holds: nothing more is stored. */
+        jsonl_batch_free(&batch);
+        ctx->counters.records_retried++;
+        append_reply(call, &w);
+        return;
+    }
+    if (key_len)
+        hub_log_origin_key(&ctx->log, request->idempotency_key, key_len);
     rv = append_records(ctx, s, &batch, &w);
+    if (key_len)
+        hub_log_origin(&ctx->log, NULL, 0);
     jsonl_batch_free(&batch);
     if (rv != 0) {
         rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");

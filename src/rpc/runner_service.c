@@ -57,15 +57,68 @@ static int relay_precheck(struct grpc_call *call, const char *session_id, int ne
 
 /* --- Enroll -------------------------------------------------------------- */
 
+/* An Enroll waiting for the session log (a cluster node reading what other
+ * nodes wrote for the Runner): answered from enroll_synced, freed by
+ * enroll_on_close. */
+struct enroll_pending {
+    struct hub_log_wait w; /* first: done gets it */
+    struct grpc_call *call;
+    int resume;
+    char runner_id[STORE_ID_MAX];
+    char version[65];
+};
+
+static void enroll_reply(struct grpc_call *call, const char *runner_id, const char *version,
+                         int resume, uint64_t last)
+{
+    Compass__V1__EnrollResponse response = COMPASS__V1__ENROLL_RESPONSE__INIT;
+
+    log_info("runner %s enrolled (version %.64s, %s, last runner_seq %llu)", runner_id, version,
+             resume ? "resumed its run" : "a new run", (unsigned long long)last);
+    response.reattached = resume;
+    response.runner_id = (char *)runner_id;
+    response.last_runner_seq = last;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+static void enroll_synced(struct hub_log_wait *w, int ok)
+{
+    struct enroll_pending *p = (struct enroll_pending *)w;
+    struct hub *ctx = rpc_hub(p->call);
+    struct runner_run *run;
+
+    if (!ok) {
+        grpc_call_finish(p->call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+        return;
+    }
+    if (runner_run_get(ctx, p->runner_id, &run) != 0) {
+        grpc_call_finish(p->call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    }
+    enroll_reply(p->call, p->runner_id, p->version, p->resume, runner_run_enrolled(ctx, run));
+}
+
+static void enroll_on_close(struct grpc_call *call)
+{
+    struct enroll_pending *p = grpc_call_user(call);
+
+    if (!p)
+        return;
+    hub_log_wait_cancel(&p->w);
+    grpc_call_set_user(call, NULL);
+    free(p);
+}
+
 /* Enroll: a plain one starts a new run of the Runner (its runner_seq starts
  * again), one with resume continues the run the server knows. */
 static void enroll_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__EnrollRequest *request = (const Compass__V1__EnrollRequest *)message;
     struct hub *ctx = rpc_hub(call);
-    Compass__V1__EnrollResponse response = COMPASS__V1__ENROLL_RESPONSE__INIT;
     struct store_subject subject;
-    uint64_t last;
+    struct enroll_pending *p;
+    uint64_t last = 0;
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
@@ -76,18 +129,27 @@ static void enroll_on_message(struct grpc_call *call, const ProtobufCMessage *me
                          "runner_id is not the runner this token belongs to");
         return;
     }
-    if (runner_run_enroll(ctx, subject.id, request->resume, &last) != 0) {
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    p->w.done = enroll_synced;
+    p->call = call;
+    p->resume = request->resume != 0;
+    snprintf(p->runner_id, sizeof(p->runner_id), "%s", subject.id);
+    snprintf(p->version, sizeof(p->version), "%s", request->runner_version);
+    grpc_call_set_user(call, p);
+    switch (runner_run_enroll(ctx, subject.id, request->resume, &last, &p->w)) {
+    case RUNNER_ENROLL_DONE:
+        enroll_reply(call, p->runner_id, p->version, p->resume, last);
+        return;
+    case RUNNER_ENROLL_WAIT:
+        return; /* enroll_synced answers (maybe it already did) */
+    case RUNNER_ENROLL_FAULT:
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     }
-    log_info("runner %s enrolled (version %.64s, %s, last runner_seq %llu)", subject.id,
-             request->runner_version, request->resume ? "resumed its run" : "a new run",
-             (unsigned long long)last);
-    response.reattached = request->resume;
-    response.runner_id = subject.id;
-    response.last_runner_seq = last;
-    grpc_call_send(call, &response.base);
-    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
 
 /* --- PublishEvents ------------------------------------------------------- */
@@ -171,8 +233,10 @@ static int publish_binding(struct hub *ctx, struct publish_stream *stream, const
     return rv;
 }
 
-static void publish_accept(struct hub *ctx, struct publish_stream *stream, struct session *s,
-                           const Compass__V1__SessionFrame *frame, uint64_t runner_seq)
+/* Relays FRAME (the Runner's runner_seq RUNNER_SEQ) into S.  Returns how
+ * many frames the session log took for it (0: dealt with without one). */
+static uint32_t publish_accept(struct hub *ctx, struct publish_stream *stream, struct session *s,
+                               const Compass__V1__SessionFrame *frame, uint64_t runner_seq)
 {
     const Compass__V1__SessionEvent *event = frame->typed_event;
     Compass__V1__SessionEvent checked_event;
@@ -189,7 +253,7 @@ static void publish_accept(struct hub *ctx, struct publish_stream *stream, struc
             ctx->counters.relay_invalid_records++;
             log_warn("runner %s: runner_seq %llu carries an invalid record; dropped",
                      stream->runner_id, (unsigned long long)runner_seq);
-            return;
+            return 0;
         }
         evidence = arbiter_evidence_for_record(&rec);
         checked_record = *record;
@@ -207,8 +271,8 @@ static void publish_accept(struct hub *ctx, struct publish_stream *stream, struc
     if (frame->state != COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED)
         hub_observe(ctx, s, ARBITER_RANK_STREAM, arbiter_evidence_for_frame_state(frame->state),
                     ARBITER_LIVE_UNCHANGED);
-    hub_log_origin(&ctx->log, NULL, 0);
     ctx->counters.frames_accepted++;
+    return hub_log_origin(&ctx->log, NULL, 0);
 }
 
 /* 1 when FRAME has no variant this server knows, or a session frame
@@ -254,6 +318,7 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
     const Compass__V1__AgentFrame *frame = request->frame;
     struct keyset_fp key, *fp = NULL;
     uint64_t seq = request->runner_seq, skipped;
+    uint32_t taken = 0;
     struct session *s;
     int rv;
 
@@ -345,9 +410,14 @@ static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *m
     }
     if (!session_binding(s) || strcmp(session_binding(s), stream->runner_id) != 0)
         session_bind(s, stream->runner_id);
-    publish_accept(ctx, stream, s, frame->session, seq);
+    taken = publish_accept(ctx, stream, s, frame->session, seq);
 advance:
     skipped = runner_run_advance(ctx, stream->run, seq, fp);
+    /* The log's mark covers only runner_seq values it holds a frame for or
+     * was told of: so a Runner is never told a frame is stored that is
+     * not (runner_marks.h). */
+    if (skipped || !taken)
+        hub_log_runner_dealt(&ctx->log, stream->runner_id, seq - skipped, taken ? seq - 1 : seq);
     if (skipped) {
         ctx->counters.relay_gaps++;
         log_warn("runner %s: runner_seq gap: expected %llu, got %llu (%llu lost in transit)",
@@ -384,12 +454,9 @@ static void publish_on_half_close(struct grpc_call *call)
      * frame it sent is on disk: the wait covers all that was taken. */
     if (stream && ctx->config.log_on_disk && !grpc_call_finished(call)) {
         memset(&stream->stored, 0, sizeof(stream->stored));
-        hub_log_track(&ctx->log, NULL, &stream->stored, 0);
-        if (!hub_log_stored(&ctx->log, NULL, &stream->stored)) {
-            stream->stored.done = publish_stored;
-            hub_log_wait(&ctx->log, NULL, &stream->stored);
-            return;
-        }
+        stream->stored.done = publish_stored;
+        if (!hub_log_runner_sync(&ctx->log, stream->runner_id, &stream->stored))
+            return; /* publish_stored answers (maybe it already did) */
     }
     publish_answer(call);
 }
@@ -587,6 +654,7 @@ static const struct grpc_method runner_methods[] = {
         .request_type = &compass__v1__enroll_request__descriptor,
         .response_type = &compass__v1__enroll_response__descriptor,
         .on_message = enroll_on_message,
+        .on_close = enroll_on_close,
         .needs_caller = 1,
     },
     {

@@ -191,6 +191,8 @@ def test_permission_request_is_ask_and_blocks(server, hooks):
 @pytest.mark.parametrize("notification_type,kind,state", [
     ("permission_prompt", "permission", "blocked"),
     ("elicitation_dialog", "elicitation", "blocked"),
+    ("elicitation_url_dialog", "elicitation_url", "blocked"),
+    ("worker_permission_prompt", "worker_permission", "blocked"),
     ("idle_prompt", "idle", None),
 ])
 def test_notification_kinds(server, hooks, notification_type, kind, state):
@@ -254,15 +256,17 @@ def test_provider_raw_only_with_emit_raw(server, hooks):
     assert "provider_raw" not in [t for t, _ in records(server, sid)]
     hooks.fire(shapes(sid)["PreToolUse"], raw=True)
     got = records(server, sid)
-    assert got[-2] == ("tool_start", {"tool_name": "Bash"})
-    assert got[-1] == ("provider_raw", shapes(sid)["PreToolUse"])
+    # The raw hook first, then what it means (a session_end's raw hook
+    # reaches the panes it ends).
+    assert got[-2] == ("provider_raw", shapes(sid)["PreToolUse"])
+    assert got[-1] == ("tool_start", {"tool_name": "Bash"})
 
 
 def test_unknown_events_fields_and_garbage_are_ignored(server, hooks):
     sid = started(hooks)
     before = records(server, sid)
-    hooks.fire(dict(base(sid, "SubagentStop"), stop_hook_active=False))
-    hooks.fire(dict(base(sid, "PreCompact"), trigger="auto"))
+    hooks.fire(dict(base(sid, "ConfigChange"), source="project_settings"))
+    hooks.fire(dict(base(sid, "SomeEventClaudeCodeAddsLater"), trigger="auto"))
     hooks.fire("not json at all")
     hooks.fire("")
     hooks.fire(json.dumps({"hook_event_name": "Stop"}))  # no session_id
@@ -362,9 +366,9 @@ def test_emit_raw_of_a_large_hook_is_a_marker_with_its_size(server, hooks):
     payload = json.dumps(pre)
     hooks.fire(payload, raw=True)
     assert records(server, sid)[-2:] == [
-        ("tool_start", {"tool_name": "Bash"}),
         ("provider_raw", {"hook_event_name": "PreToolUse", "truncated": True,
-                          "bytes": len(payload)})]
+                          "bytes": len(payload)}),
+        ("tool_start", {"tool_name": "Bash"})]
 
 
 def test_a_writer_that_keeps_stdin_open_does_not_hold_the_hook(server, hooks):

@@ -262,6 +262,12 @@ def hook_corpus():
     for i, (event, extra) in enumerate(shapes.items()):
         hook = dict(base, hook_event_name=event, **extra)
         write("fuzz_hook_map", event, bytes([i & 1]) + json.dumps(hook).encode())
+    # Every event Claude Code's hook types define, as tests/hooks/claude
+    # holds it (type-checked against the SDK's declarations by the e2e
+    # suite test_cli_hook_states.py).
+    for i, path in enumerate(sorted((ROOT / "tests/hooks/claude").glob("*.json"))):
+        write("fuzz_hook_map", "claude-" + path.stem, bytes([(i * 0x21) & 0x61]) +
+              path.read_bytes())
     # The first byte's high bits pick the chunking: byte by byte, small
     # chunks, or whole.
     escaped = dict(base, hook_event_name="UserPromptSubmit", prompt="h\u00e9 \U0001F600 \\ \"q\"\n")

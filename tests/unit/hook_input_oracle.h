@@ -18,8 +18,8 @@
 #include "cli/hook_input.h"
 
 static const char *const oracle_members[HOOK_MEMBERS] = {
-    "session_id",        "hook_event_name", "tool_name", "source",
-    "notification_type", "message",         "reason",
+    "session_id", "hook_event_name", "tool_name", "source",     "notification_type", "message",
+    "reason",     "error",           "trigger",   "agent_type", "mcp_server_name",   "action",
 };
 
 /* 1 when T[0..N) is exactly a JSON number. */
@@ -188,6 +188,11 @@ static const char *oracle_check(const char *text, size_t len, const struct hook_
                      (unsigned long long)n);
             goto out;
         }
+    }
+    if (in->is_interrupt != json_is_true(json_object_get(j, "is_interrupt"))) {
+        snprintf(why, sizeof(why), "is_interrupt: %d, jansson reads %s", in->is_interrupt,
+                 json_is_true(json_object_get(j, "is_interrupt")) ? "true" : "not true");
+        goto out;
     }
     raw = hook_input_raw(in, &raw_len);
     if (in->bytes != len ||

@@ -26,14 +26,20 @@ static const struct {
 } record_rules[] = {
     {JSONL_TYPE_PROMPT, "", "", ARBITER_WORKING},
     {JSONL_TYPE_TOOL_START, "", "", ARBITER_WORKING},
-    {JSONL_TYPE_TOOL_END, "", "", ARBITER_NONE},
+    {JSONL_TYPE_TOOL_END, "", "", ARBITER_UNBLOCK},
     {JSONL_TYPE_ASK, "", "", ARBITER_BLOCKED},
     {JSONL_TYPE_NOTIFICATION, "permission", "", ARBITER_BLOCKED},
     {JSONL_TYPE_NOTIFICATION, "elicitation", "", ARBITER_BLOCKED},
+    {JSONL_TYPE_NOTIFICATION, "elicitation_url", "", ARBITER_BLOCKED},
+    {JSONL_TYPE_NOTIFICATION, "worker_permission", "", ARBITER_BLOCKED},
+    {JSONL_TYPE_NOTIFICATION, "elicitation_result", "", ARBITER_UNBLOCK},
+    {JSONL_TYPE_NOTIFICATION, "idle", "", ARBITER_SETTLE},
     {JSONL_TYPE_NOTIFICATION, "idle_prompt", "", ARBITER_NONE},
+    {JSONL_TYPE_NOTIFICATION, "subagent_stop", "", ARBITER_NONE},
+    {JSONL_TYPE_NOTIFICATION, "spool_dropped", "", ARBITER_NONE},
     {JSONL_TYPE_NOTIFICATION, "", "", ARBITER_NONE},
     {JSONL_TYPE_STOP, "", "", ARBITER_DONE},
-    {JSONL_TYPE_SESSION_END, "", "", ARBITER_RETRACT},
+    {JSONL_TYPE_SESSION_END, "", "", ARBITER_STOPPED},
     {JSONL_TYPE_SESSION_START, "", "", ARBITER_NONE},
     {JSONL_TYPE_PROVIDER_RAW, "", "", ARBITER_NONE},
     {JSONL_TYPE_STATE, "", "working", ARBITER_WORKING},
@@ -149,19 +155,122 @@ START_TEST(higher_rank_wins_for_every_pair_in_either_order)
 }
 END_TEST
 
-START_TEST(session_end_retracts_stream_and_lower_rank_shows)
+/* The Stream evidence after each record of SEQ (N of them) from STARTING. */
+static void expect_sequence(const struct jsonl_record *seq, const int *want, size_t n)
+{
+    struct arbiter a;
+    enum arbiter_state out;
+
+    arbiter_init(&a, ARBITER_STARTING);
+    for (size_t i = 0; i < n; i++) {
+        arbiter_observe(&a, ARBITER_RANK_STREAM, arbiter_evidence_for_record(&seq[i]), -1, &out);
+        ck_assert_msg((int)out == want[i], "after record %zu: %s, want %s", i,
+                      arbiter_state_name(out), arbiter_state_name(want[i]));
+    }
+}
+
+START_TEST(a_tool_ending_after_a_permission_ends_blocked)
+{
+    const struct jsonl_record seq[] = {
+        rec(JSONL_TYPE_PROMPT, "", ""),
+        rec(JSONL_TYPE_ASK, "", ""),
+        rec(JSONL_TYPE_TOOL_END, "", ""),
+    };
+    const int want[] = {ARBITER_WORKING, ARBITER_BLOCKED, ARBITER_WORKING};
+
+    expect_sequence(seq, want, 3);
+}
+END_TEST
+
+START_TEST(an_answered_elicitation_ends_blocked)
+{
+    const struct jsonl_record seq[] = {
+        rec(JSONL_TYPE_PROMPT, "", ""),
+        rec(JSONL_TYPE_NOTIFICATION, "elicitation_url", ""),
+        rec(JSONL_TYPE_NOTIFICATION, "elicitation_result", ""),
+    };
+    const int want[] = {ARBITER_WORKING, ARBITER_BLOCKED, ARBITER_WORKING};
+
+    expect_sequence(seq, want, 3);
+}
+END_TEST
+
+/* Ending a wait is evidence only while there is a wait: a tool that ends
+ * after the turn did, or before anything, changes nothing. */
+START_TEST(ending_blocked_without_a_wait_changes_nothing)
+{
+    const struct jsonl_record seq[] = {
+        rec(JSONL_TYPE_TOOL_END, "", ""), rec(JSONL_TYPE_PROMPT, "", ""),
+        rec(JSONL_TYPE_TOOL_END, "", ""), rec(JSONL_TYPE_STOP, "", ""),
+        rec(JSONL_TYPE_TOOL_END, "", ""), rec(JSONL_TYPE_NOTIFICATION, "elicitation_result", ""),
+    };
+    const int want[] = {ARBITER_STARTING, ARBITER_WORKING, ARBITER_WORKING,
+                        ARBITER_DONE,     ARBITER_DONE,    ARBITER_DONE};
+
+    expect_sequence(seq, want, 6);
+}
+END_TEST
+
+/* The agent saying it waits for a prompt ends a stale WORKING or BLOCKED
+ * as DONE, and never claims IDLE. */
+START_TEST(an_idle_notification_settles_stale_working_or_blocked_as_done)
+{
+    const struct jsonl_record working[] = {
+        rec(JSONL_TYPE_PROMPT, "", ""),
+        rec(JSONL_TYPE_NOTIFICATION, "idle", ""),
+    };
+    const struct jsonl_record blocked[] = {
+        rec(JSONL_TYPE_ASK, "", ""),
+        rec(JSONL_TYPE_NOTIFICATION, "idle", ""),
+    };
+    const struct jsonl_record ready[] = {
+        rec(JSONL_TYPE_STATE, "", "ready"),
+        rec(JSONL_TYPE_NOTIFICATION, "idle", ""),
+    };
+    const struct jsonl_record nothing[] = {rec(JSONL_TYPE_NOTIFICATION, "idle", "")};
+    const int want_working[] = {ARBITER_WORKING, ARBITER_DONE};
+    const int want_blocked[] = {ARBITER_BLOCKED, ARBITER_DONE};
+    const int want_ready[] = {ARBITER_READY, ARBITER_READY};
+    const int want_nothing[] = {ARBITER_STARTING};
+
+    expect_sequence(working, want_working, 2);
+    expect_sequence(blocked, want_blocked, 2);
+    expect_sequence(ready, want_ready, 2);
+    expect_sequence(nothing, want_nothing, 1);
+}
+END_TEST
+
+/* A conditional claim looks at its own rank only: Hook-rank BLOCKED below
+ * Stream evidence is not ended by a Stream tool_end. */
+START_TEST(ending_blocked_looks_at_its_own_rank)
+{
+    struct arbiter a;
+    struct jsonl_record end = rec(JSONL_TYPE_TOOL_END, "", "");
+    enum arbiter_state out;
+
+    arbiter_init(&a, ARBITER_STARTING);
+    arbiter_observe(&a, ARBITER_RANK_HOOK, ARBITER_BLOCKED, -1, &out);
+    ck_assert_int_eq(
+        arbiter_observe(&a, ARBITER_RANK_STREAM, arbiter_evidence_for_record(&end), -1, &out), 0);
+    ck_assert_int_eq(out, ARBITER_BLOCKED);
+    ck_assert_int_eq(arbiter_observe(&a, ARBITER_RANK_HOOK, ARBITER_UNBLOCK, -1, &out), 1);
+    ck_assert_int_eq(out, ARBITER_WORKING);
+}
+END_TEST
+
+START_TEST(session_end_makes_the_session_stopped)
 {
     struct arbiter a;
     enum arbiter_state out;
     struct jsonl_record end = rec(JSONL_TYPE_SESSION_END, "", "");
 
-    arbiter_init(&a, ARBITER_UNSPECIFIED);
+    arbiter_init(&a, ARBITER_STARTING);
     arbiter_observe(&a, ARBITER_RANK_PROCESS, ARBITER_READY, 0, NULL);
     arbiter_observe(&a, ARBITER_RANK_STREAM, ARBITER_WORKING, -1, &out);
     ck_assert_int_eq(out, ARBITER_WORKING);
     ck_assert_int_eq(
         arbiter_observe(&a, ARBITER_RANK_STREAM, arbiter_evidence_for_record(&end), -1, &out), 1);
-    ck_assert_int_eq(out, ARBITER_READY);
+    ck_assert_int_eq(out, ARBITER_STOPPED);
 }
 END_TEST
 
@@ -263,6 +372,7 @@ START_TEST(invalid_rank_or_state_is_ignored)
     ck_assert_int_eq(arbiter_observe(&a, ARBITER_RANK_COUNT, ARBITER_WORKING, -1, &out), 0);
     ck_assert_int_eq(arbiter_observe(&a, ARBITER_RANK_STREAM, 42, -1, &out), 0);
     ck_assert_int_eq(arbiter_observe(&a, ARBITER_RANK_STREAM, -7, -1, &out), 0);
+    ck_assert_int_eq(arbiter_observe(&a, ARBITER_RANK_STREAM, -5, -1, &out), 0);
     ck_assert_int_eq(out, ARBITER_READY);
 }
 END_TEST
@@ -300,7 +410,12 @@ Suite *arbiter_suite(void)
     tcase_add_test(tc, typed_frames_are_stream_evidence);
     tcase_add_test(tc, repeat_of_same_state_reports_no_change);
     tcase_add_test(tc, higher_rank_wins_for_every_pair_in_either_order);
-    tcase_add_test(tc, session_end_retracts_stream_and_lower_rank_shows);
+    tcase_add_test(tc, a_tool_ending_after_a_permission_ends_blocked);
+    tcase_add_test(tc, an_answered_elicitation_ends_blocked);
+    tcase_add_test(tc, ending_blocked_without_a_wait_changes_nothing);
+    tcase_add_test(tc, an_idle_notification_settles_stale_working_or_blocked_as_done);
+    tcase_add_test(tc, ending_blocked_looks_at_its_own_rank);
+    tcase_add_test(tc, session_end_makes_the_session_stopped);
     tcase_add_test(tc, no_evidence_falls_back_to_initial_state);
     tcase_add_test(tc, idle_claim_above_screen_is_dropped);
     tcase_add_loop_test(tc, screen_with_live_child_counts_only_idle_and_departure, 0, nscreen);

@@ -32,6 +32,11 @@ static const char *const shapes[] = {
     "permission to use Bash\", \"notification_type\": \"permission_prompt\"}",
     "{" BASE ", \"hook_event_name\": \"Stop\", \"stop_hook_active\": false}",
     "{" BASE ", \"hook_event_name\": \"SessionEnd\", \"reason\": \"prompt_input_exit\"}",
+    "{" BASE ", \"hook_event_name\": \"PostToolUseFailure\", \"tool_name\": \"Bash\", "
+    "\"tool_input\": {\"command\": \"sleep 60\"}, \"tool_use_id\": \"toolu_02\", \"error\": "
+    "\"Interrupted by user\", \"is_interrupt\": true, \"duration_ms\": 1200}",
+    "{" BASE ", \"hook_event_name\": \"ElicitationResult\", \"mcp_server_name\": \"forms\", "
+    "\"mode\": \"form\", \"action\": \"accept\", \"content\": {\"answer\": \"s3cr3t\"}}",
 };
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
@@ -66,6 +71,7 @@ static void assert_same(const struct hook_input *a, const struct hook_input *b)
     }
     ck_assert_int_eq(a->has_prompt, b->has_prompt);
     ck_assert_uint_eq(a->prompt_length, b->prompt_length);
+    ck_assert_int_eq(a->is_interrupt, b->is_interrupt);
 }
 
 START_TEST(every_event_split_at_every_byte)
@@ -118,7 +124,42 @@ START_TEST(members_of_each_event)
     hook_input_free(&in);
     ck_assert_int_eq(read_split(&in, shapes[7], strlen(shapes[7]), 0, 0), 0);
     ck_assert_str_eq(hook_input_string(&in, HOOK_REASON), "prompt_input_exit");
+    ck_assert_int_eq(in.is_interrupt, 0);
     hook_input_free(&in);
+    ck_assert_int_eq(read_split(&in, shapes[8], strlen(shapes[8]), 0, 0), 0);
+    ck_assert_str_eq(hook_input_string(&in, HOOK_ERROR), "Interrupted by user");
+    ck_assert_int_eq(in.is_interrupt, 1);
+    hook_input_free(&in);
+    ck_assert_int_eq(read_split(&in, shapes[9], strlen(shapes[9]), 0, 0), 0);
+    ck_assert_str_eq(hook_input_string(&in, HOOK_MCP_SERVER_NAME), "forms");
+    ck_assert_str_eq(hook_input_string(&in, HOOK_ACTION), "accept");
+    hook_input_free(&in);
+}
+END_TEST
+
+static int interrupt_of(const char *text)
+{
+    struct hook_input in;
+    int flag;
+
+    ck_assert_msg(read_split(&in, text, strlen(text), 0, 0) == 0, "refused: %s", text);
+    flag = in.is_interrupt;
+    hook_input_free(&in);
+    return flag;
+}
+
+/* Only a top-level literal true is an interrupt, and the last one counts. */
+START_TEST(is_interrupt_counts_only_when_true)
+{
+    ck_assert_int_eq(interrupt_of("{\"is_interrupt\":true}"), 1);
+    ck_assert_int_eq(interrupt_of("{\"is_interrupt\":false}"), 0);
+    ck_assert_int_eq(interrupt_of("{\"is_interrupt\":\"true\"}"), 0);
+    ck_assert_int_eq(interrupt_of("{\"is_interrupt\":1}"), 0);
+    ck_assert_int_eq(interrupt_of("{\"is_interrupt\":[true]}"), 0);
+    ck_assert_int_eq(interrupt_of("{\"is_interrupt\":true,\"is_interrupt\":null}"), 0);
+    ck_assert_int_eq(interrupt_of("{\"is_interrupt\":false,\"is_interrupt\":true}"), 1);
+    ck_assert_int_eq(interrupt_of("{\"x\":{\"is_interrupt\":true}}"), 0);
+    ck_assert_int_eq(interrupt_of("{\"is_\\u0069nterrupt\":true}"), 1);
 }
 END_TEST
 
@@ -542,7 +583,8 @@ static void put_value(struct gen *g, int depth)
  * strings), a prompt, and other members of any shape. */
 static void put_hook(struct gen *g)
 {
-    static const char *const others[] = {"prompt", "tool_input", "tool_response", "cwd", "x"};
+    static const char *const others[] = {"prompt", "tool_input",   "tool_response",
+                                         "cwd",    "is_interrupt", "x"};
     size_t n = rnd(g) % 9;
 
     put_ws(g);
@@ -643,6 +685,7 @@ Suite *cli_hook_input_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, every_event_split_at_every_byte);
     tcase_add_test(tc, members_of_each_event);
+    tcase_add_test(tc, is_interrupt_counts_only_when_true);
     tcase_add_test(tc, escapes_in_kept_strings_and_in_the_prompt);
     tcase_add_test(tc, last_member_wins_and_only_top_level_counts);
     tcase_add_test(tc, big_numbers_and_nul_are_json);

@@ -102,7 +102,17 @@ START_TEST(notification_kinds)
                "blocked");
     expect_ops("{" BASE ",\"hook_event_name\":\"Notification\",\"message\":\"m\","
                "\"notification_type\":\"idle_prompt\"}",
-               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"idle\"}}") "]", "idle");
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"idle\"}}") "]", "done");
+    expect_ops(
+        "{" BASE ",\"hook_event_name\":\"Notification\",\"message\":\"m\","
+        "\"notification_type\":\"elicitation_url_dialog\"}",
+        "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"elicitation_url\"}}") "]",
+        "blocked");
+    expect_ops(
+        "{" BASE ",\"hook_event_name\":\"Notification\",\"message\":\"m\","
+        "\"notification_type\":\"worker_permission_prompt\"}",
+        "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"worker_permission\"}}") "]",
+        "blocked");
     /* Older Claude Code: no notification_type, the message decides. */
     expect_ops("{" BASE ",\"hook_event_name\":\"Notification\","
                "\"message\":\"Claude needs your permission to use Bash\"}",
@@ -130,9 +140,121 @@ START_TEST(stop_and_session_end)
 }
 END_TEST
 
+START_TEST(stop_failure_ends_the_turn_with_the_error_kind_only)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"StopFailure\",\"error\":\"rate_limit\","
+               "\"error_details\":\"429 secret details\",\"last_assistant_message\":\"secret\"}",
+               "[" APPEND("{\"type\":\"stop\",\"data\":{\"error\":\"rate_limit\"}}") "]", "done");
+    /* An error that is no plain word is only "other": its text never leaves. */
+    expect_ops("{" BASE ",\"hook_event_name\":\"StopFailure\",\"error\":\"Secret: sk-123\"}",
+               "[" APPEND("{\"type\":\"stop\",\"data\":{\"error\":\"other\"}}") "]", "done");
+    expect_ops("{" BASE ",\"hook_event_name\":\"StopFailure\"}",
+               "[" APPEND("{\"type\":\"stop\",\"data\":{}}") "]", "done");
+}
+END_TEST
+
+START_TEST(a_failed_tool_ends_without_its_error_text)
+{
+    expect_ops(
+        "{" BASE ",\"hook_event_name\":\"PostToolUseFailure\",\"tool_name\":\"Bash\","
+        "\"tool_input\":{\"command\":\"cat /secret\"},\"tool_use_id\":\"t1\","
+        "\"error\":\"cat: /secret: No such file\",\"is_interrupt\":false}",
+        "[" APPEND("{\"type\":\"tool_end\",\"data\":{\"tool_name\":\"Bash\",\"failed\":true}}") "]",
+        "working");
+}
+END_TEST
+
+/* Esc during a tool: Claude Code sends no Stop, so the failure ends the turn. */
+START_TEST(an_interrupted_tool_ends_the_turn)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"PostToolUseFailure\",\"tool_name\":\"Bash\","
+               "\"tool_input\":{},\"tool_use_id\":\"t1\",\"error\":\"interrupted\","
+               "\"is_interrupt\":true}",
+               "[" APPEND("{\"type\":\"tool_end\",\"data\":{\"tool_name\":\"Bash\",\"failed\":true,"
+                          "\"interrupted\":true}}") "," APPEND("{\"type\":\"stop\",\"data\":{"
+                                                               "\"interrupted\":true}}") "]",
+               "done");
+    /* Only the literal true is an interrupt. */
+    expect_ops(
+        "{" BASE ",\"hook_event_name\":\"PostToolUseFailure\",\"tool_name\":\"Bash\","
+        "\"is_interrupt\":\"true\"}",
+        "[" APPEND("{\"type\":\"tool_end\",\"data\":{\"tool_name\":\"Bash\",\"failed\":true}}") "]",
+        "working");
+}
+END_TEST
+
+START_TEST(a_denied_permission_ends_the_tool)
+{
+    expect_ops(
+        "{" BASE ",\"hook_event_name\":\"PermissionDenied\",\"tool_name\":\"Write\","
+        "\"tool_input\":{\"content\":\"secret\"},\"tool_use_id\":\"t1\","
+        "\"reason\":\"secret reason\"}",
+        "[" APPEND(
+            "{\"type\":\"tool_end\",\"data\":{\"tool_name\":\"Write\",\"denied\":true}}") "]",
+        "working");
+}
+END_TEST
+
+START_TEST(an_elicitation_waits_and_its_result_goes_on)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"Elicitation\",\"mcp_server_name\":\"forms\","
+               "\"message\":\"secret question\",\"mode\":\"form\",\"requested_schema\":{}}",
+               "[" APPEND("{\"type\":\"ask\",\"data\":{\"mcp_server_name\":\"forms\"}}") "]",
+               "blocked");
+    expect_ops("{" BASE ",\"hook_event_name\":\"ElicitationResult\",\"mcp_server_name\":\"forms\","
+               "\"action\":\"accept\",\"content\":{\"answer\":\"secret\"}}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"elicitation_result\","
+                          "\"mcp_server_name\":\"forms\",\"action\":\"accept\"}}") "]",
+               "working");
+}
+END_TEST
+
+/* A compaction is work; a manual one (/compact) ends with the agent
+ * waiting for a prompt, an automatic one inside a turn that goes on. */
+START_TEST(a_compaction_works_and_a_manual_one_ends_done)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"PreCompact\",\"trigger\":\"manual\","
+               "\"custom_instructions\":\"secret\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"compact\","
+                          "\"trigger\":\"manual\"}}") "," APPEND("{\"type\":\"state\",\"data\":{"
+                                                                 "\"state\":\"working\"}}") "]",
+               "working");
+    expect_ops("{" BASE ",\"hook_event_name\":\"PostCompact\",\"trigger\":\"manual\","
+               "\"compact_summary\":\"secret\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"compacted\","
+                          "\"trigger\":\"manual\"}}") "," APPEND("{\"type\":\"state\",\"data\":{"
+                                                                 "\"state\":\"done\"}}") "]",
+               "done");
+    expect_ops("{" BASE ",\"hook_event_name\":\"PostCompact\",\"trigger\":\"auto\","
+               "\"compact_summary\":\"secret\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"compacted\","
+                          "\"trigger\":\"auto\"}}") "]",
+               NULL);
+}
+END_TEST
+
+START_TEST(subagents_are_logged_without_a_state)
+{
+    expect_ops("{" BASE ",\"hook_event_name\":\"SubagentStart\",\"agent_id\":\"a1\","
+               "\"agent_type\":\"general-purpose\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"subagent_start\","
+                          "\"agent_type\":\"general-purpose\"}}") "]",
+               NULL);
+    expect_ops("{" BASE ",\"hook_event_name\":\"SubagentStop\",\"stop_hook_active\":false,"
+               "\"agent_id\":\"a1\",\"agent_transcript_path\":\"/t\",\"agent_type\":\"Explore\","
+               "\"last_assistant_message\":\"secret\"}",
+               "[" APPEND("{\"type\":\"notification\",\"data\":{\"kind\":\"subagent_stop\","
+                          "\"agent_type\":\"Explore\"}}") "]",
+               NULL);
+}
+END_TEST
+
 START_TEST(unknown_events_map_to_nothing)
 {
-    expect_ops("{" BASE ",\"hook_event_name\":\"SubagentStop\"}", "[]", NULL);
+    expect_ops("{" BASE ",\"hook_event_name\":\"ConfigChange\",\"source\":\"skills\"}", "[]", NULL);
+    expect_ops("{" BASE ",\"hook_event_name\":\"MessageDisplay\",\"delta\":\"secret\"}", "[]",
+               NULL);
+    expect_ops("{" BASE ",\"hook_event_name\":\"SomeFutureEvent\"}", "[]", NULL);
     expect_ops("{" BASE ",\"hook_event_name\":7}", "[]", NULL);
     expect_ops("{" BASE "}", "[]", NULL);
 }
@@ -213,6 +335,25 @@ START_TEST(provider_raw_only_when_asked_and_bounded)
 }
 END_TEST
 
+/* A session_end ends the session's panes: its raw hook goes first. */
+START_TEST(provider_raw_comes_before_what_the_event_means)
+{
+    char *got =
+        map_dump("{" BASE ",\"hook_event_name\":\"SessionEnd\",\"reason\":\"other\"}", 1, NULL);
+    char *raw = strstr(got, "provider_raw"), *end = strstr(got, "\"session_end\"");
+
+    ck_assert_ptr_nonnull(raw);
+    ck_assert_ptr_nonnull(end);
+    ck_assert(raw < end);
+    free(got);
+    got =
+        map_dump("{" BASE ",\"hook_event_name\":\"SessionStart\",\"source\":\"startup\"}", 1, NULL);
+    ck_assert_ptr_eq(strstr(got, "{\"op\":\"open\""), got + 1);
+    ck_assert(strstr(got, "provider_raw") < strstr(got, "\"session_start\""));
+    free(got);
+}
+END_TEST
+
 /* Every record the shim builds passes the server's codec. */
 START_TEST(records_pass_the_server_codec)
 {
@@ -225,6 +366,16 @@ START_TEST(records_pass_the_server_codec)
         "{" BASE ",\"hook_event_name\":\"Notification\",\"notification_type\":\"idle_prompt\"}",
         "{" BASE ",\"hook_event_name\":\"Stop\"}",
         "{" BASE ",\"hook_event_name\":\"SessionEnd\",\"reason\":\"other\"}",
+        "{" BASE ",\"hook_event_name\":\"StopFailure\",\"error\":\"server_error\"}",
+        "{" BASE ",\"hook_event_name\":\"PostToolUseFailure\",\"tool_name\":\"B\","
+        "\"is_interrupt\":true}",
+        "{" BASE ",\"hook_event_name\":\"PermissionDenied\",\"tool_name\":\"B\"}",
+        "{" BASE ",\"hook_event_name\":\"Elicitation\",\"mcp_server_name\":\"m\"}",
+        "{" BASE ",\"hook_event_name\":\"ElicitationResult\",\"action\":\"decline\"}",
+        "{" BASE ",\"hook_event_name\":\"PreCompact\",\"trigger\":\"auto\"}",
+        "{" BASE ",\"hook_event_name\":\"PostCompact\",\"trigger\":\"manual\"}",
+        "{" BASE ",\"hook_event_name\":\"SubagentStart\",\"agent_type\":\"x\"}",
+        "{" BASE ",\"hook_event_name\":\"SubagentStop\",\"agent_type\":\"x\"}",
     };
 
     for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
@@ -292,7 +443,15 @@ Suite *cli_hook_map_suite(void)
     tcase_add_test(tc, tools_carry_name_only);
     tcase_add_test(tc, notification_kinds);
     tcase_add_test(tc, stop_and_session_end);
+    tcase_add_test(tc, stop_failure_ends_the_turn_with_the_error_kind_only);
+    tcase_add_test(tc, a_failed_tool_ends_without_its_error_text);
+    tcase_add_test(tc, an_interrupted_tool_ends_the_turn);
+    tcase_add_test(tc, a_denied_permission_ends_the_tool);
+    tcase_add_test(tc, an_elicitation_waits_and_its_result_goes_on);
+    tcase_add_test(tc, a_compaction_works_and_a_manual_one_ends_done);
+    tcase_add_test(tc, subagents_are_logged_without_a_state);
     tcase_add_test(tc, unknown_events_map_to_nothing);
+    tcase_add_test(tc, provider_raw_comes_before_what_the_event_means);
     tcase_add_test(tc, no_session_id_is_refused);
     tcase_add_test(tc, an_overlong_member_is_left_out);
     tcase_add_test(tc, provider_raw_only_when_asked_and_bounded);

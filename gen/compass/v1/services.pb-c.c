@@ -3946,7 +3946,7 @@ const ProtobufCMessageDescriptor compass__v1__spawn_resource_response__descripto
   (ProtobufCMessageInit) compass__v1__spawn_resource_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__append_resource_output_request__field_descriptors[5] =
+static const ProtobufCFieldDescriptor compass__v1__append_resource_output_request__field_descriptors[6] =
 {
   {
     "resource_id",
@@ -4008,18 +4008,32 @@ static const ProtobufCFieldDescriptor compass__v1__append_resource_output_reques
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "idempotency_key",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AppendResourceOutputRequest, idempotency_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__append_resource_output_request__field_indices_by_name[] = {
   1,   /* field[1] = bytes */
+  5,   /* field[5] = idempotency_key */
   4,   /* field[4] = native_id */
   3,   /* field[3] = provider */
   0,   /* field[0] = resource_id */
   2,   /* field[2] = session_id */
 };
-static const ProtobufCIntRange compass__v1__append_resource_output_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__append_resource_output_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 100, 5 },
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor compass__v1__append_resource_output_request__descriptor =
 {
@@ -4029,10 +4043,10 @@ const ProtobufCMessageDescriptor compass__v1__append_resource_output_request__de
   "Compass__V1__AppendResourceOutputRequest",
   "compass.v1",
   sizeof(Compass__V1__AppendResourceOutputRequest),
-  5,
+  6,
   compass__v1__append_resource_output_request__field_descriptors,
   compass__v1__append_resource_output_request__field_indices_by_name,
-  1,  compass__v1__append_resource_output_request__number_ranges,
+  2,  compass__v1__append_resource_output_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__append_resource_output_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

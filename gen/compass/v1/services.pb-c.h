@@ -591,10 +591,17 @@ struct  Compass__V1__AppendResourceOutputRequest
   char *session_id;
   char *provider;
   char *native_id;
+  /*
+   * agenthub: names this call's records so a retry is recognised: a call
+   * whose key the session's log holds already stores nothing and is
+   * answered with the seqs its records got (docs/protocol.md).  At most
+   * 128 bytes; empty: no key.
+   */
+  char *idempotency_key;
 };
 #define COMPASS__V1__APPEND_RESOURCE_OUTPUT_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__append_resource_output_request__descriptor) \
-    , 0, {0,NULL}, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , 0, {0,NULL}, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Compass__V1__AppendResourceOutputResponse

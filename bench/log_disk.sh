@@ -1,0 +1,76 @@
+#!/bin/sh
+# The session log on disk (the default) against --log memory, measured in
+# the same run with the same load tool (build/bench/fanout): fan-out
+# deliveries/s and server CPU per delivery at K=10/100/1000, ingest into one
+# session with one subscriber, and latency at 1,000 frames/s into 100
+# subscribers; then how long a restart takes to read the log back.
+set -eu
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+make -s -j2 all build/bench/fanout
+ulimit -n 16384 2>/dev/null || true
+
+start_agenthubd() { # extra flags...
+    rm -f "$work/db" "$work/db"-* "$work/log.db" "$work/log.db"-*
+    build/agenthub admin --db "$work/db" import deploy/demo-world.json >/dev/null
+    build/agenthubd --db "$work/db" --log-db "$work/log.db" --listen 127.0.0.1:0 \
+        --runner-listen 127.0.0.1:0 "$@" 2>"$work/server.log" &
+    server_pid=$!
+    pids="$pids $server_pid"
+    for _ in $(seq 100); do grep -q 'listening runner' "$work/server.log" && break; sleep 0.1; done
+    public=$(sed -n 's/^agenthubd: listening public //p' "$work/server.log")
+    runner=$(sed -n 's/^agenthubd: listening runner //p' "$work/server.log")
+}
+
+stop_server() {
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+}
+
+load() { # fanout flags...
+    build/bench/fanout --public "$public" --runner "$runner" --token t-admin \
+        --runner-token t-runner-1 --session sess-1 --server-pid "$server_pid" "$@"
+}
+
+big="--agent-log-bytes 536870912 --subscriber-buffer-bytes 268435456"
+for log in memory disk; do
+    echo "== --log $log: fan-out"
+    # shellcheck disable=SC2086
+    start_agenthubd --log "$log" $big
+    for k in 10 100 1000; do
+        load -k "$k" -n $((2000000 / k))
+    done
+    echo "== --log $log: ingest, one subscriber"
+    load -k 1 -n 200000
+    stop_server
+    echo "== --log $log: latency at 1,000 frames/s into 100 subscribers"
+    start_agenthubd --log "$log"
+    load -k 100 -n 5000 --rate 1000
+    stop_server
+done
+
+echo "== restart: reading the log back"
+# shellcheck disable=SC2086
+start_agenthubd $big --session-log-budget-bytes 1073741824
+load -k 1 -n 1000000 --size 200 >/dev/null
+kill -9 "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+ls -la "$work"/log.db* | awk '{s += $5} END {printf "log files: %.0f MiB\n", s / 1048576}'
+started=$(date +%s.%N)
+# shellcheck disable=SC2086
+build/agenthubd --db "$work/db" --log-db "$work/log.db" --listen 127.0.0.1:0 \
+    --runner-listen 127.0.0.1:0 $big --session-log-budget-bytes 1073741824 \
+    2>"$work/server2.log" &
+server_pid=$!
+pids="$pids $server_pid"
+while ! grep -q 'listening runner' "$work/server2.log"; do sleep 0.05; done
+echo "serving after $(echo "$(date +%s.%N) - $started" | bc) s"
+grep 'read back' "$work/server2.log"
+stop_server

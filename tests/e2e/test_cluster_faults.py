@@ -1,0 +1,174 @@
+"""The cluster's write path under the faults that broke it, each made
+deterministic with a failpoint set in a running node (tests/e2e/test_cluster.py's
+Nodes with faults=True): a consumer held back (a node whose copy lags), a
+writer that cannot publish for now (paused or cut off), an acknowledgement
+lost after the store.  Whatever the writers do, every node's copy holds each
+frame once, with the same contiguous seqs, and Enroll never answers a mark
+above what the log holds."""
+import threading
+
+import grpc
+
+from rpc_harness import F, S, text, wait_for
+from test_cluster import nodes, replay, spawn_agent_session, texts  # noqa: F401 (fixture)
+
+
+def requests(first, last, prefix="f"):
+    return [F.PublishEventsRequest(runner_seq=i, session_id="sess-1", frame=text("%s%d" % (prefix, i)))
+            for i in range(first, last + 1)]
+
+
+def assert_every_copy_holds(n, want, session_id="sess-1", texts_of=texts):
+    """Every node's copy of SESSION_ID holds WANT once each, in order, under
+    seqs 1..len(WANT)."""
+    copies = []
+    for h in n.hubs:
+        got = replay(h, session_id, len(want))
+        assert texts_of(got) == want, (h.public, texts_of(got))
+        assert [f.seq for f in got] == list(range(1, len(want) + 1)), (h.public,
+                                                                        [f.seq for f in got])
+        copies.append([(f.seq, f.SerializeToString()) for f in got])
+    assert all(c == copies[0] for c in copies)
+
+
+def test_frames_sent_again_through_a_node_that_lags_are_stored_once(nodes):
+    # B's copy lags (its consumer held back) when the Runner's frames 1..5,
+    # stored through A, reach B again with 6 and 7.  B's batch is refused
+    # after A's and made again from what its copy then holds: 1..5 are not
+    # written twice, and no frame goes out of runner_seq order.
+    n = nodes(faults=True)
+    a, b = n[0], n[1]
+    ra = a.runner("runner-1")
+    ra.enroll(resume=False)
+    rb = b.runner("runner-1")
+    assert rb.enroll(resume=True).last_runner_seq == 0
+    n.fault(1, "cluster.hold_frames")
+    ra.publish_raw(requests(1, 5))
+    replay(a, "sess-1", 5)
+    rb.publish_raw(requests(1, 7))
+    n.fault(1)
+    assert_every_copy_holds(n, ["f%d" % i for i in range(1, 8)])
+    assert a.metric("agenthub_cluster_copies_dropped_total") + \
+        b.metric("agenthub_cluster_copies_dropped_total") >= 5
+
+
+def test_enroll_on_a_node_that_lags_answers_only_after_reading_the_log(nodes):
+    # The Runner's first run sent 1..10; it restarts (a plain Enroll on A,
+    # a new run counting from 1) and sends 1..3 through A while B's copy
+    # lags.  Enroll on B must not answer from B's stale copy (10, the old
+    # run's: the Runner would skip 4..10 of the new run, never stored): it
+    # answers once B has read the log up to now, 3.
+    n = nodes(faults=True)
+    a, b = n[0], n[1]
+    ra = a.runner("runner-1")
+    ra.enroll(resume=False)
+    ra.publish_raw(requests(1, 10, prefix="old"))
+    rb = b.runner("runner-1")
+    assert rb.enroll(resume=True).last_runner_seq == 10
+    n.fault(1, "cluster.hold_frames")
+    ra.enroll(resume=False)
+    ra.publish_raw(requests(1, 3, prefix="new"))
+    replay(a, "sess-1", 13)
+    answer = {}
+    t = threading.Thread(target=lambda: answer.update(r=rb.enroll(resume=True)))
+    t.start()
+    t.join(0.5)
+    n.fault(1)
+    t.join(15)
+    assert answer["r"].last_runner_seq == 3
+    assert_every_copy_holds(n, ["old%d" % i for i in range(1, 11)] +
+                            ["new%d" % i for i in range(1, 4)])
+
+
+def test_a_paused_writer_resuming_after_another_node_wrote_stores_nothing_twice(nodes):
+    # A takes frames 1..5 but cannot publish them (paused, cut off); the
+    # Runner, told nothing is stored, sends them through B, which stores
+    # them.  When A can publish again its batch is refused (B wrote after
+    # its predecessor) and made again from A's copy: nothing is left to send.
+    n = nodes(faults=True)
+    a, b = n[0], n[1]
+    ra = a.runner("runner-1")
+    ra.enroll(resume=False)
+    n.fault(0, "cluster.hold_publish")
+    ra.publish_raw(requests(1, 5))
+    rb = b.runner("runner-1")
+    assert rb.enroll(resume=True).last_runner_seq == 0
+    rb.publish_raw(requests(1, 5))
+    replay(b, "sess-1", 5)
+    n.fault(0)
+    wait_for(lambda: a.metric("agenthub_cluster_frames_waiting") == 0, 20,
+             what="A's outbox to empty")
+    rb.publish_raw(requests(6, 6))
+    assert_every_copy_holds(n, ["f%d" % i for i in range(1, 7)])
+
+
+def test_enroll_while_the_node_cannot_store_never_covers_what_it_took(nodes):
+    # B took frames 1..5 and cannot store them: Enroll on B answers a mark
+    # only from the log (0 here) or UNAVAILABLE, never 5.  B then dies with
+    # its outbox; the Runner, resending from the mark through A, loses nothing.
+    n = nodes(faults=True)
+    a, b = n[0], n[1]
+    rb = b.runner("runner-1")
+    rb.enroll(resume=False)
+    n.fault(1, "cluster.hold_publish")
+    rb.publish_raw(requests(1, 5))
+    try:
+        mark = rb.enroll(resume=True).last_runner_seq
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+        mark = None
+    assert mark in (None, 0)
+    b.kill()
+    ra = a.runner("runner-1")
+    last = ra.enroll(resume=True).last_runner_seq
+    assert last == 0
+    ra.publish_raw(requests(last + 1, 5))
+    n.hubs.remove(b)
+    assert_every_copy_holds(n, ["f%d" % i for i in range(1, 6)])
+
+
+def test_a_keyed_record_whose_ack_was_lost_is_stored_once(nodes):
+    # The batch holding a call's record is stored but its acknowledgement
+    # lost: the call answers UNAVAILABLE, the producer sends it again with
+    # the same idempotency_key, and is answered with the seqs the record
+    # already has; every copy holds it once.
+    n = nodes(faults=True)
+    a = n[0]
+    rid, sid = spawn_agent_session(a)
+    n.fault(0, "cluster.ack_lost")
+    request = S.AppendResourceOutputRequest(
+        resource_id=rid, bytes=b'{"type":"prompt","data":{"length":7}}\n',
+        idempotency_key="spool-1")
+    try:
+        first = a.call("AppendResourceOutput", request, token="t-agent-1", timeout=15)
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+        first = None
+    n.fault(0)
+    again = a.call("AppendResourceOutput", request, token="t-agent-1", timeout=15)
+    for h in n.hubs[1:]:
+        retried = h.call("AppendResourceOutput", request, token="t-agent-1", timeout=15)
+        assert (retried.first_seq, retried.last_seq) == (again.first_seq, again.last_seq)
+    if first is not None:
+        assert (first.first_seq, first.last_seq) == (again.first_seq, again.last_seq)
+    for h in n.hubs:
+        got = replay(h, sid, again.last_seq, token="t-admin")
+        records = [f for f in got if f.event.HasField("record")]
+        assert len(records) == 1, (h.public, records)
+        assert records[0].seq == again.first_seq
+    assert sum(h.metric("agenthub_records_retried_total") for h in n.hubs) >= 2
+
+
+def test_a_node_restarted_after_the_others_wrote_catches_up_with_the_same_copy(nodes):
+    n = nodes()
+    a, c = n[0], n[2]
+    ra = a.runner("runner-1")
+    ra.enroll(resume=False)
+    ra.publish_raw(requests(1, 20))
+    replay(c, "sess-1", 20)
+    c.kill()
+    ra.publish_raw(requests(21, 40))
+    c.start()
+    wait_for(lambda: c.metric("agenthub_cluster_caught_up") == 1, 30,
+             what="the restarted node to catch up")
+    assert_every_copy_holds(n, ["f%d" % i for i in range(1, 41)])
