@@ -32,7 +32,8 @@ def log_of(hub, sid, until_text, token="t-alice"):
     """Every retained frame of SID, read until the frame whose text is
     UNTIL_TEXT (the newest, published by the caller)."""
     pane = subscribe(hub, sid, token=token, tail=1 << 30)
-    pane.wait(lambda items: until_text in texts(items), timeout=30, what=until_text)
+    # Only the newest frames are looked at: the predicate runs per frame.
+    pane.wait(lambda items: until_text in texts(items[-3:]), timeout=60, what=until_text)
     frames = list(pane.items)
     pane.cancel()
     return frames
