@@ -20,8 +20,8 @@ ulimit -n 16384 2>/dev/null || true
 start_agenthubd() { # extra flags...
     rm -f "$work/db" "$work/db"-* "$work/log.db" "$work/log.db"-*
     build/agenthub admin --db "$work/db" import deploy/demo-world.json >/dev/null
-    build/agenthubd --db "$work/db" --log-db "$work/log.db" --listen 127.0.0.1:0 \
-        --runner-listen 127.0.0.1:0 "$@" 2>"$work/server.log" &
+    build/agenthubd --db "$work/db" --listen 127.0.0.1:0 --runner-listen 127.0.0.1:0 "$@" \
+        2>"$work/server.log" &
     server_pid=$!
     pids="$pids $server_pid"
     for _ in $(seq 100); do grep -q 'listening runner' "$work/server.log" && break; sleep 0.1; done
@@ -41,9 +41,10 @@ load() { # fanout flags...
 
 big="--agent-log-bytes 536870912 --subscriber-buffer-bytes 268435456"
 for log in memory disk; do
+    if [ "$log" = memory ]; then logflags="--log memory"; else logflags="--log-db $work/log.db"; fi
     echo "== --log $log: fan-out"
     # shellcheck disable=SC2086
-    start_agenthubd --log "$log" $big
+    start_agenthubd $logflags $big
     for k in 10 100 1000; do
         load -k "$k" -n $((2000000 / k))
     done
@@ -51,14 +52,15 @@ for log in memory disk; do
     load -k 1 -n 200000
     stop_server
     echo "== --log $log: latency at 1,000 frames/s into 100 subscribers"
-    start_agenthubd --log "$log"
+    # shellcheck disable=SC2086
+    start_agenthubd $logflags
     load -k 100 -n 5000 --rate 1000
     stop_server
 done
 
 echo "== restart: reading the log back"
 # shellcheck disable=SC2086
-start_agenthubd $big --session-log-budget-bytes 1073741824
+start_agenthubd --log-db "$work/log.db" $big --session-log-budget-bytes 1073741824
 load -k 1 -n 1000000 --size 200 >/dev/null
 kill -9 "$server_pid"
 wait "$server_pid" 2>/dev/null || true

@@ -352,7 +352,7 @@ static int parse_args(int argc, char **argv, struct config *config)
     config->command_timeout_ms = 5000;
     config->max_report_sessions = 10000;
     config->cluster_replicas = 1;
-    config->log.pending_bytes = (size_t)64 * 1024 * 1024;
+    config->log.pending_bytes = (size_t)256 * 1024 * 1024;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {

@@ -35,7 +35,8 @@ struct hub_config {
     uint32_t max_account_sessions; /* open sessions per agent account; 0: no cap */
     /* The session log is this node's disk (hub_log_disk): a Runner's
      * PublishEvents answers OK once its frames are committed
-     * (hub_log_runner_sync covers everything taken so far). */
+     * (hub_log_runner_sync covers everything taken so far), and readers
+     * keep being served while the disk takes no appends. */
     int log_on_disk;
 };
 

@@ -151,8 +151,9 @@ static void pane_wake(struct session_watcher *watcher)
     struct pane_subscriber *sub = container_of(watcher, struct pane_subscriber, watcher);
 
     /* The log went unreachable (a cluster node cut off from JetStream):
-     * the pane ends where it is, so its client resumes on another node. */
-    if (!hub_log_writable(&sub->ctx->log)) {
+     * the pane ends where it is, so its client resumes on another node.
+     * A single node's disk that refuses commits leaves its readers be. */
+    if (!hub_log_writable(&sub->ctx->log) && !sub->ctx->config.log_on_disk) {
         pane_finish(sub, 0);
         return;
     }
@@ -223,7 +224,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     }
     if (rpc_authenticate(call, &subject) != 0)
         return;
-    if (!hub_log_writable(&ctx->log)) {
+    if (!hub_log_writable(&ctx->log) && !ctx->config.log_on_disk) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
         return;
     }
@@ -429,7 +430,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
 
     if (rpc_authenticate(call, &subject) != 0)
         return;
-    if (!hub_log_writable(&ctx->log)) {
+    if (!hub_log_writable(&ctx->log) && !ctx->config.log_on_disk) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
         return;
     }
