@@ -1,7 +1,10 @@
 /* logdb: see logdb.h. */
 #include "store/logdb.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +15,9 @@
 /* "AHLG" in the file's header: a file without it is not ours. */
 #define LOGDB_APPLICATION_ID 0x41484c47
 #define LOGDB_VERSION        1
-/* The WAL is written back into the file (one fsync) once it holds this
- * many pages, on the committing thread, never in the middle of a commit. */
+/* The WAL is written back into the file (an fsync) once it holds this many
+ * pages, by a thread and a connection of their own: commits go on into the
+ * WAL meanwhile instead of waiting for the fsync. */
 #define CHECKPOINT_PAGES 2048
 
 static const char SCHEMA[] =
@@ -59,7 +63,13 @@ struct logdb {
     sqlite3 *db;
     sqlite3_stmt *stmts[S_COUNT];
     enum logdb_sync sync;
-    uint64_t fsyncs;
+    atomic_uint_fast64_t fsyncs;
+    /* the checkpointer */
+    sqlite3 *ckpt_db;
+    pthread_t ckpt_thread;
+    pthread_mutex_t ckpt_mu;
+    pthread_cond_t ckpt_cv;
+    int ckpt_started, ckpt_due, ckpt_quit;
 };
 
 const char *logdb_rc_name(enum logdb_rc code)
@@ -111,16 +121,66 @@ static enum logdb_rc fail(struct logdb *db, int rc, char *err, size_t errlen)
     return rc_of(rc);
 }
 
-/* After each commit: past CHECKPOINT_PAGES the WAL goes back into the file.
- * A checkpoint that cannot finish (a reader, a full disk) is tried again
- * after the next commit; the WAL keeps the data meanwhile. */
+/* After each commit: past CHECKPOINT_PAGES the checkpointer is woken.  A
+ * checkpoint that cannot finish (a full disk) is tried again after a later
+ * commit; the WAL keeps the data meanwhile. */
 static int on_wal(void *arg, sqlite3 *handle, const char *name, int pages)
 {
     struct logdb *db = arg;
 
-    if (pages >= CHECKPOINT_PAGES &&
-        sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK)
-        db->fsyncs++;
+    if (pages >= CHECKPOINT_PAGES && db->ckpt_started) {
+        pthread_mutex_lock(&db->ckpt_mu);
+        db->ckpt_due = 1;
+        pthread_cond_signal(&db->ckpt_cv);
+        pthread_mutex_unlock(&db->ckpt_mu);
+    }
+    return SQLITE_OK;
+}
+
+static void *ckpt_main(void *arg)
+{
+    struct logdb *db = arg;
+
+    pthread_mutex_lock(&db->ckpt_mu);
+    for (;;) {
+        while (!db->ckpt_due && !db->ckpt_quit)
+            pthread_cond_wait(&db->ckpt_cv, &db->ckpt_mu);
+        if (db->ckpt_quit)
+            break;
+        db->ckpt_due = 0;
+        pthread_mutex_unlock(&db->ckpt_mu);
+        if (sqlite3_wal_checkpoint_v2(db->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) ==
+            SQLITE_OK)
+            atomic_fetch_add(&db->fsyncs, 1);
+        pthread_mutex_lock(&db->ckpt_mu);
+    }
+    pthread_mutex_unlock(&db->ckpt_mu);
+    return NULL;
+}
+
+/* Opens the checkpointer's connection and starts its thread.  Returns
+ * SQLITE_OK, or the error (nothing started). */
+static int ckpt_start(struct logdb *db, const char *path)
+{
+    sigset_t all, old;
+    int rc = sqlite3_open_v2(path, &db->ckpt_db, SQLITE_OPEN_READWRITE, NULL);
+
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_busy_timeout(db->ckpt_db, 1000);
+    pthread_mutex_init(&db->ckpt_mu, NULL);
+    pthread_cond_init(&db->ckpt_cv, NULL);
+    /* Signals are the event loop's. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&db->ckpt_thread, NULL, ckpt_main, db);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pthread_cond_destroy(&db->ckpt_cv);
+        pthread_mutex_destroy(&db->ckpt_mu);
+        return SQLITE_NOMEM;
+    }
+    db->ckpt_started = 1;
     return SQLITE_OK;
 }
 
@@ -226,6 +286,11 @@ enum logdb_rc logdb_open(const char *path, enum logdb_sync sync, uint64_t new_ep
         lrc = fail(db, rc, err, errlen);
         goto fail_db;
     }
+    rc = ckpt_start(db, path);
+    if (rc != SQLITE_OK) {
+        lrc = fail(db, rc, err, errlen);
+        goto fail_db;
+    }
     sqlite3_wal_hook(db->db, on_wal, db);
     for (int i = 0; i < S_COUNT; i++) {
         rc = sqlite3_prepare_v3(db->db, STMT_SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &db->stmts[i],
@@ -246,6 +311,16 @@ void logdb_close(struct logdb *db)
 {
     if (!db)
         return;
+    if (db->ckpt_started) {
+        pthread_mutex_lock(&db->ckpt_mu);
+        db->ckpt_quit = 1;
+        pthread_cond_signal(&db->ckpt_cv);
+        pthread_mutex_unlock(&db->ckpt_mu);
+        pthread_join(db->ckpt_thread, NULL);
+        pthread_cond_destroy(&db->ckpt_cv);
+        pthread_mutex_destroy(&db->ckpt_mu);
+    }
+    sqlite3_close(db->ckpt_db);
     for (int i = 0; i < S_COUNT; i++)
         sqlite3_finalize(db->stmts[i]);
     sqlite3_close(db->db);
@@ -345,7 +420,7 @@ enum logdb_rc logdb_commit(struct logdb *db, const struct logdb_op *ops, size_t 
     if (rc != SQLITE_DONE)
         goto fail_tx;
     if (db->sync == LOGDB_SYNC_FULL)
-        db->fsyncs++;
+        atomic_fetch_add(&db->fsyncs, 1);
     return LOGDB_OK;
 fail_tx:
     lrc = fail(db, rc, err, errlen);
@@ -354,9 +429,9 @@ fail_tx:
     return lrc;
 }
 
-uint64_t logdb_fsyncs(const struct logdb *db)
+uint64_t logdb_fsyncs(struct logdb *db)
 {
-    return db->fsyncs;
+    return atomic_load(&db->fsyncs);
 }
 
 uint64_t logdb_disk_bytes(const char *path)

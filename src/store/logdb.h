@@ -11,7 +11,9 @@
  * synchronous setting survives.
  *
  * One connection, used by one thread at a time: logdb_open and logdb_load
- * on the caller's, logdb_commit on whichever thread the caller chooses. */
+ * on the caller's, logdb_commit on whichever thread the caller chooses; a
+ * second one, on a thread of its own, writes the WAL back into the file
+ * (checkpoints) so that no commit waits for that fsync. */
 #ifndef AGENTHUB_STORE_LOGDB_H
 #define AGENTHUB_STORE_LOGDB_H
 
@@ -90,10 +92,10 @@ enum logdb_rc logdb_load(struct logdb *db, const struct logdb_load_fns *fns, voi
 enum logdb_rc logdb_commit(struct logdb *db, const struct logdb_op *ops, size_t n, char *err,
                            size_t errlen);
 
-/* Checkpoints (writes the WAL back into the file, an fsync each) done so
- * far, and fsyncs of commits under LOGDB_SYNC_FULL.  Read on the thread
- * that commits, or while no commit runs. */
-uint64_t logdb_fsyncs(const struct logdb *db);
+/* Checkpoints (the WAL written back into the file by the log's own
+ * checkpointing thread, an fsync each) done so far, and fsyncs of commits
+ * under LOGDB_SYNC_FULL.  Any thread may ask. */
+uint64_t logdb_fsyncs(struct logdb *db);
 
 /* The bytes the log's files (database and WAL) take on disk now. */
 uint64_t logdb_disk_bytes(const char *path);

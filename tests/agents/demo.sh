@@ -5,8 +5,10 @@
 # Runner hosting sess-1 with tests/agents/scripted-agent, and a follower
 # printing sess-1's pane for SECONDS (default 15).  Midway, alice sends two
 # messages in quick succession: the pane shows the batch window arming (count
-# 1, 2), firing (0) and the agent's reply.  Then everything is stopped with
-# SIGTERM and the demo exits 0 when every program exited cleanly.
+# 1, 2), firing (0) and the agent's reply.  Before that agenthubd restarts
+# (SIGTERM, then the same flags) and the pane carries on.  Then everything
+# is stopped with SIGTERM and the demo exits 0 when every program exited
+# cleanly.
 #
 # The follower is `agenthub log --follow sess-1` when the CLI has `log`, else
 # tests/agents/tail_session.py (python3-grpcio).
@@ -47,20 +49,25 @@ fail() {
 "$build/agenthub" admin --db "$tmp/demo.db" import "$root/deploy/demo-world.json" >/dev/null \
     || fail "cannot provision $tmp/demo.db"
 mkdir -p "$tmp/blobs"
-"$build/agenthubd" --db "$tmp/demo.db" --listen 127.0.0.1:0 --runner-listen 127.0.0.1:0 \
-    --blob-dir "$tmp/blobs" 2>"$tmp/server.log" &
-server_pid=$!
-public= runner_addr=
-i=0
-while [ $i -lt 100 ]; do
-    public=$(sed -n 's/^agenthubd: listening public //p' "$tmp/server.log")
-    runner_addr=$(sed -n 's/^agenthubd: listening runner //p' "$tmp/server.log")
-    [ -n "$public" ] && [ -n "$runner_addr" ] && break
-    kill -0 "$server_pid" 2>/dev/null || fail "agenthubd exited"
-    sleep 0.1
-    i=$((i + 1))
-done
-[ -n "$public" ] || fail "agenthubd did not listen"
+start_server() { # start_server PUBLIC RUNNER: agenthubd on the demo's files
+    : >"$tmp/server.log"
+    "$build/agenthubd" --db "$tmp/demo.db" --listen "$1" --runner-listen "$2" \
+        --blob-dir "$tmp/blobs" 2>"$tmp/server.log" &
+    server_pid=$!
+    public= runner_addr=
+    i=0
+    while [ $i -lt 100 ]; do
+        public=$(sed -n 's/^agenthubd: listening public //p' "$tmp/server.log")
+        runner_addr=$(sed -n 's/^agenthubd: listening runner //p' "$tmp/server.log")
+        [ -n "$public" ] && [ -n "$runner_addr" ] && break
+        kill -0 "$server_pid" 2>/dev/null || fail "agenthubd exited"
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -n "$public" ] || fail "agenthubd did not listen"
+}
+
+start_server 127.0.0.1:0 127.0.0.1:0
 say "agenthubd: public $public, runner door $runner_addr"
 
 if "$build/agenthub" log --help >/dev/null 2>&1; then
@@ -87,7 +94,16 @@ say "agenthub-runner hosts sess-1 with tests/agents/scripted-agent"
     --send "and bump the version" sess-1 &
 send_pid=$!
 
-sleep $((seconds - 2))
+# A few seconds in, agenthubd restarts on the same files and addresses: the
+# session log is on disk, so the Runner resumes where the server's log ends
+# and the pane carries on with no gap and no repeat.
+sleep 3
+say "restarting agenthubd (SIGTERM, then the same flags): the pane carries on"
+stop_pid "$server_pid" || fail "agenthubd exited with $? on SIGTERM"
+start_server "$public" "$runner_addr"
+say "agenthubd is back: public $public, runner door $runner_addr"
+
+sleep $((seconds - 5))
 kill -TERM "$follow_pid" 2>/dev/null
 wait "$follow_pid" 2>/dev/null
 follow_pid=
