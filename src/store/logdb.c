@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/failpoint.h"
 
@@ -19,6 +20,15 @@
  * pages, by a thread and a connection of their own: commits go on into the
  * WAL meanwhile instead of waiting for the fsync. */
 #define CHECKPOINT_PAGES 2048
+/* ... at most this often (ms): under steady commits a checkpoint never
+ * catches up with the newest page, and each one costs an fsync. */
+#define CHECKPOINT_EVERY_MS 200
+/* A WAL is only started again from its beginning once every page of it is
+ * in the file; under steady commits that never happens by itself.  Past
+ * this many pages the committing connection finishes the checkpoint
+ * between two transactions (little is left by then), so the WAL restarts
+ * at the next commit and stays bounded. */
+#define WAL_RESTART_PAGES 8192
 
 static const char SCHEMA[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
@@ -70,6 +80,7 @@ struct logdb {
     pthread_mutex_t ckpt_mu;
     pthread_cond_t ckpt_cv;
     int ckpt_started, ckpt_due, ckpt_quit;
+    struct timespec ckpt_last; /* the committing thread's last wake-up of it */
 };
 
 const char *logdb_rc_name(enum logdb_rc code)
@@ -121,14 +132,39 @@ static enum logdb_rc fail(struct logdb *db, int rc, char *err, size_t errlen)
     return rc_of(rc);
 }
 
-/* After each commit: past CHECKPOINT_PAGES the checkpointer is woken.  A
- * checkpoint that cannot finish (a full disk) is tried again after a later
- * commit; the WAL keeps the data meanwhile. */
+/* A checkpoint on HANDLE.  Returns 1 when it wrote pages back (an fsync). */
+static int checkpoint(sqlite3 *handle)
+{
+    int log = 0, done = 0;
+
+    return sqlite3_wal_checkpoint_v2(handle, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) ==
+               SQLITE_OK &&
+           done > 0;
+}
+
+/* After each commit: past CHECKPOINT_PAGES the checkpointer is woken (at
+ * most every CHECKPOINT_EVERY_MS), past WAL_RESTART_PAGES the committing
+ * connection checkpoints itself.  A checkpoint that cannot finish (a full
+ * disk) is tried again after a later commit; the WAL keeps the data
+ * meanwhile. */
 static int on_wal(void *arg, sqlite3 *handle, const char *name, int pages)
 {
     struct logdb *db = arg;
+    struct timespec now;
+    int64_t ms;
 
-    if (pages >= CHECKPOINT_PAGES && db->ckpt_started) {
+    if (pages >= WAL_RESTART_PAGES) {
+        if (checkpoint(handle))
+            atomic_fetch_add(&db->fsyncs, 1);
+        return SQLITE_OK;
+    }
+    if (pages < CHECKPOINT_PAGES || !db->ckpt_started)
+        return SQLITE_OK;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ms = (int64_t)(now.tv_sec - db->ckpt_last.tv_sec) * 1000 +
+         (now.tv_nsec - db->ckpt_last.tv_nsec) / 1000000;
+    if (ms >= CHECKPOINT_EVERY_MS) {
+        db->ckpt_last = now;
         pthread_mutex_lock(&db->ckpt_mu);
         db->ckpt_due = 1;
         pthread_cond_signal(&db->ckpt_cv);
@@ -149,8 +185,7 @@ static void *ckpt_main(void *arg)
             break;
         db->ckpt_due = 0;
         pthread_mutex_unlock(&db->ckpt_mu);
-        if (sqlite3_wal_checkpoint_v2(db->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) ==
-            SQLITE_OK)
+        if (checkpoint(db->ckpt_db))
             atomic_fetch_add(&db->fsyncs, 1);
         pthread_mutex_lock(&db->ckpt_mu);
     }
@@ -168,6 +203,10 @@ static int ckpt_start(struct logdb *db, const char *path)
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_busy_timeout(db->ckpt_db, 1000);
+    /* A connection sees the WAL once it has read the file. */
+    rc = sqlite3_exec(db->ckpt_db, "PRAGMA journal_mode", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
     pthread_mutex_init(&db->ckpt_mu, NULL);
     pthread_cond_init(&db->ckpt_cv, NULL);
     /* Signals are the event loop's. */
