@@ -298,3 +298,26 @@ def test_a_full_disk_refuses_appends_until_space_returns_and_loses_nothing():
             hub.stop()
         subprocess.run(["umount", str(mnt)])
         shutil.rmtree(mnt, ignore_errors=True)
+
+
+def test_records_appendresourceoutput_answered_ok_survive_kill_9():
+    from test_session_end import append, spawn
+    hub = Hub(flags=BIG_RING)
+    try:
+        sid = spawn(hub).session_id
+        answered = []
+        for i in range(30):
+            answered.append(append(hub, sid, {"type": "prompt", "data": {"length": i}}).last_seq)
+        hub.kill()
+        hub._reader.join(10)
+        hub.start()
+        # A channel of its own: grpcio would reuse the killed server's socket.
+        fresh = hub.channel(options=[("grpc.use_local_subchannel_pool", 1)])
+        pane = subscribe(hub, sid, token="t-bob", tail=1 << 30, channel=fresh)
+        got = pane.wait(lambda items: items and items[-1].seq >= answered[-1] and items)
+        pane.cancel()
+        held = {f.seq for f in got}
+        assert all(seq in held for seq in answered)
+        assert [f.seq for f in got] == list(range(got[0].seq, got[0].seq + len(got)))
+    finally:
+        hub.stop()
