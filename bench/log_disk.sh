@@ -61,7 +61,9 @@ done
 echo "== restart: reading the log back"
 # shellcheck disable=SC2086
 start_agenthubd --log-db "$work/log.db" $big --session-log-budget-bytes 1073741824
-load -k 1 -n 1000000 --size 200 >/dev/null
+# Paced: at full speed the disk falls behind the producer and past 256 MiB
+# pending the Runner is told UNAVAILABLE (the load tool does not resend).
+load -k 1 -n 1500000 --size 200 --rate 60000 >/dev/null
 kill -9 "$server_pid"
 wait "$server_pid" 2>/dev/null || true
 ls -la "$work"/log.db* | awk '{s += $5} END {printf "log files: %.0f MiB\n", s / 1048576}'

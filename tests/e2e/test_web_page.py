@@ -811,9 +811,9 @@ def test_frames_evicted_while_away_get_a_marker_then_a_fresh_tail(make_web, brow
     assert_consecutive(browser.frames()[:before + 1])
 
 
-def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web_both, browser,
-                                                                       tmp_path):
-    web = web_both
+def restart_mid_session(web, browser, tmp_path):
+    """The pane of sess-1 across a server restart: every frame once, in
+    order.  Returns (the pane's logs, its "restarted" markers)."""
     gated = Gated(web, browser, tmp_path)
     go, shown, pause = gated.go, gated.shown, gated.pause
     paused = gated.paused
@@ -835,9 +835,20 @@ def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web_both,
     assert shown() == ["frame %d" % n for n in range(1, after + 1)]
     frames = browser.frames()
     assert_consecutive(frames)
-    assert len({f[2] for f in frames}) == 2  # two logs: before and after the restart
-    assert browser.js("return document.querySelectorAll('#pane [data-marker=restarted]').length") \
-        == 1
+    return len({f[2] for f in frames}), browser.js(
+        "return document.querySelectorAll('#pane [data-marker=restarted]').length")
+
+
+def test_a_server_restart_mid_session_resumes_without_duplicate_or_gap(web_both, browser,
+                                                                       tmp_path):
+    # The session log is on disk: one log across the restart, and no marker.
+    assert restart_mid_session(web_both, browser, tmp_path) == (1, 0)
+
+
+def test_a_restart_of_a_server_whose_log_is_in_memory_shows_a_new_log(make_web, browser,
+                                                                      tmp_path):
+    # --log memory: the restarted server's log starts again, once marked.
+    assert restart_mid_session(make_web("--log", "memory"), browser, tmp_path) == (2, 1)
 
 
 # 5,000 frames at about 1,000 a second, then as fast as the pipe takes them
