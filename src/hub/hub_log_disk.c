@@ -177,7 +177,8 @@ static uint64_t disk_append(void *impl, struct session *s, const void *frame, si
     struct dsk_op *op;
     uint64_t seq;
 
-    if (!hub_log_disk_writable(d) || session_is_ended(s) || !(e = entry_of(d, s)))
+    /* Closing: ended for producers, as memory's session_append says. */
+    if (!hub_log_disk_writable(d) || session_is_ended(s) || s->closing || !(e = entry_of(d, s)))
         return 0;
     seq = e->last_seq > ring_newest_seq(session_ring(s)) ? e->last_seq
                                                          : ring_newest_seq(session_ring(s));
@@ -204,8 +205,12 @@ static uint64_t disk_append(void *impl, struct session *s, const void *frame, si
 static void disk_mark(void *impl, struct session *s, enum hub_log_mark mark)
 {
     struct hub_log_disk *d = impl;
-    struct dsk_session *e = entry_of(d, s);
+    struct dsk_session *e;
 
+    /* Its end is on its way: like the marks of an ended session, nothing. */
+    if (s->closing)
+        return;
+    e = entry_of(d, s);
     if (e && hub_log_disk_take(d, LOGDB_OP_ENTRY, e, (uint8_t)(mark + 1), e->last_seq,
                                clock_unix_ms(), NULL, 0)) {
         /* Ended for producers now, as in memory; for readers once stored. */
