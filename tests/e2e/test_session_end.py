@@ -276,10 +276,12 @@ def test_retention_evicts_the_oldest_ended_session_first_past_its_bytes(start_hu
         append(h, sid, {"type": "prompt", "data": {"length": 3}})
     close(h, sids[0])
     close(h, sids[1])
-    assert h.metric("agenthub_ended_session_logs") == 2
+    # An end takes effect once the session log has stored it (on disk: a
+    # moment after CloseResource answers).
+    wait_for(lambda: h.metric("agenthub_ended_session_logs") == 2, what="two ended logs")
     assert h.metric(EVICTIONS % "bytes") == 0
     close(h, sids[2])
-    assert h.metric(EVICTIONS % "bytes") == 1
+    wait_for(lambda: h.metric(EVICTIONS % "bytes") == 1, what="one eviction")
     assert h.metric("agenthub_ended_session_logs") == 2
     assert h.metric("agenthub_ended_session_log_bytes") <= 12000
     gone = subscribe(h, sids[0], token="t-bob", tail=100)
