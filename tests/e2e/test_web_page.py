@@ -1240,3 +1240,48 @@ def test_scrolled_up_the_pane_stays_put_and_offers_a_jump_to_latest(web, browser
     browser.wait(lambda: not browser.visible("#jump"), "following again")
     assert browser.js("const p = document.querySelector('#pane');"
                       "return p.scrollTop + p.clientHeight >= p.scrollHeight - 24")
+
+
+def test_a_thousand_sessions_at_200_state_changes_a_second(make_web, browser):
+    import random
+    import rpc_harness
+    n = 1000
+    ids = ["sess-%04d" % i for i in range(n)]
+    web = make_web(world=harness.world_with(
+        sessions=[{"id": sid, "container": "ctr-1", "owner": "alice"} for sid in ids]))
+    runner = rpc_harness.Runner(web.server, "runner-1", "t-runner-1")
+    web.server.runners = [runner]  # what Runner.open_sessions looks at
+    runner.enroll()
+    runner.open_sessions(live_sessions=ids)
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: browser.js("return document.querySelectorAll("
+                                    "'#sessions [data-session-id]').length") == n + 1,
+                 "every card")
+    names = ["WORKING", "BLOCKED", "READY", "IDLE", "DONE"]
+    rng = random.Random(7)
+    seconds, rate = 5, 200
+
+    # Every session gets a state, then random sessions change theirs.
+    order = ids + [rng.choice(ids) for _ in range(seconds * rate)]
+
+    def paced():
+        start = time.monotonic()
+        for k, sid in enumerate(order):
+            left = start + k / rate - time.monotonic()
+            if left > 0:
+                time.sleep(left)
+            yield runner.request(sid, rpc_harness.state_frame(rng.choice(names)))
+
+    browser.js("performance.clearMeasures('agenthub-board-render')")
+    runner.publish_raw(paced())
+    # The board ends where the server is: its counts are `agenthub list`'s.
+    want = listed_counts(web, "t-alice")
+    browser.wait(lambda: header_counts(browser) == want, "the board to settle")
+    runner.close()
+    batches = browser.js("return performance.getEntriesByName('agenthub-board-render')"
+                         ".map(e => [e.duration, e.detail])")
+    assert batches and sum(changed for _, changed in batches) >= 1
+    took = sorted(d for d, _ in batches)
+    p50, p99 = took[len(took) // 2], took[min(len(took) - 1, len(took) * 99 // 100)]
+    print("board: %d sessions, %d state changes/s: %d render batches, p50 %.2f ms, "
+          "p99 %.2f ms, max %.2f ms" % (n, rate, len(took), p50, p99, took[-1]))
