@@ -188,8 +188,12 @@ static void apply_frame(struct hub_log_js *js, const char *id, uint64_t seq, con
     if (seq <= newest)
         return;
     if (seq > newest + 1) {
-        if (newest > 0)
+        if (newest > 0) {
             js->apply_gaps++;
+            log_warn("cluster: session %s: seq %" PRIu64 " follows %" PRIu64
+                     " in this copy: readers behind get OUT_OF_RANGE",
+                     id, seq, newest);
+        }
         session_skip_to(s, seq);
     }
     /* Another node's state frame is this session's state here too
@@ -349,6 +353,11 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
     own = m->from_self && e->fly && batch == e->fly_nonce;
     copy = batch_seen(e, batch);
     if (e->last_stream_seq == 0 || header > e->last_seq + 1) {
+        if (e->last_stream_seq != 0)
+            log_warn("cluster: %s: stream seq %" PRIu64 " starts at seq %" PRIu64
+                     " after %" PRIu64 " (stream seq %" PRIu64 "): frames between were "
+                     "not read here",
+                     m->subject, m->stream_seq, header, e->last_seq, e->last_stream_seq);
         seq = header ? header - 1 : 0;
     } else {
         seq = e->last_seq;
