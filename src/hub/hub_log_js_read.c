@@ -105,7 +105,8 @@ int hub_log_js_origin_admit(struct js_session *e, const struct cluster_wire_orig
     if (o->kind == CLUSTER_ORIGIN_KEY) {
         struct keyset_fp fp = hub_log_js_key_fp(o->id, o->id_len);
         struct js_key_seen *k = key_find(e, fp);
-        if (k && o->part <= k->part)
+        uint32_t part = o->part & ~CLUSTER_PART_DERIVED;
+        if (k && part <= k->part)
             return 0;
         if (!take)
             return 1;
@@ -117,8 +118,9 @@ int hub_log_js_origin_admit(struct js_session *e, const struct cluster_wire_orig
             k->fp = fp;
             k->first_seq = seq;
         }
-        k->part = o->part;
-        k->last_seq = seq;
+        k->part = part;
+        if (!(o->part & CLUSTER_PART_DERIVED))
+            k->last_seq = seq;
         return 1;
     }
     return 1;
