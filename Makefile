@@ -119,6 +119,7 @@ deps:
 	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(NODE_DEB_PACKAGES); \
 	fi
+	@tools/install_nats_server.sh
 	@if [ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ]; then \
 	  echo "deps: tests/node is installed"; \
 	else \
