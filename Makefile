@@ -92,7 +92,7 @@ JSON_DRIVER := $(BUILD)/tests/json_codec_driver
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps gen check-gen web web-bundle check-web test unit e2e run demo cluster-demo nemesis bench fuzz fuzz-smoke lint format clean
+.PHONY: all deps gen check-gen web web-bundle check-web screenshots test unit e2e run demo cluster-demo nemesis bench fuzz fuzz-smoke lint format clean
 all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
@@ -119,6 +119,7 @@ deps:
 	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(NODE_DEB_PACKAGES); \
 	fi
+	@tools/install_nats_server.sh
 	@if [ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ]; then \
 	  echo "deps: tests/node is installed"; \
 	else \
@@ -212,6 +213,11 @@ web-bundle:
 	  --es_opt=target=ts -Iproto $(WEB_PROTOS)
 	web/node_modules/.bin/tsc -p web
 	node web/build.mjs $(abspath $(WEB_OUT))
+
+# PNGs of the page (the board on a desktop and a phone, light and dark; a
+# pane) in headless Chromium against a demo world, into docs/screenshots.
+screenshots: $(PROGRAMS)
+	/usr/bin/python3 tools/screenshots.py $(BUILD) docs/screenshots
 
 check-web:
 	@rm -rf $(BUILD)/web-check && mkdir -p $(BUILD)/web-check

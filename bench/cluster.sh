@@ -11,13 +11,18 @@
 # runs go ROUNDS times (default 3), alternating, and the summary gives each
 # round and the medians.
 #
-#   K=100 FRAMES=10000 PACED=5000 ROUNDS=3 AGENTHUBD=build/agenthubd bench/cluster.sh
+# SYNC=always starts the NATS servers with `sync_interval: always` (fsync
+# before each acknowledgement; nats-server 2.10 or later), to measure what
+# that durability costs against the default in another run.
+#
+#   K=100 FRAMES=10000 PACED=5000 ROUNDS=3 SYNC=default AGENTHUBD=build/agenthubd bench/cluster.sh
 set -eu
 cd "$(dirname "$0")/.."
 K=${K:-100}
 FRAMES=${FRAMES:-10000}
 PACED=${PACED:-5000}
 ROUNDS=${ROUNDS:-3}
+SYNC=${SYNC:-default}
 AGENTHUBD=${AGENTHUBD:-build/agenthubd}
 work=$(mktemp -d)
 pids=""
@@ -41,7 +46,13 @@ done
 for i in 1 2 3; do
     eval "c=\$c$i r=\$r$i h=\$h$i"
     mkdir -p "$work/nats-$i"
-    "$nats" -js -sd "$work/nats-$i" -n "n$i" -a 127.0.0.1 -p "$c" -m "$h" \
+    conf=
+    if [ "$SYNC" = always ]; then
+        printf 'jetstream { sync_interval: always }\n' >"$work/nats-$i.conf"
+        conf="-c $work/nats-$i.conf"
+    fi
+    # shellcheck disable=SC2086
+    "$nats" $conf -js -sd "$work/nats-$i" -n "n$i" -a 127.0.0.1 -p "$c" -m "$h" \
         --cluster_name bench --cluster "nats://127.0.0.1:$r" --routes "$routes" \
         -l "$work/nats-$i.log" &
     pids="$pids $!"

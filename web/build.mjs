@@ -1,8 +1,9 @@
 // Builds the pane page into OUT (default dist/): app-<hash>.js and
 // app-<hash>.css bundled by esbuild from src/, index.html from index.html
-// with their names filled in, and favicon.svg.  The same sources always give the
-// same bytes (no timestamps, no absolute paths), so the committed bundle can
-// be checked by rebuilding it elsewhere and comparing.
+// with their names filled in, and the two icons (favicon.svg, and
+// favicon-alert.svg: the same with a badge).  The same sources always give
+// the same bytes (no timestamps, no absolute paths), so the committed bundle
+// can be checked by rebuilding it elsewhere and comparing.
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -44,4 +45,4 @@ for (const old of readdirSync(out)) rmSync(join(out, old));
 writeFileSync(join(out, js.name), js.contents);
 writeFileSync(join(out, css.name), css.contents);
 writeFileSync(join(out, "index.html"), html);
-writeFileSync(join(out, "favicon.svg"), readFileSync(join(here, "favicon.svg")));
+for (const icon of ["favicon.svg", "favicon-alert.svg"]) writeFileSync(join(out, icon), readFileSync(join(here, icon)));

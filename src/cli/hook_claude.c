@@ -48,6 +48,10 @@ struct hook_ctx {
     int debug;
     int reachable;       /* 0 once a call failed for transport reasons */
     uint64_t slowest_ms; /* the slowest call so far */
+    /* The idempotency_key of the next append: the spooled op's place on
+     * disk (segment file and offset), the same on every retry, so the
+     * server stores a call it already holds once.  "" when not spooled. */
+    char key[64];
 };
 
 static void hook_log(const struct hook_ctx *ctx, const char *what, const char *detail)
@@ -158,6 +162,7 @@ static int append_run(struct hook_ctx *ctx, const json_t *ops, size_t first, siz
     append.bytes.len = len;
     append.provider = (char *)provider;
     append.native_id = (char *)native_id;
+    append.idempotency_key = ctx->key;
     rv = cli_unary(&ctx->env, "/compass.v1.ResourceService/AppendResourceOutput", &append.base,
                    &compass__v1__append_resource_output_response__descriptor, &response, &result);
     free(body);
@@ -356,8 +361,12 @@ static int op_send_timed(struct hook_ctx *ctx, const json_t *ops, size_t i, size
 static int deliver_segment(struct hook_ctx *ctx, struct hook_spool *sp,
                            struct hook_spool_segment *seg)
 {
+    struct stat st;
+    int keyed = fstat(seg->fd, &st) == 0;
+
     while (seg->offset < seg->size) {
         struct hook_spool_window win;
+        uint64_t start = seg->offset;
         size_t i = 0;
         int failed;
         if (hook_spool_read(seg, &win) != 0) {
@@ -366,11 +375,18 @@ static int deliver_segment(struct hook_ctx *ctx, struct hook_spool *sp,
         }
         while (i < json_array_size(win.ops)) {
             size_t count;
+            int rv;
             if (!time_for_call(ctx)) {
                 hook_spool_window_free(&win);
                 return 1;
             }
-            if (status_retryable(op_send_timed(ctx, win.ops, i, &count))) {
+            if (keyed)
+                snprintf(ctx->key, sizeof(ctx->key), "spool-%llx-%llx-%llx",
+                         (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+                         (unsigned long long)(i ? win.ends[i - 1] : start));
+            rv = op_send_timed(ctx, win.ops, i, &count);
+            ctx->key[0] = '\0';
+            if (status_retryable(rv)) {
                 hook_spool_window_free(&win);
                 return 1;
             }

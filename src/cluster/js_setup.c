@@ -101,6 +101,10 @@ static natsSubscription *ordered_consumer(struct js_link *link, const char *stre
     so.Config.OptStartSeq = from;
     /* A consumer that died with its server is noticed in about 3 s. */
     so.Config.Heartbeat = (int64_t)1000 * 1000 * 1000;
+    /* One whose node died, or that a node replaced while cut off (its
+     * delete never arrived), is removed by the servers after 5 s without
+     * interest: left behind, it would keep their health check failing. */
+    so.Config.InactiveThreshold = (int64_t)5 * 1000 * 1000 * 1000;
     s = js_Subscribe(&sub, link->js, subject, cb, link, NULL, &so, &jerr);
     if (s != NATS_OK) {
         log_warn("cluster: consumer on %s: %s (%d)", stream, natsStatus_GetText(s), (int)jerr);

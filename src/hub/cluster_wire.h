@@ -56,6 +56,9 @@ struct cluster_wire_origin {
     uint32_t part;
 };
 
+/* In a keyed origin's part: the entry is derived from the call's records
+ * (a state frame they imply), not one of them. */
+#define CLUSTER_PART_DERIVED 0x80000000u
 /* Longest id or key a tagged origin can carry (origins are at most 255). */
 #define CLUSTER_ORIGIN_ID_MAX 245u
 

@@ -401,8 +401,13 @@ uint64_t hub_append_tracked(struct hub *ctx, struct session *s,
     evidence = event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_RECORD
                    ? record_evidence
                    : event_evidence(event);
-    if (evidence != ARBITER_NONE)
+    if (evidence != ARBITER_NONE) {
+        /* A state frame the record implies is the call's too, but not one
+         * of its records: a retry is answered with the records' seqs. */
+        hub_log_derive(&ctx->log, 1);
         hub_observe(ctx, s, ARBITER_RANK_STREAM, evidence, ARBITER_LIVE_UNCHANGED);
+        hub_log_derive(&ctx->log, 0);
+    }
     return seq;
 }
 

@@ -118,6 +118,11 @@ struct hub_log_ops {
      * RUNNER_ID before the call (its resets, frames and runner_seq marks,
      * by any node), or cannot (done with 0).  NULL: the copy is the log. */
     void (*runner_sync)(void *impl, const char *runner_id, struct hub_log_wait *w);
+    /* With ON, frames appended until it is called with 0 are derived from
+     * the origin's (a state frame a record implies), not its own: they are
+     * stored with it but left out of the seqs recall answers.  NULL:
+     * nothing to tell. */
+    void (*derive)(void *impl, int on);
     /* 1 when the log holds the records of S's call keyed KEY[0..LEN), with
      * their seqs; else 0.  NULL: keys are not remembered. */
     int (*recall)(void *impl, struct session *s, const char *key, size_t len,
@@ -221,6 +226,12 @@ static inline int hub_log_runner_sync(const struct hub_log *log, const char *run
         return 1;
     log->ops->runner_sync(log->impl, runner_id, w);
     return 0;
+}
+
+static inline void hub_log_derive(const struct hub_log *log, int on)
+{
+    if (log->ops->derive)
+        log->ops->derive(log->impl, on);
 }
 
 static inline int hub_log_recall(const struct hub_log *log, struct session *s, const char *key,

@@ -191,6 +191,13 @@ static uint64_t js_runner_mark(void *impl, const char *runner_id, uint64_t *gene
     return runner_marks_get(js->marks, runner_id, generation, NULL);
 }
 
+static void js_derive(void *impl, int on)
+{
+    struct hub_log_js *js = impl;
+
+    js->origin_derived = on;
+}
+
 static int js_recall(void *impl, struct session *s, const char *key, size_t len,
                      uint64_t *first_seq, uint64_t *last_seq)
 {
@@ -298,6 +305,7 @@ static const struct hub_log_ops js_ops = {
     .runner_reset = hub_log_js_runner_reset,
     .runner_dealt = hub_log_js_runner_dealt,
     .runner_sync = hub_log_js_runner_sync,
+    .derive = js_derive,
     .recall = js_recall,
     .track = js_track,
     .stored = js_stored,

@@ -93,6 +93,7 @@ struct js_session {
     uint64_t fly_first_seq;
     uint64_t fly_pred;  /* the stream seq it was written after */
     uint64_t fly_nonce; /* its Agenthub-Batch */
+    uint32_t fly_refused; /* its attempts refused so far: names the next attempt's id */
     uint64_t dup_wait;  /* refused: the first stream seq that tells whose it was */
     uint64_t dup_since_ns;
     uint64_t fly_since_ns;
@@ -139,6 +140,7 @@ struct hub_log_js {
     uint64_t origin_seq;
     uint64_t origin_nonce;
     uint32_t origin_parts;
+    int origin_derived; /* hub_log_derive: the frames taken now are derived */
     uint64_t epoch;
     uint64_t frames_target, bus_target; /* caught up once applied past these */
     uint64_t frames_applied, bus_applied;

@@ -105,7 +105,8 @@ int hub_log_js_origin_admit(struct js_session *e, const struct cluster_wire_orig
     if (o->kind == CLUSTER_ORIGIN_KEY) {
         struct keyset_fp fp = hub_log_js_key_fp(o->id, o->id_len);
         struct js_key_seen *k = key_find(e, fp);
-        if (k && o->part <= k->part)
+        uint32_t part = o->part & ~CLUSTER_PART_DERIVED;
+        if (k && part <= k->part)
             return 0;
         if (!take)
             return 1;
@@ -117,8 +118,9 @@ int hub_log_js_origin_admit(struct js_session *e, const struct cluster_wire_orig
             k->fp = fp;
             k->first_seq = seq;
         }
-        k->part = o->part;
-        k->last_seq = seq;
+        k->part = part;
+        if (!(o->part & CLUSTER_PART_DERIVED))
+            k->last_seq = seq;
         return 1;
     }
     return 1;
@@ -188,8 +190,12 @@ static void apply_frame(struct hub_log_js *js, const char *id, uint64_t seq, con
     if (seq <= newest)
         return;
     if (seq > newest + 1) {
-        if (newest > 0)
+        if (newest > 0) {
             js->apply_gaps++;
+            log_warn("cluster: session %s: seq %" PRIu64 " follows %" PRIu64
+                     " in this copy: readers behind get OUT_OF_RANGE",
+                     id, seq, newest);
+        }
         session_skip_to(s, seq);
     }
     /* Another node's state frame is this session's state here too
@@ -349,6 +355,11 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
     own = m->from_self && e->fly && batch == e->fly_nonce;
     copy = batch_seen(e, batch);
     if (e->last_stream_seq == 0 || header > e->last_seq + 1) {
+        if (e->last_stream_seq != 0)
+            log_warn("cluster: %s: stream seq %" PRIu64 " starts at seq %" PRIu64
+                     " after %" PRIu64 " (stream seq %" PRIu64 "): frames between were "
+                     "not read here",
+                     m->subject, m->stream_seq, header, e->last_seq, e->last_stream_seq);
         seq = header ? header - 1 : 0;
     } else {
         seq = e->last_seq;

@@ -145,6 +145,9 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
         hub_log_js_watch_later(js);
         return;
     case JS_ACK_DUPLICATE:
+        if (stream_seq == 0)
+            ack = JS_ACK_CONFLICT; /* the id of a refused attempt: nothing stored */
+        /* fall through */
     case JS_ACK_CONFLICT:
         /* A message after the same predecessor is stored: this batch's own
          * earlier attempt (its ack lost to a server's death), or another
@@ -174,6 +177,7 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
              * fly_check first and the batch is renumbered after it. */
             uint32_t ms = 1u << (e->refusals < 10 ? e->refusals : 10);
             e->in_flight = 0;
+            e->fly_refused++;
             if (e->refusals < UINT8_MAX)
                 e->refusals++;
             if (stream_seq < e->fly_pred && e->refusals >= PREDECESSOR_GONE_REFUSALS) {
@@ -301,28 +305,22 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
         e->fly_first_seq = e->last_seq + 1;
         e->fly_pred = e->last_stream_seq;
         e->fly_nonce = ++js->batches;
+        e->fly_refused = 0;
         e->fly_since_ns = clock_monotonic_ns();
     }
-    /* Two fences, because a clustered JetStream 2.9 checks the expected
-     * subject sequence against what it has stored, not against proposals
-     * still in flight: two nodes racing on the same predecessor could both
-     * pass it.  The message id <session>:<predecessor's stream seq> is
-     * checked against in-flight ones too, so of two batches written after
-     * the same message only one is stored, and the other hears it is a
-     * duplicate.  A stale writer names a predecessor that already has a
-     * successor, so the id catches it inside the duplicate window and the
-     * expected sequence after it. */
-    snprintf(msg_id, sizeof(msg_id), "%s:%" PRIu64, e->subject + sizeof(JS_FRAMES_PREFIX) - 1,
-             e->fly_pred);
-    /* After an eviction the predecessor is older than a message this node
-     * saw, maybe 0 again: the session's first seq in the batch keeps the id
-     * apart from the batch that once followed the same predecessor, and
-     * the same for two nodes racing to write after it. */
-    if (e->fly_pred < e->last_stream_seq)
-        snprintf(msg_id + strlen(msg_id), sizeof(msg_id) - strlen(msg_id), ":%" PRIu64,
-                 e->fly_first_seq);
-    /* Tests: a batch's first attempt names a predecessor JetStream has not
-     * stored, as when it outruns the stream leader (hub_log_js_on_ack). */
+    /* Fenced by the subject's expected last sequence: stored only right
+     * after the message the writer's copy ends with.  The message id names
+     * this batch and this attempt after a refusal: an attempt whose ack
+     * was lost is sent again under the same id, so JetStream recognises it;
+     * after a refusal the id is a new one, since a clustered JetStream
+     * 2.10 keeps the id of a message it refused, and the same id would be
+     * refused again as a duplicate of nothing.  Two writers racing on one
+     * predecessor can both pass the check while their proposals are in
+     * flight (JetStream checks it against what it has applied): readers
+     * still take each frame once and number them alike. */
+    snprintf(msg_id, sizeof(msg_id), "%s:%" PRIu64 ":%" PRIu64 ".%u",
+             e->subject + sizeof(JS_FRAMES_PREFIX) - 1, e->fly_pred, e->fly_nonce,
+             (unsigned)e->fly_refused);
     /* Tests: a writer that cannot reach JetStream for now (paused, cut
      * off) and writes what it took later. */
     if (failpoint_active("cluster.hold_publish")) {
@@ -420,6 +418,8 @@ static struct js_session *enqueue(struct hub_log_js *js, const char *subject, co
             .nonce = js->origin_nonce,
             .part = js->origin_parts++,
         };
+        if (js->origin_derived && o.kind == CLUSTER_ORIGIN_KEY)
+            o.part |= CLUSTER_PART_DERIVED;
         olen = cluster_wire_origin_put(origin, &o);
         kind = CLUSTER_ENTRY_TAGGED;
         runner_seq = js->origin_seq;

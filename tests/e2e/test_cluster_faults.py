@@ -5,6 +5,7 @@ writer that cannot publish for now (paused or cut off), an acknowledgement
 lost after the store.  Whatever the writers do, every node's copy holds each
 frame once, with the same contiguous seqs, and Enroll never answers a mark
 above what the log holds."""
+import json
 import threading
 
 import grpc
@@ -172,3 +173,31 @@ def test_a_node_restarted_after_the_others_wrote_catches_up_with_the_same_copy(n
     wait_for(lambda: c.metric("agenthub_cluster_caught_up") == 1, 30,
              what="the restarted node to catch up")
     assert_every_copy_holds(n, ["f%d" % i for i in range(1, 41)])
+
+
+def test_records_acknowledged_survive_a_kill_of_every_nats_server(nodes):
+    # What an acknowledgement survives (docs/cluster.md): every NATS server
+    # killed at once right after the last answer, then started again on the
+    # same files; every record answered OK is there, once.
+    n = nodes()
+    a = n[0]
+    rid, sid = spawn_agent_session(a)
+    answers = []
+    for i in range(200):
+        answers.append(a.call("AppendResourceOutput", S.AppendResourceOutputRequest(
+            resource_id=rid, bytes=b'{"type":"prompt","data":{"length":%d}}\n' % (i + 1),
+            idempotency_key="k%d" % i), token="t-agent-1", timeout=15))
+    for s in n.nats.servers:
+        s.kill()
+    for s in n.nats.servers:
+        s.start()
+    n.nats.wait_healthy()
+    fresh = n[2]
+    fresh.kill()
+    fresh.start()
+    wait_for(lambda: fresh.metric("agenthub_cluster_caught_up") == 1, 60,
+             what="a node started after the restart to replay the stream")
+    got = replay(fresh, sid, answers[-1].last_seq, token="t-admin")
+    lengths = [json.loads(f.event.record.data_json)["length"] for f in got
+               if f.event.HasField("record")]
+    assert lengths == list(range(1, 201))

@@ -186,11 +186,11 @@ class WebWorld:
     """agenthubd on the demo world (TLS on its doors when TLS is given);
     Runners for sess-1; unary CompassService calls for the test itself."""
 
-    def __init__(self, tmp, tls, flags=()):
+    def __init__(self, tmp, tls, flags=(), world=True):
         self.tmp = tmp
         self.tls = tls
         tls_flags = ["--tls-cert", tls.server_crt, "--tls-key", tls.server_key] if tls else []
-        self.server = harness.Server(world=True, workdir=tmp / "agenthubd", stop_timeout=15.0,
+        self.server = harness.Server(world=world, workdir=tmp / "agenthubd", stop_timeout=15.0,
                                      flags=tls_flags + list(flags))
         self.runners = []
         self._channel = None
@@ -218,12 +218,13 @@ class WebWorld:
                                         response_deserializer=response_type.FromString)
         return fn(request, metadata=[("authorization", "Bearer " + token)], timeout=20)
 
-    def runner(self, agent, *extra):
+    def runner(self, agent, *extra, sessions=("sess-1",)):
         log = open(self.tmp / ("runner-%d.log" % len(self.runners)), "w")
         tls = ["--tls", "--ca", self.tls.server_crt] if self.tls else []
+        hosted = [a for sid in sessions for a in ("--session", sid)]
         proc = subprocess.Popen(
             [str(BUILD / "agenthub-runner"), "--addr", self.server.runner_addr, *tls, "--token",
-             "t-runner-1", "--session", "sess-1", "--agent", agent, *extra],
+             "t-runner-1", *hosted, "--agent", agent, *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         self.runners.append((proc, log))
         return proc
@@ -245,13 +246,13 @@ class WebWorld:
 
 @pytest.fixture
 def make_web(tmp_path, tls_dir):
-    """make_web(*agenthubd_flags, tls=False) -> a WebWorld, closed at
-    teardown: plaintext (the browser speaks HTTP/1.1), or with tls TLS (the
-    browser speaks HTTP/2)."""
+    """make_web(*agenthubd_flags, tls=False, world=True) -> a WebWorld,
+    closed at teardown: plaintext (the browser speaks HTTP/1.1), or with tls
+    TLS (the browser speaks HTTP/2); world as harness.Server takes it."""
     worlds = []
 
-    def make(*flags, tls=False):
-        worlds.append(WebWorld(tmp_path, tls_dir if tls else None, flags))
+    def make(*flags, tls=False, world=True):
+        worlds.append(WebWorld(tmp_path, tls_dir if tls else None, flags, world))
         return worlds[-1]
 
     try:
@@ -892,3 +893,406 @@ def test_the_pane_keeps_up_with_a_100000_frame_session_and_caps_its_dom(web, bro
     if seqs != list(range(seqs[0], seqs[0] + len(seqs))):
         assert browser.js("return document.querySelectorAll('#pane [data-marker]').length") > 0
     print("100000 frames shown in %.1f s (%.0f frames/s)" % (took, total / took))
+
+
+# --- The board -------------------------------------------------------------------
+
+# The page's columns, by the state names `agenthub list --json` prints.
+COLUMN_OF = {"blocked": "needs", "starting": "working", "working": "working", "ready": "idle",
+             "idle": "idle", "done": "idle"}
+
+
+def board(browser):
+    """{session id: (column, state)} of the board's cards."""
+    return {sid: (col, state) for sid, col, state in browser.js(
+        "return [...document.querySelectorAll('#sessions [data-session-id]')]"
+        ".map(e => [e.dataset.sessionId, e.dataset.column, e.dataset.state]);")}
+
+
+def header_counts(browser):
+    return browser.js("const o = {}; for (const e of document.querySelectorAll("
+                      "'#counts [data-count]')) o[e.dataset.count] = +e.textContent; return o;")
+
+
+def listed_counts(web, token):
+    """The board's columns counted from what `agenthub list --json` says."""
+    from harness import AGENTHUB
+    out = subprocess.run([str(AGENTHUB), "list", "--json"], capture_output=True, text=True,
+                         timeout=30, env=dict(os.environ, AGENTHUB_ADDR=web.server.public,
+                                              AGENTHUB_TOKEN=token), check=True).stdout
+    counts = {"needs": 0, "working": 0, "idle": 0, "stopped": 0}
+    for line in out.splitlines():
+        counts[COLUMN_OF.get(json.loads(line)["state"], "stopped")] += 1
+    return counts
+
+
+def column_of(browser, sid):
+    return board(browser).get(sid, (None, None))[0]
+
+
+def test_cards_move_through_the_columns_as_the_agent_works(make_web, browser):
+    web = make_web(world=harness.world_with(
+        sessions=[{"id": "sess-3", "container": "ctr-1", "owner": "bob"}]))
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: set(board(browser)) == {"sess-1", "sess-3"}, "alice's two sessions")
+    # Nothing runs yet: both sit in Stopped, and the counts are `agenthub list`'s.
+    assert header_counts(browser) == listed_counts(web, "t-alice") == \
+        {"needs": 0, "working": 0, "idle": 0, "stopped": 2}
+    web.runner("%s %s --speed 1" % (PY, AGENT))
+    seen = []
+
+    def moved():
+        col = column_of(browser, "sess-1")
+        if col and (not seen or seen[-1] != col):
+            seen.append(col)
+        return seen[-1:] == ["idle"] and "needs" in seen
+
+    browser.wait(moved, "sess-1 through its states", timeout=60)
+    # WORKING, then the permission wait, then WORKING again, then READY.
+    assert seen[seen.index("working"):] == ["working", "needs", "working", "idle"], seen
+    assert column_of(browser, "sess-3") == "stopped"
+    assert header_counts(browser) == listed_counts(web, "t-alice") == \
+        {"needs": 0, "working": 0, "idle": 1, "stopped": 1}
+    card = '#sessions [data-session-id="sess-1"]'
+    assert browser.text(card + " .card-id") == "sess-1"
+    assert "agent-1" in browser.text(card + " .card-meta")
+    # The latest activity: the agent's last words.
+    browser.wait(lambda: "unit suite passes." in browser.text(card + " .card-activity"),
+                 "the latest activity")
+    # Time in state goes on without asking the server.
+    calls = rpcs_sent(browser, "GetAgentStatus")
+    first = browser.text(card + " .card-since")
+    assert first.startswith("ready ")
+    browser.wait(lambda: browser.text(card + " .card-since") != first, "time in state advancing")
+    assert rpcs_sent(browser, "GetAgentStatus") == calls
+
+
+def test_the_needs_you_column_shows_the_ask_as_words(web, browser):
+    browser.sign_in(web.url, "t-alice")
+    web.runner("%s %s --speed 1" % (PY, AGENT))
+    card = '#sessions [data-session-id="sess-1"]'
+    browser.wait(lambda: column_of(browser, "sess-1") == "needs", "the permission wait",
+                 timeout=60)
+    browser.wait(lambda: browser.text(card + " .card-activity") ==
+                 "Waiting for permission to run Bash", "the ask in words")
+    assert browser.js("return document.querySelector(arguments[0]).classList.contains('needs')",
+                      card)
+    assert header_counts(browser)["needs"] == 1
+
+
+# Reports WORKING; with the file BLOCK present, asks for Bash and waits
+# (BLOCKED), saying "still waiting N" once; without it, works again.
+ASKING_AGENT = r'''
+import json, os, sys, time
+block = sys.argv[1]
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit({"state": "WORKING"})
+blocked, n = False, 0
+while True:
+    if os.path.exists(block) and not blocked:
+        blocked, n = True, n + 1
+        emit({"record": {"type": "ask", "data": {"tool_name": "Bash"}}, "state": "BLOCKED"})
+        emit({"assistant_text": {"text": "still waiting %d" % n, "message_id": "w%d" % n}})
+    elif not os.path.exists(block) and blocked:
+        blocked = False
+        emit({"state": "WORKING"})
+    time.sleep(0.02)
+'''
+
+# Records every Notification the page makes (and whether it was closed).
+NOTIFICATION_SPY = r'''
+(() => {
+  const Real = window.Notification;
+  if (!Real) return;
+  window.__notes = [];
+  class Spy extends Real {
+    constructor(title, options) {
+      const rec = {title, body: options && options.body, closed: false};
+      window.__notes.push(rec);
+      super(title, options);
+      const close = this.close.bind(this);
+      this.close = () => { rec.closed = true; close(); };
+    }
+  }
+  window.Notification = Spy;
+})();
+'''
+
+
+def test_a_blocked_session_sets_the_title_favicon_and_one_notification(web, browser, tmp_path):
+    agent = tmp_path / "asking_agent.py"
+    agent.write_text(ASKING_AGENT)
+    block = tmp_path / "block"
+    web.runner("%s %s %s" % (PY, agent, block))
+    browser.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                                   {"source": NOTIFICATION_SPY})
+    browser.driver.execute_cdp_cmd("Browser.grantPermissions", {
+        "origin": web.url.rstrip("/"), "permissions": ["notifications"]})
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: column_of(browser, "sess-1") == "working", "sess-1 working")
+    icon = lambda: browser.js("return document.querySelector('link[rel=icon]')"  # noqa: E731
+                              ".getAttribute('href')")
+    notes = lambda: browser.js("return window.__notes")  # noqa: E731
+    assert browser.driver.title == "agenthub" and icon() == "/favicon.svg"
+    assert browser.js("return document.documentElement.dataset.notifications") == "granted"
+    assert not browser.visible("#notify")  # allowed already: no button to ask
+    card = '#sessions [data-session-id="sess-1"]'
+    for n in (1, 2):
+        block.touch()
+        browser.wait(lambda: browser.driver.title == "(1) agenthub", "the title count")
+        assert icon() == "/favicon-alert.svg"
+        assert browser.js("return document.querySelector(arguments[0]).classList"
+                          ".contains('needs')", card)
+        # A later event of the same wait (the card's latest activity) makes
+        # no second notification.
+        browser.wait(lambda: browser.js("return document.querySelector(arguments[0])"
+                                        ".title", card + " .card-activity") ==
+                     "still waiting %d" % n, "the wait's next event")
+        assert [(x["title"], x["body"]) for x in notes()] == \
+            [("sess-1 needs you", "Waiting for permission to run Bash")] * n
+        block.unlink()
+        browser.wait(lambda: browser.driver.title == "agenthub", "the title cleared")
+        assert icon() == "/favicon.svg"
+        assert column_of(browser, "sess-1") == "working"
+        assert notes()[-1]["closed"]  # leaving Needs you takes it away
+        assert len(notes()) == n
+    # A session already blocked when the page loads is counted, not announced.
+    block.touch()
+    browser.wait(lambda: browser.driver.title == "(1) agenthub", "blocked again")
+    browser.driver.refresh()
+    browser.wait(lambda: browser.status() == "live", "signed in after a reload")
+    browser.wait(lambda: column_of(browser, "sess-1") == "needs", "the board after the reload")
+    browser.wait(lambda: browser.driver.title == "(1) agenthub", "the count after the reload")
+    assert icon() == "/favicon-alert.svg"
+    assert notes() == []
+
+
+def three_sessions():
+    return harness.world_with(sessions=[{"id": "sess-3", "container": "ctr-1", "owner": "bob"},
+                                        {"id": "sess-4", "container": "ctr-1", "owner": "alice"}])
+
+
+def focused_card(browser):
+    return browser.js("const c = document.activeElement && document.activeElement"
+                      ".closest('[data-session-id]'); return c && c.dataset.sessionId;")
+
+
+def press(browser, *keys):
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser.driver).send_keys(*keys).perform()
+
+
+def test_keys_move_between_cards_enter_opens_and_escape_comes_back(make_web, browser):
+    from selenium.webdriver.common.keys import Keys
+    web = make_web(world=three_sessions())
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: len(board(browser)) == 3, "three cards")
+    assert browser.js("return location.hash") in ("", "#board")
+    press(browser, "j")
+    assert focused_card(browser) == "sess-1"
+    press(browser, "j")
+    assert focused_card(browser) == "sess-3"
+    press(browser, Keys.ARROW_DOWN)
+    assert focused_card(browser) == "sess-4"
+    press(browser, "k")
+    assert focused_card(browser) == "sess-3"
+    press(browser, Keys.ARROW_UP)
+    assert focused_card(browser) == "sess-1"
+    press(browser, Keys.ENTER)
+    browser.wait(lambda: browser.js("return location.hash") == "#session=sess-1", "the pane")
+    assert browser.visible("#pane") and not browser.visible("#board")
+    assert browser.text("#pane-title") == "sess-1"
+    press(browser, Keys.ESCAPE)
+    browser.wait(lambda: browser.js("return location.hash") == "#board", "back on the board")
+    assert browser.visible("#board") and not browser.visible("#view")
+    assert focused_card(browser) == "sess-1"  # on the card just left
+
+
+def test_the_filter_keeps_the_cards_that_match_by_text_and_state(make_web, browser):
+    from selenium.webdriver.support.ui import Select
+    web = make_web(world=three_sessions())
+    web.runner("%s %s --script idle" % (PY, AGENT))
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: column_of(browser, "sess-1") == "idle" and len(board(browser)) == 3,
+                 "the board")
+    shown = lambda: sorted(browser.js(  # noqa: E731
+        "return [...document.querySelectorAll('#sessions [data-session-id]')]"
+        ".filter(e => e.offsetParent !== null).map(e => e.dataset.sessionId)"))
+    assert shown() == ["sess-1", "sess-3", "sess-4"]
+    box = browser.driver.find_element("css selector", "#filter")
+    box.send_keys("SESS-4")
+    assert shown() == ["sess-4"]
+    box.clear()
+    box.send_keys("ready")  # the state's name matches too
+    assert shown() == ["sess-1"]
+    box.clear()
+    box.send_keys("s")
+    state = Select(browser.driver.find_element("css selector", "#state-filter"))
+    state.select_by_value("stopped")
+    assert shown() == ["sess-3", "sess-4"]
+    state.select_by_value("needs")
+    assert shown() == []
+    state.select_by_value("")
+    assert shown() == ["sess-1", "sess-3", "sess-4"]
+
+
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+
+
+def small_targets(browser, scope):
+    """Visible controls under SCOPE smaller than 44x44 px."""
+    return browser.js("""
+        const out = [];
+        for (const e of document.querySelectorAll(arguments[0])) {
+            if (e.offsetParent === null) continue;
+            const r = e.getBoundingClientRect();
+            if (r.width < 44 || r.height < 44) out.push([e.id || e.className || e.tagName,
+                                                         r.width, r.height]);
+        }
+        return out;""", ", ".join("%s %s" % (scope, t) for t in (
+            "button", "a", "input", "select", "summary")))
+
+
+def no_horizontal_scroll(browser):
+    return browser.js("return document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_on_a_phone_the_board_is_one_column_and_the_pane_full_screen(make_web, browser):
+    web = make_web(world=three_sessions())
+    web.runner("%s %s --speed 10" % (PY, AGENT))
+    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: len(board(browser)) == 3, "the board")
+    assert browser.js("return window.innerWidth") == 390
+    assert no_horizontal_scroll(browser)
+    # One column: every column starts at the same x, one below the other,
+    # under the counts.
+    boxes = browser.js("return [...document.querySelectorAll('#sessions .column')]"
+                       ".map(c => { const r = c.getBoundingClientRect(); return [r.left, r.top]; })")
+    assert len({round(x) for x, _ in boxes}) == 1, boxes
+    assert [y for _, y in boxes] == sorted(y for _, y in boxes)
+    assert browser.js("return document.querySelector('#counts').getBoundingClientRect().bottom"
+                      " <= document.querySelector('#sessions').getBoundingClientRect().top")
+    assert small_targets(browser, "#board") == []
+    assert small_targets(browser, "header") == []
+    browser.open("sess-1")
+    browser.wait(lambda: "and the unit suite passes." in (browser.text("#pane") or ""),
+                 "the script's last words", timeout=60)
+    assert browser.visible("#back") and not browser.visible("#board")
+    assert no_horizontal_scroll(browser)
+    pane = browser.js("const r = document.querySelector('#view').getBoundingClientRect();"
+                      "return [r.left, r.right];")
+    assert pane[0] < 20 and pane[1] > 370, pane
+    assert small_targets(browser, "#view") == []
+    browser.driver.find_element("css selector", "#back").click()
+    browser.wait(lambda: browser.visible("#board"), "back on the board")
+
+
+def test_the_pane_reads_plans_asks_tools_and_thinking(web, browser):
+    browser.sign_in(web.url, "t-alice")
+    browser.open("sess-1")
+    web.runner("%s %s --speed 10" % (PY, AGENT))
+    browser.wait(lambda: "and the unit suite passes." in (browser.text("#pane") or ""),
+                 "the script's last words", timeout=60)
+    # The latest plan is a checklist with its progress.
+    plan = browser.js("const p = document.querySelector('#pane .plan.current'); return [p.dataset"
+                      ".done, p.dataset.total, p.querySelector('.plan-progress').textContent,"
+                      " p.querySelectorAll('li[data-status=done]').length];")
+    assert plan == ["3", "3", "Plan: 3 of 3 done", 3]
+    assert "Plan: 1 of 3 done" in browser.text("#pane")
+    # The ask reads as a sentence; its raw record is folded away.
+    ask = browser.js("const r = document.querySelector('#pane [data-record-type=ask]');"
+                     "return [r.querySelector('.record-text').textContent,"
+                     " r.querySelector('details.record-raw').open,"
+                     " r.querySelector('details.record-raw pre').textContent];")
+    assert ask[0] == "Waiting for permission to run Bash"
+    assert "{" not in ask[0] and ask[1] is False and '"tool_name": "Bash"' in ask[2]
+    # A tool call is one folded line with its status and duration.
+    tool = browser.js("const t = document.querySelector('#pane .tool[data-tool-call-id=t1]');"
+                      "return [t.tagName, t.open, t.querySelector('.tool-status').textContent,"
+                      " t.querySelector('.tool-title').textContent, t.dataset.durationMs,"
+                      " t.querySelector('.tool-duration').textContent];")
+    assert tool[:4] == ["DETAILS", False, "done", "Read tests/unit/test_ring.c"]
+    assert int(tool[4]) >= 0 and tool[5].endswith(" s")
+    # Thinking is set apart and folds.
+    assert browser.js("return [...document.querySelectorAll('#pane p.thinking')]"
+                      ".every(p => p.parentElement.matches('details.thinking-block'))")
+    # The sticky head says the state and how long it has lasted.
+    assert browser.text("#state") == "ready"
+    assert browser.text("#state-since").startswith("for ")
+    assert browser.js("return getComputedStyle(document.querySelector('.pane-head')).position")\
+        == "sticky"
+
+
+def test_scrolled_up_the_pane_stays_put_and_offers_a_jump_to_latest(web, browser, tmp_path):
+    gated = Gated(web, browser, tmp_path)
+    browser.sign_in(web.url, "t-bob")
+    browser.open("sess-1")
+    browser.wait(lambda: len(gated.shown()) >= 300, "a pane taller than its box")
+    last = gated.pause()
+    browser.wait(lambda: gated.shown()[-1:] == ["frame %d" % last], "frame %d" % last)
+    assert not browser.visible("#jump")
+    assert browser.js("const p = document.querySelector('#pane');"
+                      "return p.scrollHeight > p.clientHeight")
+    browser.js("document.querySelector('#pane').scrollTop = 100")
+    browser.wait(lambda: browser.visible("#jump"), "the jump control")
+    top = lambda: browser.js(  # noqa: E731
+        "const p = document.querySelector('#pane'); const r = p.getBoundingClientRect();"
+        "return document.elementFromPoint(r.left + 20, r.top + 5).textContent;")
+    first = top()
+    gated.resume()
+    browser.wait(lambda: len(gated.shown()) >= last + 100, "more frames meanwhile")
+    last = gated.pause()
+    browser.wait(lambda: gated.shown()[-1:] == ["frame %d" % last], "frame %d" % last)
+    assert browser.visible("#jump")
+    assert top() == first  # what the reader was reading has not moved
+    browser.driver.find_element("css selector", "#jump").click()
+    browser.wait(lambda: not browser.visible("#jump"), "following again")
+    assert browser.js("const p = document.querySelector('#pane');"
+                      "return p.scrollTop + p.clientHeight >= p.scrollHeight - 24")
+
+
+def test_a_thousand_sessions_at_200_state_changes_a_second(make_web, browser):
+    import random
+    import rpc_harness
+    n = 1000
+    ids = ["sess-%04d" % i for i in range(n)]
+    web = make_web(world=harness.world_with(
+        sessions=[{"id": sid, "container": "ctr-1", "owner": "alice"} for sid in ids]))
+    runner = rpc_harness.Runner(web.server, "runner-1", "t-runner-1")
+    web.server.runners = [runner]  # what Runner.open_sessions looks at
+    runner.enroll()
+    runner.open_sessions(live_sessions=ids)
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: browser.js("return document.querySelectorAll("
+                                    "'#sessions [data-session-id]').length") == n + 1,
+                 "every card")
+    names = ["WORKING", "BLOCKED", "READY", "IDLE", "DONE"]
+    rng = random.Random(7)
+    seconds, rate = 5, 200
+
+    # Every session gets a state, then random sessions change theirs.
+    order = ids + [rng.choice(ids) for _ in range(seconds * rate)]
+
+    def paced():
+        start = time.monotonic()
+        for k, sid in enumerate(order):
+            left = start + k / rate - time.monotonic()
+            if left > 0:
+                time.sleep(left)
+            yield runner.request(sid, rpc_harness.state_frame(rng.choice(names)))
+
+    browser.js("performance.clearMeasures('agenthub-board-render')")
+    runner.publish_raw(paced())
+    # The board ends where the server is: its counts are `agenthub list`'s.
+    want = listed_counts(web, "t-alice")
+    browser.wait(lambda: header_counts(browser) == want, "the board to settle")
+    runner.close()
+    batches = browser.js("return performance.getEntriesByName('agenthub-board-render')"
+                         ".map(e => [e.duration, e.detail])")
+    assert batches and sum(changed for _, changed in batches) >= 1
+    took = sorted(d for d, _ in batches)
+    p50, p99 = took[len(took) // 2], took[min(len(took) - 1, len(took) * 99 // 100)]
+    print("board: %d sessions, %d state changes/s: %d render batches, p50 %.2f ms, "
+          "p99 %.2f ms, max %.2f ms" % (n, rate, len(took), p50, p99, took[-1]))

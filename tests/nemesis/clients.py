@@ -330,7 +330,21 @@ def last_seq(addr, session_id, token="t-admin"):
     return resp.statuses[0].last_seq if resp.statuses else 0
 
 
-def read_session(addr, session_id, until_seq, token="t-admin", idle=3.0, timeout=30.0):
+def read_session(addr, session_id, until_seq, token="t-admin", tries=4):
+    """read_session_once until a read reaches UNTIL_SEQ, up to TRIES times a
+    second apart: a read that could not connect, or ended early, is a fact
+    about the connection, not about what the node holds.  Returns the last
+    read, with the error of the last attempt."""
+    got = None
+    for attempt in range(tries):
+        got = read_session_once(addr, session_id, until_seq, token)
+        if got["error"] is None:
+            return got
+        time.sleep(1.0)
+    return got
+
+
+def read_session_once(addr, session_id, until_seq, token="t-admin", idle=3.0, timeout=30.0):
     """Every frame of SESSION_ID on the node at ADDR, as raw AgentSessionFrame
     bytes, read with a tail of everything: until a frame at or past
     UNTIL_SEQ arrives, nothing arrives for IDLE seconds, or TIMEOUT.

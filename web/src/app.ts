@@ -1,6 +1,7 @@
-// The pane page: sign in with a token, list the sessions the caller may
-// see (live from SubscribeEvents), open one session's pane (live from
-// SubscribeAgentSession), fire its batch window, send it a message.
+// The page: sign in with a token; the board of every session the caller
+// may see, in columns by state (live from SubscribeEvents), with attention
+// for the ones that need the user; one session's pane (live from
+// SubscribeAgentSession), its batch window and its send box.
 //
 // The token lives in sessionStorage and travels only as an authorization
 // header; the page reaches nothing but its own origin.
@@ -11,7 +12,10 @@ import { AgentSessionState } from "./gen/compass/v1/frames_pb";
 import type { AgentSessionFrame } from "./gen/compass/v1/frames_pb";
 import { CompassService } from "./gen/compass/v1/services_pb";
 import type { SubscribeEventsResponse } from "./gen/compass/v1/services_pb";
-import { PaneView, stateName } from "./pane";
+import { Attention } from "./attention";
+import { Board, COLUMNS, duration } from "./board";
+import type { BoardDom, Column } from "./board";
+import { PaneView, askText, stateName } from "./pane";
 
 const TOKEN_KEY = "agenthub-token";
 /* Frames replayed when a pane opens, and frame elements the pane keeps. */
@@ -23,6 +27,12 @@ const EPOCH_PROBE_SEQ = 0xffffffffffffffffn;
 const ALL_RETAINED = 0xffffffff;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
+/* Each board render batch is a User Timing measure of this name (read by
+ * whoever measures the page); at most this many are kept. */
+const RENDER_MEASURE = "agenthub-board-render";
+const RENDER_MEASURES_KEPT = 20000;
+/* Activity text kept per session (the card shows its tail). */
+const ACTIVITY_KEEP = 400;
 
 type Compass = Client<typeof CompassService>;
 
@@ -46,13 +56,32 @@ function isEnded(state: number): boolean {
   return state === AgentSessionState.STOPPED || state === AgentSessionState.ERRORED;
 }
 
+function boardDom(): BoardDom {
+  const lists = {} as Record<Column, HTMLElement>;
+  const counts = {} as Record<Column, HTMLElement[]>;
+  for (const c of COLUMNS) {
+    lists[c] = document.querySelector(`[data-list="${c}"]`) as HTMLElement;
+    counts[c] = [...document.querySelectorAll(`[data-count="${c}"]`)] as HTMLElement[];
+  }
+  return { lists, counts, ended: $("ended"), endedCount: $("ended-count") };
+}
+
+function editing(target: EventTarget | null): boolean {
+  const t = target as HTMLElement | null;
+  return !!t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+}
+
 class Page {
   private token = "";
   private client: Compass;
   private signedIn: AbortController | null = null;
   private paneCtl: AbortController | null = null;
   private pane = new PaneView($("pane"), DOM_CAP);
-  private sessions = new Map<string, HTMLElement>();
+  private board = new Board(boardDom());
+  private attention = new Attention($("favicon") as HTMLLinkElement, $("notify") as HTMLButtonElement);
+  /* The latest streamed text per session, and whether it was thinking. */
+  private chunks = new Map<string, { text: string; thought: boolean }>();
+  private measures = 0;
   private eventsStatus = "reconnecting";
   private paneStatus = "";
   private openId = "";
@@ -77,7 +106,20 @@ class Page {
       void this.send();
     });
     window.addEventListener("hashchange", () => this.route());
+    this.board.onNeeds = (entered, left, total) => this.attention.update(entered, left, total);
+    this.board.onRendered = (start, end, changed) => this.measure(start, end, changed);
+    const filter = () =>
+      this.board.setFilter(($("filter") as HTMLInputElement).value, ($("state-filter") as HTMLSelectElement).value as Column | "");
+    $("filter").addEventListener("input", filter);
+    $("state-filter").addEventListener("change", filter);
+    $("jump").addEventListener("click", () => this.pane.jumpToLatest());
+    this.pane.onFollow = (following) => ($("jump").hidden = following);
+    document.addEventListener("keydown", (e) => this.onKey(e));
     setInterval(() => this.renderBatch(), 500);
+    setInterval(() => {
+      this.board.tick();
+      this.renderSince();
+    }, 1000);
     const saved = sessionStorage.getItem(TOKEN_KEY);
     if (saved) this.signIn(saved);
     else this.setStatus();
@@ -104,8 +146,9 @@ class Page {
     const ctl = new AbortController();
     this.signedIn = ctl;
     $("signin-error").textContent = "";
-    $("signin").hidden = true;
+    $("signin-main").hidden = true;
     $("main").hidden = false;
+    $("counts").hidden = false;
     $("logout").hidden = false;
     this.setStatus();
     this.client
@@ -123,11 +166,13 @@ class Page {
     this.signedIn = null;
     this.token = "";
     sessionStorage.removeItem(TOKEN_KEY);
-    this.sessions.clear();
-    $("sessions").replaceChildren();
+    this.board.clear();
+    this.chunks.clear();
+    this.attention.reset();
     $("whoami").textContent = "";
-    $("signin").hidden = false;
+    $("signin-main").hidden = false;
     $("main").hidden = true;
+    $("counts").hidden = true;
     $("logout").hidden = true;
     $("signin-error").textContent = why;
     this.setStatus();
@@ -140,51 +185,161 @@ class Page {
     return err;
   }
 
-  // --- The sessions list ---------------------------------------------------
+  // --- The board ---------------------------------------------------------
 
-  private setSession(id: string, state: number): void {
-    let li = this.sessions.get(id);
-    if (!li) {
-      li = document.createElement("li");
-      li.dataset.sessionId = id;
-      const a = document.createElement("a");
-      a.href = "#session=" + encodeURIComponent(id);
-      a.textContent = id;
-      const badge = document.createElement("span");
-      badge.className = "badge";
-      li.append(a, " ", badge);
-      this.sessions.set(id, li);
-      const list = $("sessions");
-      const after = [...this.sessions.keys()].sort().find((k) => k > id);
-      list.insertBefore(li, after ? this.sessions.get(after)! : null);
+  private measure(start: number, end: number, changed: number): void {
+    try {
+      performance.measure(RENDER_MEASURE, { start, end, detail: changed });
+      if (++this.measures > RENDER_MEASURES_KEPT) {
+        performance.clearMeasures(RENDER_MEASURE);
+        this.measures = 0;
+      }
+    } catch {
+      // A browser without User Timing level 3: nothing to record.
     }
-    const name = stateName(state);
-    li.dataset.state = name;
-    const badge = li.lastChild as HTMLElement;
-    badge.textContent = name;
-    badge.className = "badge state-" + name;
+  }
+
+  private setState(id: string, state: number): void {
     if (id === this.openId) this.showState(state);
   }
 
   private async snapshot(signal: AbortSignal): Promise<void> {
     try {
       const r = await this.client.getAgentStatus({ sessionId: "" }, { headers: this.headers(), signal });
-      const seen = new Set(r.statuses.map((s) => s.sessionId));
-      // Sessions the caller may no longer see leave the list.
-      for (const [id, li] of this.sessions) {
-        if (!seen.has(id)) {
-          li.remove();
-          this.sessions.delete(id);
-        }
+      // Sessions the caller may no longer see leave the board.
+      this.board.retain(new Set(r.statuses.map((s) => s.sessionId)));
+      for (const s of r.statuses) {
+        this.board.update(s.sessionId, {
+          state: s.state,
+          agent: s.agentAccountId,
+          provider: s.provider,
+          nativeId: s.nativeId,
+          mayControl: s.callerMayControl,
+          reason: s.state === AgentSessionState.BLOCKED ? "waiting for permission" : undefined,
+        });
+        this.setState(s.sessionId, s.state);
       }
-      for (const s of r.statuses) this.setSession(s.sessionId, s.state);
+      this.board.markLoaded();
     } catch (e) {
       this.failed(e);
     }
   }
 
   private applyEvent(r: SubscribeEventsResponse): void {
-    if (r.payload.case === "agentSessionStatus") this.setSession(r.payload.value.sessionId, r.payload.value.state);
+    const at = Number(r.atUnixMs);
+    const p = r.payload;
+    switch (p.case) {
+      case "agentSessionStatus": {
+        const v = p.value;
+        const blocked = v.state === AgentSessionState.BLOCKED;
+        // An ask that came just before its BLOCKED keeps its words.
+        const reason = blocked ? this.board.get(v.sessionId)?.reason || "waiting for permission" : "";
+        this.board.update(
+          v.sessionId,
+          { state: v.state, agent: v.agentAccountId, provider: v.provider, nativeId: v.nativeId, reason },
+          at,
+        );
+        this.setState(v.sessionId, v.state);
+        return;
+      }
+      case "agentMessageChunk": {
+        const v = p.value;
+        const last = this.chunks.get(v.sessionId);
+        let text = last && last.thought === v.isThought ? last.text + v.text : v.text;
+        if (text.length > ACTIVITY_KEEP) text = text.slice(-ACTIVITY_KEEP);
+        this.chunks.set(v.sessionId, { text, thought: v.isThought });
+        this.board.update(v.sessionId, { activity: (v.isThought ? "thinking: " : "") + text }, at);
+        return;
+      }
+      case "agentToolCall": {
+        const v = p.value;
+        this.chunks.delete(v.sessionId);
+        const status = ["", "pending", "running", "done", "failed"][v.status] ?? "";
+        this.board.update(v.sessionId, { activity: `tool: ${v.title || v.toolCallId}${status ? " (" + status + ")" : ""}` }, at);
+        return;
+      }
+      case "agentPlan": {
+        const v = p.value;
+        this.chunks.delete(v.sessionId);
+        const done = v.entries.filter((x) => x.status === 3).length;
+        this.board.update(v.sessionId, { activity: `plan: ${done} of ${v.entries.length} done` }, at);
+        return;
+      }
+      case "sessionBatchPending":
+        if (r.sessionId) this.board.update(r.sessionId, { batch: p.value.count }, at);
+        return;
+      case "agentRecord": {
+        const v = p.value;
+        const id = r.sessionId;
+        if (!id) return;
+        this.chunks.delete(id);
+        if (v.type === "ask") {
+          const reason = askText(v.dataJson);
+          this.board.update(id, { asking: true, reason, activity: reason }, at);
+        } else {
+          this.board.update(id, { activity: `record: ${v.type}` }, at);
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  // --- Keys: the board's cards, and back from the pane --------------------
+
+  private onKey(e: KeyboardEvent): void {
+    if (!this.signedIn || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === "Escape") {
+      if (this.openId) {
+        e.preventDefault();
+        location.hash = "#board";
+      } else if (editing(e.target)) {
+        (e.target as HTMLElement).blur();
+        this.focusCard(0, 0);
+      }
+      return;
+    }
+    if (this.openId || editing(e.target)) return;
+    const moves: Record<string, [number, number]> = {
+      ArrowDown: [1, 0],
+      j: [1, 0],
+      ArrowUp: [-1, 0],
+      k: [-1, 0],
+      ArrowRight: [0, 1],
+      l: [0, 1],
+      ArrowLeft: [0, -1],
+      h: [0, -1],
+    };
+    const m = moves[e.key];
+    if (!m) return;
+    e.preventDefault();
+    this.focusCard(m[0], m[1]);
+  }
+
+  /* Moves the focus DOWN cards within a column, or ACROSS columns. */
+  private focusCard(down: number, across: number): void {
+    const cards = this.board.visibleCards();
+    if (cards.length === 0) return;
+    const current = (document.activeElement as HTMLElement | null)?.closest("[data-session-id]") as HTMLElement | null;
+    let i = current ? cards.indexOf(current) : -1;
+    if (i < 0) {
+      i = 0;
+    } else if (across !== 0) {
+      const col = (c: HTMLElement) => COLUMNS.indexOf((c.dataset.column ?? "stopped") as Column);
+      const mine = col(cards[i]);
+      const row = cards.filter((c) => col(c) === mine).indexOf(cards[i]);
+      for (let target = mine + across; target >= 0 && target < COLUMNS.length; target += across) {
+        const there = cards.filter((c) => col(c) === target);
+        if (there.length) {
+          i = cards.indexOf(there[Math.min(row, there.length - 1)]);
+          break;
+        }
+      }
+    } else {
+      i = Math.min(cards.length - 1, Math.max(0, i + down));
+    }
+    (cards[i].querySelector("a") as HTMLElement).focus();
   }
 
   /* SubscribeEvents, resumed from the last event after a drop; a resync
@@ -249,13 +404,25 @@ class Page {
 
   // --- One session's pane --------------------------------------------------
 
+  /* #board (or nothing): the board; #session=ID: that session's pane. */
   private route(): void {
     if (!this.signedIn) return;
     const m = /^#session=(.+)$/.exec(location.hash);
     const id = m ? decodeURIComponent(m[1]) : "";
+    $("board").hidden = id !== "";
+    $("view").hidden = id === "";
+    document.body.dataset.view = id ? "pane" : "board";
     if (id === this.openId) return;
+    const from = this.openId;
     this.closePane();
-    if (id) this.openPane(id);
+    if (id) {
+      this.openPane(id);
+      $("pane").focus({ preventScroll: true });
+    } else if (from) {
+      // Back on the board, on the card just left.
+      const a = document.querySelector(`[data-session-id="${CSS.escape(from)}"] a`) as HTMLElement | null;
+      if (a) a.focus();
+    }
   }
 
   private closePane(): void {
@@ -268,9 +435,10 @@ class Page {
     this.mayControl = null;
     $("pane-title").textContent = "No session open";
     $("state").textContent = "";
+    $("state-since").textContent = "";
+    $("jump").hidden = true;
     $("send-form").hidden = true;
     $("send-result").textContent = "";
-    for (const li of this.sessions.values()) li.classList.remove("open");
     this.renderBatch();
     this.setStatus();
   }
@@ -282,7 +450,6 @@ class Page {
     this.paneStatus = "reconnecting";
     $("pane-title").textContent = id;
     $("send-form").hidden = false;
-    this.sessions.get(id)?.classList.add("open");
     this.setStatus();
     void this.loadControl(id, ctl.signal);
     void this.paneLoop(id, ctl.signal);
@@ -299,6 +466,15 @@ class Page {
     const badge = $("state");
     badge.textContent = name;
     badge.className = "badge state-" + name + (state === AgentSessionState.BLOCKED ? " attention" : "");
+    this.renderSince();
+  }
+
+  /* The open session's time in its state: from its frames when the pane
+   * saw the change, else from the board. */
+  private renderSince(): void {
+    if (!this.openId) return;
+    const since = this.pane.stateSince || this.board.get(this.openId)?.since || 0;
+    $("state-since").textContent = since > 0 ? "for " + duration(Date.now() - since) : "";
   }
 
   /* SubscribeAgentSession with a replay tail, then live.  After a drop it

@@ -1,11 +1,17 @@
 // The observation pane: frames in, DOM out.
 //
 // Every frame becomes exactly one element carrying data-seq and data-type,
-// placed in a block: streamed thinking and assistant text join the
-// paragraph of their message, a tool call's updates join the call's block,
-// a plan is a checklist, asks and permission waits are highlighted, a state
-// change is a badge.  Text is only ever set with textContent: a frame is
-// untrusted input and never becomes markup.
+// placed in a block: streamed thinking (folded, set apart) and assistant
+// text join the paragraph of their message, a tool call's updates fold
+// under one line with its status and duration, a plan is a checklist with
+// its progress, an ask reads as a sentence (its raw record behind a
+// toggle), permission waits are highlighted, a state change is a badge.
+// Text is only ever set with textContent: a frame is untrusted input and
+// never becomes markup.
+//
+// The pane follows the newest frame while the reader is at the bottom;
+// scrolled up, new frames never move what the reader is reading, and
+// onFollow says so (the page shows "jump to latest").
 //
 // Frames are queued and rendered once per animation frame, and the pane
 // keeps at most `cap` frame elements (the oldest go first), so a session
@@ -39,12 +45,47 @@ const TOOL_STATUS: Record<number, string> = {
   [AgentToolCallStatus.FAILED]: "failed",
 };
 
-const PLAN_MARK: Record<number, string> = {
-  [AgentPlanEntryStatus.UNSPECIFIED]: "[ ]",
-  [AgentPlanEntryStatus.PENDING]: "[ ]",
-  [AgentPlanEntryStatus.IN_PROGRESS]: "[~]",
-  [AgentPlanEntryStatus.COMPLETED]: "[x]",
+const PLAN_STATUS: Record<number, string> = {
+  [AgentPlanEntryStatus.UNSPECIFIED]: "pending",
+  [AgentPlanEntryStatus.PENDING]: "pending",
+  [AgentPlanEntryStatus.IN_PROGRESS]: "in progress",
+  [AgentPlanEntryStatus.COMPLETED]: "done",
 };
+
+/* A readable sentence for an ask record's data (JSON written by the
+ * agent): "Waiting for permission to run Bash".  Whatever the data holds
+ * stays text; a record that is not JSON, or names no tool, still reads. */
+export function askText(dataJson: string): string {
+  let data: unknown = null;
+  try {
+    data = JSON.parse(dataJson);
+  } catch {
+    data = null;
+  }
+  const o = data && typeof data === "object" && !Array.isArray(data) ? (data as Record<string, unknown>) : {};
+  const str = (k: string) => (typeof o[k] === "string" && o[k] ? (o[k] as string) : "");
+  const tool = str("tool_name") || str("tool") || str("name");
+  const input = o["tool_input"] && typeof o["tool_input"] === "object" ? (o["tool_input"] as Record<string, unknown>) : {};
+  const command = typeof input["command"] === "string" ? (input["command"] as string) : str("command");
+  const question = str("question") || str("message") || str("prompt");
+  let text = tool ? `Waiting for permission to run ${tool}` : "Waiting for an answer";
+  if (command) text += `: ${command}`;
+  if (question) text += ` (${question})`;
+  return text;
+}
+
+/* A record's data as indented JSON when it parses, else as it came. */
+function prettyJson(dataJson: string): string {
+  try {
+    return JSON.stringify(JSON.parse(dataJson), null, 2);
+  } catch {
+    return dataJson;
+  }
+}
+
+function seconds(ms: number): string {
+  return ms < 10000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
+}
 
 /* What a frame is, as data-type says: the event's case, or "state" for a
  * frame that carries only a state. */
@@ -70,6 +111,8 @@ interface Block {
   el: HTMLElement;
   key: string; // "" when nothing merges into it
   frames: number;
+  body?: HTMLElement; // where merged frames go, when not el itself
+  startedAt?: number; // a tool call's first frame (ms)
 }
 
 export class PaneView {
@@ -80,12 +123,34 @@ export class PaneView {
   private frameCount = 0;
   private scheduled = false;
   private dropped = 0;
+  private following = true;
   onRendered: (() => void) | null = null;
+  /* Called when the pane starts or stops following the newest frame. */
+  onFollow: ((following: boolean) => void) | null = null;
 
   constructor(
     private root: HTMLElement,
     private cap: number,
-  ) {}
+  ) {
+    root.addEventListener("scroll", () => this.setFollowing(this.atBottom()), { passive: true });
+  }
+
+  private atBottom(): boolean {
+    return this.root.scrollTop + this.root.clientHeight >= this.root.scrollHeight - 24;
+  }
+
+  private setFollowing(f: boolean): void {
+    if (f === this.following) return;
+    this.following = f;
+    if (this.onFollow) this.onFollow(f);
+  }
+
+  /* Back to the newest frame, following again. */
+  jumpToLatest(): void {
+    this.trim(this.cap);
+    this.root.scrollTop = this.root.scrollHeight;
+    this.setFollowing(true);
+  }
 
   /* Empties the pane (a new session). */
   reset(): void {
@@ -96,7 +161,9 @@ export class PaneView {
     this.frameCount = 0;
     this.dropped = 0;
     this.state = AgentSessionState.UNSPECIFIED;
+    this.stateSince = 0;
     this.root.replaceChildren();
+    this.setFollowing(true);
   }
 
   /* Frames in seq order; LOG names the log their seqs belong to (a server
@@ -119,7 +186,7 @@ export class PaneView {
     const m = el("div", "marker " + kind, text);
     m.dataset.marker = kind;
     this.addBlock({ el: m, key: "", frames: 0 });
-    this.scrollToEnd();
+    if (this.following) this.scrollToEnd();
   }
 
   private schedule(): void {
@@ -152,8 +219,15 @@ export class PaneView {
       this.dropped = 0;
     }
     for (const q of frames) this.render(q.frame, q.log);
-    this.trim();
-    this.scrollToEnd();
+    if (this.following) {
+      this.trim(this.cap);
+      this.scrollToEnd();
+    } else {
+      // The reader is reading older frames: they stay (up to twice the
+      // cap), and the browser's scroll anchoring keeps them where they are
+      // when older ones do go.
+      this.trim(this.cap * 2);
+    }
     if (this.onRendered) this.onRendered();
   }
 
@@ -182,12 +256,17 @@ export class PaneView {
 
   private log = "";
   private state: number = AgentSessionState.UNSPECIFIED;
+  /* When the latest state began (ms since the epoch; 0 when not known). */
+  stateSince = 0;
 
   private render(frame: AgentSessionFrame, log: string): void {
     this.log = log;
     const type = frameType(frame);
     const ev = frame.event?.event;
-    if (frame.state !== AgentSessionState.UNSPECIFIED) this.state = frame.state;
+    if (frame.state !== AgentSessionState.UNSPECIFIED && frame.state !== this.state) {
+      this.state = frame.state;
+      this.stateSince = Number(frame.atUnixMs);
+    }
     // A permission wait: the frame that blocks, and what comes while blocked.
     const blocked = this.state === AgentSessionState.BLOCKED;
     switch (ev?.case) {
@@ -197,13 +276,22 @@ export class PaneView {
         const key = `${ev.case}:${id}`;
         let b = this.last();
         if (!b || b.key !== key) {
-          b = { el: el("p", ev.case === "thinking" ? "thinking" : "assistant"), key, frames: 0 };
-          if (id) b.el.dataset.messageId = id;
+          const p = el("p", ev.case === "thinking" ? "thinking" : "assistant");
+          if (id) p.dataset.messageId = id;
+          if (ev.case === "thinking") {
+            // Thinking is set apart and folds away.
+            const d = el("details", "thinking-block");
+            const summary = el("summary", "", "Thinking");
+            d.append(summary, p);
+            b = { el: d, key, frames: 0, body: p };
+          } else {
+            b = { el: p, key, frames: 0 };
+          }
           this.addBlock(b);
         }
         const span = this.frameEl("span", "chunk", frame, type);
         span.textContent = ev.value.text;
-        b.el.appendChild(span);
+        (b.body ?? b.el).appendChild(span);
         b.frames++;
         return;
       }
@@ -212,38 +300,64 @@ export class PaneView {
         const id = ev.value.toolCallId;
         let b = id ? this.byKey.get("tool:" + id) : undefined;
         if (!b) {
-          b = { el: el("div", "tool"), key: id ? "tool:" + id : "", frames: 0 };
-          b.el.dataset.toolCallId = id;
-          b.el.appendChild(el("span", "tool-status"));
-          b.el.appendChild(el("span", "tool-title", id));
+          // One line (status, title, duration); the updates fold under it.
+          const d = el("details", "tool");
+          d.dataset.toolCallId = id;
+          const summary = el("summary", "tool-line");
+          summary.append(el("span", "tool-status"), el("span", "tool-title", id), el("span", "tool-duration"));
+          const body = el("div", "tool-body");
+          d.append(summary, body);
+          b = { el: d, key: id ? "tool:" + id : "", frames: 0, body, startedAt: Number(frame.atUnixMs) };
           this.addBlock(b);
         }
+        const line = b.el.firstChild as HTMLElement;
         const status = TOOL_STATUS[ev.value.status] ?? "";
         if (status) {
-          (b.el.firstChild as HTMLElement).textContent = status;
+          (line.children[0] as HTMLElement).textContent = status;
           b.el.dataset.status = status;
+          if ((status === "done" || status === "failed") && b.startedAt) {
+            const took = Number(frame.atUnixMs) - b.startedAt;
+            if (took >= 0) {
+              (line.children[2] as HTMLElement).textContent = seconds(took);
+              b.el.dataset.durationMs = String(took);
+            }
+          }
         }
         if (ev.case === "toolCall") {
-          (b.el.children[1] as HTMLElement).textContent = ev.value.title || id;
+          (line.children[1] as HTMLElement).textContent = ev.value.title || id;
           const e = this.frameEl("span", "tool-start", frame, type);
-          b.el.appendChild(e);
+          b.body!.appendChild(e);
         } else {
           const e = this.frameEl("pre", "tool-output", frame, type);
           e.textContent = ev.value.output;
-          b.el.appendChild(e);
+          b.body!.appendChild(e);
         }
         b.frames++;
         return;
       }
       case "plan": {
         for (const old of this.root.querySelectorAll(".plan.current")) old.classList.remove("current");
-        const e = this.frameEl("ul", "plan current", frame, type);
-        for (const entry of ev.value.entries) {
-          const li = el("li", "plan-" + (PLAN_MARK[entry.status] === "[x]" ? "done" : "open"));
-          li.appendChild(el("span", "mark", PLAN_MARK[entry.status] ?? "[ ]"));
-          li.appendChild(el("span", "", " " + entry.content));
-          e.appendChild(li);
+        const e = this.frameEl("div", "plan current", frame, type);
+        const entries = ev.value.entries;
+        const done = entries.filter((x) => x.status === AgentPlanEntryStatus.COMPLETED).length;
+        const head = el("div", "plan-progress", `Plan: ${done} of ${entries.length} done`);
+        const bar = el("progress", "plan-bar") as HTMLProgressElement;
+        bar.max = Math.max(1, entries.length);
+        bar.value = done;
+        bar.setAttribute("aria-label", `${done} of ${entries.length} done`);
+        e.dataset.done = String(done);
+        e.dataset.total = String(entries.length);
+        const ul = el("ul", "plan-list");
+        for (const entry of entries) {
+          const st = PLAN_STATUS[entry.status] ?? "pending";
+          const li = el("li", "plan-" + st.replace(" ", "-"));
+          li.dataset.status = st;
+          li.appendChild(el("span", "mark", st === "done" ? "\u2611" : st === "in progress" ? "\u25d0" : "\u2610"));
+          li.appendChild(el("span", "plan-text", " " + entry.content));
+          li.appendChild(el("span", "visually-hidden", ` (${st})`));
+          ul.appendChild(li);
         }
+        e.append(head, bar, ul);
         this.addBlock({ el: e, key: "", frames: 1 });
         return;
       }
@@ -256,8 +370,13 @@ export class PaneView {
       case "record": {
         const ask = ev.value.type === "ask";
         const e = this.frameEl("div", ask || blocked ? "record attention" : "record", frame, type);
-        e.appendChild(el("span", "record-type", ev.value.type));
-        e.appendChild(el("code", "record-data", " " + ev.value.dataJson));
+        e.dataset.recordType = ev.value.type;
+        e.appendChild(el("div", "record-text", ask ? askText(ev.value.dataJson) : `Record: ${ev.value.type}`));
+        // The record as the agent wrote it, folded.
+        const raw = el("details", "record-raw");
+        raw.append(el("summary", "", "raw record"));
+        raw.append(el("pre", "record-data", `${ev.value.type} ${prettyJson(ev.value.dataJson)}`));
+        e.appendChild(raw);
         this.addBlock({ el: e, key: "", frames: 1 });
         return;
       }
@@ -279,11 +398,11 @@ export class PaneView {
     }
   }
 
-  /* Drops the oldest frame elements until at most cap are left. */
-  private trim(): void {
-    while (this.frameCount > this.cap && this.first < this.blocks.length) {
+  /* Drops the oldest frame elements until at most CAP are left. */
+  private trim(cap: number): void {
+    while (this.frameCount > cap && this.first < this.blocks.length) {
       const b = this.blocks[this.first];
-      if (b.frames > 0 && b.frames <= this.frameCount - this.cap) {
+      if (b.frames > 0 && b.frames <= this.frameCount - cap) {
         this.frameCount -= b.frames;
         b.frames = 0;
       }
