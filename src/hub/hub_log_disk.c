@@ -227,6 +227,20 @@ static void disk_mark(void *impl, struct session *s, enum hub_log_mark mark)
         session_tail_resume(s);
 }
 
+/* A resume point past the ring but not past what was taken names frames
+ * being committed (GetAgentStatus's last_seq may): they come. */
+static enum ring_status disk_check(void *impl, struct session *s, uint64_t after_seq)
+{
+    struct hub_log_disk *d = impl;
+    enum ring_status status = hub_log_ring_check(impl, s, after_seq);
+    const struct dsk_session *e;
+
+    if (status != RING_AHEAD)
+        return status;
+    e = entry_find(d, session_id(s), strlen(session_id(s)));
+    return e && after_seq <= e->last_seq ? RING_OK : status;
+}
+
 static void disk_span(void *impl, struct session *s, struct hub_log_span *out)
 {
     struct hub_log_disk *d = impl;
@@ -415,7 +429,7 @@ static void disk_write_metrics(void *impl, FILE *out)
 static const struct hub_log_ops disk_ops = {
     .append = disk_append,
     .read = hub_log_ring_read,
-    .check = hub_log_ring_check,
+    .check = disk_check,
     .mark = disk_mark,
     .tail = hub_log_ring_tail,
     .span = disk_span,
