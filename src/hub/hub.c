@@ -135,9 +135,8 @@ void hub_write_counters(const struct hub *ctx, FILE *out)
             (unsigned long long)c->relay_unbound_frames, (unsigned long long)c->relay_ended_frames,
             (unsigned long long)c->relay_invalid_records, (unsigned long long)c->transcript_entries,
             (unsigned long long)c->subscriber_lag_drops, (unsigned long long)c->records_appended,
-            (unsigned long long)c->records_retried,
-            (unsigned long long)c->status_changes, (unsigned long long)c->subscribers_open,
-            (unsigned long long)c->bus_subscribers_open,
+            (unsigned long long)c->records_retried, (unsigned long long)c->status_changes,
+            (unsigned long long)c->subscribers_open, (unsigned long long)c->bus_subscribers_open,
             ctx->sessions ? session_registry_count(ctx->sessions) : (size_t)0);
 }
 

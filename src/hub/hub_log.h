@@ -125,8 +125,8 @@ struct hub_log_ops {
     void (*derive)(void *impl, int on);
     /* 1 when the log holds the records of S's call keyed KEY[0..LEN), with
      * their seqs; else 0.  NULL: keys are not remembered. */
-    int (*recall)(void *impl, struct session *s, const char *key, size_t len,
-                  uint64_t *first_seq, uint64_t *last_seq);
+    int (*recall)(void *impl, struct session *s, const char *key, size_t len, uint64_t *first_seq,
+                  uint64_t *last_seq);
 
     /* --- durability --- */
     /* The frame just appended to S (seq SEQ) belongs to W. */

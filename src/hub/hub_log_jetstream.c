@@ -355,8 +355,7 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
      * the link cannot publish, waiting for a silent consumer). */
     js->wait_ns = ((uint64_t)config->publish_wait_ms * 2 + 1000) * 1000000;
     js->marks = runner_marks_new();
-    if (!js->retry_timer || !js->watch_timer || !js->wait_timer || !js->hold_timer ||
-        !js->marks) {
+    if (!js->retry_timer || !js->watch_timer || !js->wait_timer || !js->hold_timer || !js->marks) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

@@ -31,7 +31,7 @@ struct runner_marks;
  * always naming a last sequence older than the predecessor, a batch
  * follows what the stream holds. */
 #define PREDECESSOR_GONE_REFUSALS 11
-#define TABLE_BUCKETS  1024u
+#define TABLE_BUCKETS             1024u
 /* Runner runs whose newest entry a session's copy remembers (one Runner
  * hosts a session at a time; a few more cover moves and new runs). */
 #define ORIGINS_KEPT 4u
@@ -91,10 +91,10 @@ struct js_session {
     uint8_t *fly_buf;         /* the batch as sent, for sending again */
     size_t fly_len;
     uint64_t fly_first_seq;
-    uint64_t fly_pred;  /* the stream seq it was written after */
-    uint64_t fly_nonce; /* its Agenthub-Batch */
+    uint64_t fly_pred;    /* the stream seq it was written after */
+    uint64_t fly_nonce;   /* its Agenthub-Batch */
     uint32_t fly_refused; /* its attempts refused so far: names the next attempt's id */
-    uint64_t dup_wait;  /* refused: the first stream seq that tells whose it was */
+    uint64_t dup_wait;    /* refused: the first stream seq that tells whose it was */
     uint64_t dup_since_ns;
     uint64_t fly_since_ns;
     uint8_t in_flight;
@@ -110,7 +110,7 @@ struct js_session {
      * and the recent keyed calls.  Changed only by applying messages, in
      * stream order, so every node's copy decides alike. */
     struct js_origin_seen origins[ORIGINS_KEPT];
-    struct js_key_seen *keys; /* KEYS_KEPT, allocated on first use */
+    struct js_key_seen *keys;            /* KEYS_KEPT, allocated on first use */
     uint64_t batches_seen[BATCHES_KEPT]; /* Agenthub-Batch of the latest messages */
     uint32_t batches_next;
     uint32_t keys_next;
@@ -160,10 +160,10 @@ struct hub_log_js {
     uint64_t batches;         /* the last batch nonce: random at start, then counted, so
                                * no two nodes' batches share one */
     uint64_t bus_lost;
-    uint64_t apply_gaps;   /* a session's copy resumed past a gap */
+    uint64_t apply_gaps;     /* a session's copy resumed past a gap */
     uint64_t copies_dropped; /* entries readers took once already (by origin or key) */
     uint64_t renumbered;     /* batches whose header seq readers corrected */
-    uint64_t waits_failed; /* producers told their frames could not be stored */
+    uint64_t waits_failed;   /* producers told their frames could not be stored */
 };
 
 /* --- hub_log_jetstream.c ---------------------------------------------------- */

@@ -227,8 +227,8 @@ static void note_runner(struct hub_log_js *js, const struct cluster_wire_entry *
             nonce = nonce << 8 | w->frame[i];
             last = last << 8 | w->frame[8 + i];
         }
-        runner_marks_dealt(js->marks, (const char *)w->origin, w->origin_len, nonce,
-                           w->runner_seq, last);
+        runner_marks_dealt(js->marks, (const char *)w->origin, w->origin_len, nonce, w->runner_seq,
+                           last);
     }
 }
 
@@ -356,8 +356,8 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
     copy = batch_seen(e, batch);
     if (e->last_stream_seq == 0 || header > e->last_seq + 1) {
         if (e->last_stream_seq != 0)
-            log_warn("cluster: %s: stream seq %" PRIu64 " starts at seq %" PRIu64
-                     " after %" PRIu64 " (stream seq %" PRIu64 "): frames between were "
+            log_warn("cluster: %s: stream seq %" PRIu64 " starts at seq %" PRIu64 " after %" PRIu64
+                     " (stream seq %" PRIu64 "): frames between were "
                      "not read here",
                      m->subject, m->stream_seq, header, e->last_seq, e->last_stream_seq);
         seq = header ? header - 1 : 0;

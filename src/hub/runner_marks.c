@@ -10,8 +10,8 @@
 
 struct run_track {
     uint64_t nonce;
-    uint64_t prefix; /* every runner_seq up to here is dealt with */
-    uint64_t used;   /* for replacing the least recently used */
+    uint64_t prefix;                         /* every runner_seq up to here is dealt with */
+    uint64_t used;                           /* for replacing the least recently used */
     uint8_t window[RUNNER_MARKS_WINDOW / 8]; /* bit i: prefix + 1 + i */
     uint8_t in_use;
 };

@@ -82,7 +82,8 @@ int runner_run_get(struct hub *ctx, const char *runner_id, struct runner_run **o
             *out = run;
             return 0;
         }
-    if (!log_keeps_marks(ctx) && store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
+    if (!log_keeps_marks(ctx) &&
+        store_runner_seq_get(ctx->store, runner_id, &stored) == STORE_FAULT)
         return -1;
     run = calloc(1, sizeof(*run));
     if (!run)
