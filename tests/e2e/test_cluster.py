@@ -65,13 +65,28 @@ class Nodes:
                 path.write_text("")
                 self.fault_files.append(path)
                 node_env["AGENTHUB_FAILPOINTS"] = "@%s" % path
-            h = Hub(db=db, flags=node_flags, workdir=tmp_path / ("node-%d" % (i + 1)),
-                    world=None if db else True, env=node_env or None)
+            try:
+                h = Hub(db=db, flags=node_flags, workdir=tmp_path / ("node-%d" % (i + 1)),
+                        world=None if db else True, env=node_env or None)
+            except BaseException:
+                self.kill()
+                raise
             db = h.db
             self.hubs.append(h)
+        try:
+            for h in self.hubs:
+                wait_for(lambda h=h: h.metric("agenthub_cluster_caught_up") == 1, 30,
+                         what=lambda h=h: "node %s to catch up with JetStream: %s\n%s" % (
+                             h.public, h.http_get("/healthz"), h.log(20)))
+        except BaseException:
+            self.kill()
+            raise
+
+    def kill(self):
+        """Stops every node started so far without checking how they exit
+        (a set that failed to come up: nothing may be left running)."""
         for h in self.hubs:
-            wait_for(lambda h=h: h.metric("agenthub_cluster_caught_up") == 1, 30,
-                     what="node %s to catch up with JetStream" % h.public)
+            h.kill()
 
     def __getitem__(self, i):
         return self.hubs[i]
