@@ -542,15 +542,21 @@ class NatsServer:
     def healthy(self):
         """1 when /healthz answers 200 and the JetStream meta group has a
         leader (streams can be created)."""
+        return self.meta() is not None
+
+    def meta(self):
+        """The meta group as /jsz tells it, when /healthz answers 200 and it
+        has a leader; else None."""
         base = "http://127.0.0.1:%d" % self.http_port
         try:
             with urllib.request.urlopen(base + "/healthz", timeout=1.0) as resp:
                 if resp.status != 200:
-                    return False
+                    return None
             with urllib.request.urlopen(base + "/jsz", timeout=1.0) as resp:
-                return bool(json.load(resp).get("meta_cluster", {}).get("leader"))
+                meta = json.load(resp).get("meta_cluster", {})
+                return meta if meta.get("leader") else None
         except Exception:
-            return False
+            return None
 
     def kill(self):
         """SIGKILL, as a crash."""
@@ -598,8 +604,19 @@ class NatsCluster:
         return self
 
     def wait_healthy(self, timeout=30.0):
-        wait_for(lambda: all(s.healthy() for s in self.servers if s.running()), timeout,
-                 interval=0.1, what=lambda: "the NATS cluster to be healthy:\n" +
+        """Every running server healthy, and the meta leader seeing every
+        other running server as a current peer: before that, a stream
+        with --cluster-replicas 3 may find no peers to be placed on."""
+        running = [s for s in self.servers if s.running()]
+
+        def whole():
+            metas = [s.meta() for s in running]
+            if any(m is None for m in metas):
+                return False
+            leads = [m for m in metas if "replicas" in m]
+            return any(len([r for r in m["replicas"] if r.get("current")]) >= len(running) - 1
+                       for m in leads) or len(running) == 1
+        wait_for(whole, timeout, interval=0.1, what=lambda: "the NATS cluster to be healthy:\n" +
                  "\n".join(s.log() for s in self.servers))
 
     def stop(self):
