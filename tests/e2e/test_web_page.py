@@ -1285,3 +1285,84 @@ def test_a_thousand_sessions_at_200_state_changes_a_second(make_web, browser):
     p50, p99 = took[len(took) // 2], took[min(len(took) - 1, len(took) * 99 // 100)]
     print("board: %d sessions, %d state changes/s: %d render batches, p50 %.2f ms, "
           "p99 %.2f ms, max %.2f ms" % (n, rate, len(took), p50, p99, took[-1]))
+
+
+def pane_texts(browser, pane):
+    return browser.js("return [...document.querySelectorAll(arguments[0] + ' p.assistant')]"
+                      ".map(p => p.textContent)", pane)
+
+
+def focus_card(browser, sid):
+    """Moves the focus down the board with j to SID's card."""
+    for _ in range(len(board(browser))):
+        if focused_card(browser) == sid:
+            return
+        press(browser, "j")
+    assert focused_card(browser) == sid
+
+
+def test_split_view_shows_two_panes_each_on_its_own_stream(make_web, browser):
+    import rpc_harness
+    from selenium.webdriver.common.keys import Keys
+    web = make_web(world=three_sessions())
+    runner = rpc_harness.Runner(web.server, "runner-1", "t-runner-1")
+    web.server.runners = [runner]
+    runner.enroll()
+    runner.open_sessions(live_sessions=["sess-1", "sess-4"])
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: len(board(browser)) == 3, "three cards")
+    press(browser, "j")
+    press(browser, Keys.ENTER)
+    browser.wait(lambda: browser.status() == "live", "sess-1's pane")
+    # The split control, from the keyboard: the board, to pick the second.
+    browser.driver.find_element("css selector", "#split").send_keys(Keys.ENTER)
+    browser.wait(lambda: browser.js("return location.hash") == "#pick=sess-1", "the pick")
+    assert browser.visible("#pick") and browser.text("#pick-for") == "sess-1"
+    assert focused_card(browser) == "sess-1"
+    focus_card(browser, "sess-4")
+    press(browser, Keys.ENTER)
+    browser.wait(lambda: browser.js("return location.hash") == "#split=sess-1,sess-4",
+                 "split view")
+    view_status = lambda v: browser.js(  # noqa: E731
+        "return document.querySelector(arguments[0]).dataset.status", v)
+    browser.wait(lambda: view_status("#view") == view_status("#view-2") == "live",
+                 "both panes live")
+    assert not browser.visible("#board")
+    assert browser.text("#pane-title") == "sess-1" and browser.text("#pane-title-2") == "sess-4"
+    # Side by side: the same top, the second to the right of the first.
+    boxes = browser.js("return ['#view', '#view-2'].map(s => {"
+                       "const r = document.querySelector(s).getBoundingClientRect();"
+                       "return [r.left, r.right, r.top]; })")
+    assert boxes[0][1] <= boxes[1][0] + 1 and abs(boxes[0][2] - boxes[1][2]) < 2, boxes
+    # Each pane gets its own session's frames, live, as they are published.
+    for k in range(3):
+        runner.publish("sess-1", rpc_harness.text("one %d" % k, "a%d" % k))
+        runner.publish("sess-4", rpc_harness.text("four %d" % k, "b%d" % k))
+        browser.wait(lambda: pane_texts(browser, "#pane")[-1:] == ["one %d" % k] and
+                     pane_texts(browser, "#pane-2")[-1:] == ["four %d" % k], "frame %d" % k)
+    assert pane_texts(browser, "#pane") == ["one 0", "one 1", "one 2"]
+    assert pane_texts(browser, "#pane-2") == ["four 0", "four 1", "four 2"]
+    # Closing the second leaves the first, still on its stream.
+    browser.driver.find_element("css selector", "#close-2").click()
+    browser.wait(lambda: browser.js("return location.hash") == "#session=sess-1", "one pane")
+    assert not browser.visible("#view-2") and view_status("#view-2") == ""
+    runner.publish("sess-1", rpc_harness.text("one 3", "a3"))
+    browser.wait(lambda: pane_texts(browser, "#pane")[-1:] == ["one 3"], "sess-1 goes on")
+    # Shift+Enter on a card opens it beside the pane left last.
+    press(browser, Keys.ESCAPE)
+    browser.wait(lambda: browser.visible("#board"), "the board")
+    focus_card(browser, "sess-4")
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser.driver).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT)\
+        .perform()
+    browser.wait(lambda: browser.js("return location.hash") == "#split=sess-1,sess-4",
+                 "split view again")
+    browser.wait(lambda: pane_texts(browser, "#pane-2") == ["four 0", "four 1", "four 2"],
+                 "sess-4's frames")
+    # A phone has room for one: the first pane alone, the second stream closed.
+    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    browser.wait(lambda: not browser.visible("#view-2") and view_status("#view-2") == "",
+                 "one pane on a phone")
+    assert browser.visible("#pane") and not browser.visible("#split")
+    assert no_horizontal_scroll(browser)
+    runner.close()
