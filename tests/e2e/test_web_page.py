@@ -1366,3 +1366,54 @@ def test_split_view_shows_two_panes_each_on_its_own_stream(make_web, browser):
     assert browser.visible("#pane") and not browser.visible("#split")
     assert no_horizontal_scroll(browser)
     runner.close()
+
+
+AXE = os.path.join(REPO, "tests", "node", "node_modules", "axe-core", "axe.min.js")
+
+
+def axe_violations(browser, scope="document"):
+    """axe-core's serious and critical violations on what the page shows
+    now: [(rule, impact, [selector of each node])].  axe is injected by the
+    driver, never served: the page's CSP stays as it is."""
+    if not browser.js("return !!window.axe"):
+        with open(AXE) as f:
+            browser.js(f.read())
+    found = browser.js_async("""
+        const done = arguments[arguments.length - 1];
+        axe.run(document, {resultTypes: ['violations']})
+            .then(r => done(r.violations.map(v => [v.id, v.impact,
+                                                   v.nodes.map(n => n.target.join(' '))])),
+                  e => done(String(e)));""")
+    assert isinstance(found, list), found
+    return [v for v in found if v[1] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_nothing_serious_on_sign_in_the_board_and_the_panes(make_web, browser, scheme):
+    assert os.path.exists(AXE), "axe-core is not installed: run `make deps`"
+    browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+        "features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    web = make_web(world=three_sessions())
+    agent = AGENT
+    web.runner("%s %s --speed 10" % (PY, agent), sessions=("sess-1", "sess-4"))
+    browser.driver.get(web.url)
+    browser.wait(lambda: browser.status() == "signed out", "the sign-in form")
+    assert axe_violations(browser) == []
+    browser.driver.find_element("css selector", "#token").send_keys("t-alice")
+    browser.driver.find_element("css selector", "#login").click()
+    browser.wait(lambda: browser.status() == "live", "the board")
+    browser.wait(lambda: len(board(browser)) == 3 and
+                 {column_of(browser, s) for s in ("sess-1", "sess-4")} == {"idle"},
+                 "the agents done", timeout=60)
+    browser.js("document.querySelector('#ended-fold').open = true")
+    assert axe_violations(browser) == []
+    browser.open("sess-1")
+    browser.wait(lambda: "and the unit suite passes." in (browser.text("#pane") or ""),
+                 "the script's last words", timeout=60)
+    # Folded parts open too, so axe sees them.
+    browser.js("document.querySelectorAll('#pane details').forEach(d => d.open = true)")
+    assert axe_violations(browser) == []
+    browser.js("location.hash = '#split=sess-1,sess-4'")
+    browser.wait(lambda: "and the unit suite passes." in (browser.text("#pane-2") or ""),
+                 "the second pane")
+    assert axe_violations(browser) == []
