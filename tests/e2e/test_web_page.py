@@ -1272,7 +1272,10 @@ def test_a_thousand_sessions_at_200_state_changes_a_second(make_web, browser):
                 time.sleep(left)
             yield runner.request(sid, rpc_harness.state_frame(rng.choice(names)))
 
-    browser.js("performance.clearMeasures('agenthub-board-render')")
+    browser.js("performance.clearMeasures('agenthub-board-render');"
+               "window.__long = [];"
+               "new PerformanceObserver(l => window.__long.push(...l.getEntries().map("
+               "e => e.duration))).observe({type: 'longtask'});")
     runner.publish_raw(paced())
     # The board ends where the server is: its counts are `agenthub list`'s.
     want = listed_counts(web, "t-alice")
@@ -1285,6 +1288,11 @@ def test_a_thousand_sessions_at_200_state_changes_a_second(make_web, browser):
     p50, p99 = took[len(took) // 2], took[min(len(took) - 1, len(took) * 99 // 100)]
     print("board: %d sessions, %d state changes/s: %d render batches, p50 %.2f ms, "
           "p99 %.2f ms, max %.2f ms" % (n, rate, len(took), p50, p99, took[-1]))
+    biggest = sorted(batches, reverse=True)[:5]
+    long_tasks = sorted(browser.js("return window.__long"), reverse=True)
+    print("board: slowest batches (ms, cards changed) %s; %d long tasks (> 50 ms), "
+          "longest %s" % ([(round(d, 1), c) for d, c in biggest], len(long_tasks),
+                          [round(d) for d in long_tasks[:5]]))
 
 
 def pane_texts(browser, pane):
