@@ -1425,3 +1425,63 @@ def test_axe_finds_nothing_serious_on_sign_in_the_board_and_the_panes(make_web, 
     browser.wait(lambda: "and the unit suite passes." in (browser.text("#pane-2") or ""),
                  "the second pane")
     assert axe_violations(browser) == []
+
+
+def test_claude_code_hooks_through_the_shim_drive_the_attention(web, browser, tmp_path):
+    """`agenthub hook claude`, the real binary, fed Claude Code's own hook
+    payloads: a permission request puts the session in Needs you with the
+    title count and the favicon badge, the tool's PostToolUse clears them;
+    the same for a permission_prompt notification."""
+    import uuid
+    from harness import AGENTHUB
+    payloads = os.path.join(REPO, "tests", "hooks", "claude")
+    native = str(uuid.uuid4())
+
+    def cli(*args, token="t-agent-1", stdin=None, **env):
+        full = dict(os.environ, AGENTHUB_ADDR=web.server.public,
+                    AGENTHUB_RUNNER_ADDR=web.server.runner_addr, AGENTHUB_TOKEN=token,
+                    XDG_STATE_HOME=str(tmp_path / "state"))
+        for name in ("AGENTHUB_TERMINAL_ID", "AGENTHUB_EMIT_RAW", "AGENTHUB_SPOOL",
+                     "AGENTHUB_TLS", "AGENTHUB_CA"):
+            full.pop(name, None)
+        full.update(env)
+        r = subprocess.run([str(AGENTHUB), *args], env=full, input=stdin, capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, (args, r.stderr)
+        return r.stdout
+
+    terminal = cli("terminal", "open", "ctr-1", token="t-admin").strip()
+
+    def fire(event, **overrides):
+        with open(os.path.join(payloads, event + ".json")) as f:
+            hook = json.load(f)
+        hook.update(session_id=native, **overrides)
+        assert cli("hook", "claude", stdin=json.dumps(hook), AGENTHUB_TERMINAL_ID=terminal,
+                   AGENTHUB_SPOOL=str(tmp_path / "spool.jsonl")) == ""
+
+    fire("SessionStart")
+    fire("UserPromptSubmit")
+    sid = json.loads(cli("show", "claude:" + native, "--json"))["session_id"]
+    browser.sign_in(web.url, "t-admin")
+    browser.wait(lambda: column_of(browser, sid) == "working", "the Claude Code session working")
+    assert browser.driver.title == "agenthub"
+    card = '#sessions [data-session-id="%s"]' % sid
+    highlighted = lambda: browser.js(  # noqa: E731
+        "const c = document.querySelector(arguments[0]); return c.classList.contains('needs')",
+        card)
+    icon = lambda: browser.js("return document.querySelector('link[rel=icon]')"  # noqa: E731
+                              ".getAttribute('href')")
+    assert not highlighted()
+    for ask, overrides in [("PermissionRequest", {}),
+                           ("Notification", {"notification_type": "permission_prompt"})]:
+        fire("PreToolUse")
+        fire(ask, **overrides)
+        browser.wait(lambda: browser.driver.title == "(1) agenthub", "the title count on " + ask)
+        assert column_of(browser, sid) == "needs" and highlighted()
+        assert icon() == "/favicon-alert.svg"
+        assert header_counts(browser)["needs"] == 1
+        fire("PostToolUse")
+        browser.wait(lambda: browser.driver.title == "agenthub", "the title cleared after " + ask)
+        assert column_of(browser, sid) == "working" and not highlighted()
+        assert icon() == "/favicon.svg"
+        assert header_counts(browser)["needs"] == 0
