@@ -104,10 +104,12 @@ function setText(e: HTMLElement, text: string): void {
 }
 
 const ACTIVITY_MAX = 140;
-/* Cards one render batch renders at most; the rest go in the next frame,
- * so a snapshot of a thousand sessions is spread over a few frames instead
- * of one long task. */
+/* Cards one render batch renders at most, and the time it may take (it
+ * stops after the card that passes it); the rest go in the next frame, so
+ * a snapshot of a thousand sessions, or a burst queued while the tab was
+ * busy, is spread over frames instead of one long task. */
 export const BATCH_MAX = 50;
+const BATCH_BUDGET_MS = 5;
 
 /* One line of at most ACTIVITY_MAX characters: the end of TEXT, the
  * latest words being what matters in streamed text. */
@@ -289,7 +291,8 @@ export class Board {
     let changed = 0;
     const now = Date.now();
     for (const id of this.dirty) {
-      if (changed++ === BATCH_MAX) break;
+      if (changed === BATCH_MAX || (changed > 0 && performance.now() - t0 > BATCH_BUDGET_MS)) break;
+      changed++;
       this.dirty.delete(id);
       const card = this.cards.get(id);
       if (!card) {
@@ -305,7 +308,7 @@ export class Board {
       }
     }
     this.renderCounts();
-    if (this.onRendered) this.onRendered(t0, performance.now(), Math.min(changed, BATCH_MAX));
+    if (this.onRendered) this.onRendered(t0, performance.now(), changed);
     if (this.onNeeds && (entered.length || left.length || !this.loaded)) {
       this.onNeeds(this.loaded ? entered : [], left, this.needs);
     }
