@@ -97,8 +97,9 @@ all: $(PROGRAMS) $(UNIT_BIN) $(JSON_DRIVER)
 
 # Installs every Debian package the build, tests, lint and benchmarks need,
 # unless every tool and library they use is already there; then the npm
-# packages of the clients the e2e suites drive (tests/node, from its lock
-# file, into tests/node/node_modules; nothing global), and the Claude agent
+# packages of the clients the e2e suites drive and of axe-core, which the
+# page's tests inject into Chromium (tests/node, from its lock file, into
+# tests/node/node_modules; nothing global), and the Claude agent
 # SDK's hook types (tests/node/claude-sdk, without the SDK's native CLI).
 DEP_COMMANDS := cc g++ pkg-config protoc protoc-c h2load clang clang-format clang-tidy \
   cppcheck valgrind openssl grpc_cpp_plugin /usr/bin/time curl chromium chromedriver nats-server nft

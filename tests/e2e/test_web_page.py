@@ -1283,7 +1283,10 @@ def test_a_thousand_sessions_at_200_state_changes_a_second(make_web, browser):
                 time.sleep(left)
             yield runner.request(sid, rpc_harness.state_frame(rng.choice(names)))
 
-    browser.js("performance.clearMeasures('agenthub-board-render')")
+    browser.js("performance.clearMeasures('agenthub-board-render');"
+               "window.__long = [];"
+               "new PerformanceObserver(l => window.__long.push(...l.getEntries().map("
+               "e => e.duration))).observe({type: 'longtask'});")
     runner.publish_raw(paced())
     # The board ends where the server is: its counts are `agenthub list`'s.
     want = listed_counts(web, "t-alice")
@@ -1296,3 +1299,200 @@ def test_a_thousand_sessions_at_200_state_changes_a_second(make_web, browser):
     p50, p99 = took[len(took) // 2], took[min(len(took) - 1, len(took) * 99 // 100)]
     print("board: %d sessions, %d state changes/s: %d render batches, p50 %.2f ms, "
           "p99 %.2f ms, max %.2f ms" % (n, rate, len(took), p50, p99, took[-1]))
+    biggest = sorted(batches, reverse=True)[:5]
+    long_tasks = sorted(browser.js("return window.__long"), reverse=True)
+    print("board: slowest batches (ms, cards changed) %s; %d long tasks (> 50 ms), "
+          "longest %s" % ([(round(d, 1), c) for d, c in biggest], len(long_tasks),
+                          [round(d) for d in long_tasks[:5]]))
+
+
+def pane_texts(browser, pane):
+    return browser.js("return [...document.querySelectorAll(arguments[0] + ' p.assistant')]"
+                      ".map(p => p.textContent)", pane)
+
+
+def focus_card(browser, sid):
+    """Moves the focus down the board with j to SID's card."""
+    for _ in range(len(board(browser))):
+        if focused_card(browser) == sid:
+            return
+        press(browser, "j")
+    assert focused_card(browser) == sid
+
+
+def test_split_view_shows_two_panes_each_on_its_own_stream(make_web, browser):
+    import rpc_harness
+    from selenium.webdriver.common.keys import Keys
+    web = make_web(world=three_sessions())
+    runner = rpc_harness.Runner(web.server, "runner-1", "t-runner-1")
+    web.server.runners = [runner]
+    runner.enroll()
+    runner.open_sessions(live_sessions=["sess-1", "sess-4"])
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: len(board(browser)) == 3, "three cards")
+    press(browser, "j")
+    press(browser, Keys.ENTER)
+    browser.wait(lambda: browser.status() == "live", "sess-1's pane")
+    # The split control, from the keyboard: the board, to pick the second.
+    browser.driver.find_element("css selector", "#split").send_keys(Keys.ENTER)
+    browser.wait(lambda: browser.js("return location.hash") == "#pick=sess-1", "the pick")
+    assert browser.visible("#pick") and browser.text("#pick-for") == "sess-1"
+    assert focused_card(browser) == "sess-1"
+    focus_card(browser, "sess-4")
+    press(browser, Keys.ENTER)
+    browser.wait(lambda: browser.js("return location.hash") == "#split=sess-1,sess-4",
+                 "split view")
+    view_status = lambda v: browser.js(  # noqa: E731
+        "return document.querySelector(arguments[0]).dataset.status", v)
+    browser.wait(lambda: view_status("#view") == view_status("#view-2") == "live",
+                 "both panes live")
+    assert not browser.visible("#board")
+    assert browser.text("#pane-title") == "sess-1" and browser.text("#pane-title-2") == "sess-4"
+    # Side by side: the same top, the second to the right of the first.
+    boxes = browser.js("return ['#view', '#view-2'].map(s => {"
+                       "const r = document.querySelector(s).getBoundingClientRect();"
+                       "return [r.left, r.right, r.top]; })")
+    assert boxes[0][1] <= boxes[1][0] + 1 and abs(boxes[0][2] - boxes[1][2]) < 2, boxes
+    # Each pane gets its own session's frames, live, as they are published.
+    for k in range(3):
+        runner.publish("sess-1", rpc_harness.text("one %d" % k, "a%d" % k))
+        runner.publish("sess-4", rpc_harness.text("four %d" % k, "b%d" % k))
+        browser.wait(lambda: pane_texts(browser, "#pane")[-1:] == ["one %d" % k] and
+                     pane_texts(browser, "#pane-2")[-1:] == ["four %d" % k], "frame %d" % k)
+    assert pane_texts(browser, "#pane") == ["one 0", "one 1", "one 2"]
+    assert pane_texts(browser, "#pane-2") == ["four 0", "four 1", "four 2"]
+    # Closing the second leaves the first, still on its stream.
+    browser.driver.find_element("css selector", "#close-2").click()
+    browser.wait(lambda: browser.js("return location.hash") == "#session=sess-1", "one pane")
+    assert not browser.visible("#view-2") and view_status("#view-2") == ""
+    runner.publish("sess-1", rpc_harness.text("one 3", "a3"))
+    browser.wait(lambda: pane_texts(browser, "#pane")[-1:] == ["one 3"], "sess-1 goes on")
+    # Shift+Enter on a card opens it beside the pane left last.
+    press(browser, Keys.ESCAPE)
+    browser.wait(lambda: browser.visible("#board"), "the board")
+    focus_card(browser, "sess-4")
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser.driver).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT)\
+        .perform()
+    browser.wait(lambda: browser.js("return location.hash") == "#split=sess-1,sess-4",
+                 "split view again")
+    browser.wait(lambda: pane_texts(browser, "#pane-2") == ["four 0", "four 1", "four 2"],
+                 "sess-4's frames")
+    # A phone has room for one: the first pane alone, the second stream closed.
+    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    browser.wait(lambda: not browser.visible("#view-2") and view_status("#view-2") == "",
+                 "one pane on a phone")
+    assert browser.visible("#pane") and not browser.visible("#split")
+    assert no_horizontal_scroll(browser)
+    runner.close()
+
+
+AXE = os.path.join(REPO, "tests", "node", "node_modules", "axe-core", "axe.min.js")
+
+
+def axe_violations(browser, scope="document"):
+    """axe-core's serious and critical violations on what the page shows
+    now: [(rule, impact, [selector of each node])].  axe is injected by the
+    driver, never served: the page's CSP stays as it is."""
+    if not browser.js("return !!window.axe"):
+        with open(AXE) as f:
+            browser.js(f.read())
+    found = browser.js_async("""
+        const done = arguments[arguments.length - 1];
+        axe.run(document, {resultTypes: ['violations']})
+            .then(r => done(r.violations.map(v => [v.id, v.impact,
+                                                   v.nodes.map(n => n.target.join(' '))])),
+                  e => done(String(e)));""")
+    assert isinstance(found, list), found
+    return [v for v in found if v[1] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_nothing_serious_on_sign_in_the_board_and_the_panes(make_web, browser, scheme):
+    assert os.path.exists(AXE), "axe-core is not installed: run `make deps`"
+    browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+        "features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    web = make_web(world=three_sessions())
+    agent = AGENT
+    web.runner("%s %s --speed 10" % (PY, agent), sessions=("sess-1", "sess-4"))
+    browser.driver.get(web.url)
+    browser.wait(lambda: browser.status() == "signed out", "the sign-in form")
+    assert axe_violations(browser) == []
+    browser.driver.find_element("css selector", "#token").send_keys("t-alice")
+    browser.driver.find_element("css selector", "#login").click()
+    browser.wait(lambda: browser.status() == "live", "the board")
+    browser.wait(lambda: len(board(browser)) == 3 and
+                 {column_of(browser, s) for s in ("sess-1", "sess-4")} == {"idle"},
+                 "the agents done", timeout=60)
+    browser.js("document.querySelector('#ended-fold').open = true")
+    assert axe_violations(browser) == []
+    browser.open("sess-1")
+    browser.wait(lambda: "and the unit suite passes." in (browser.text("#pane") or ""),
+                 "the script's last words", timeout=60)
+    # Folded parts open too, so axe sees them.
+    browser.js("document.querySelectorAll('#pane details').forEach(d => d.open = true)")
+    assert axe_violations(browser) == []
+    browser.js("location.hash = '#split=sess-1,sess-4'")
+    browser.wait(lambda: "and the unit suite passes." in (browser.text("#pane-2") or ""),
+                 "the second pane")
+    assert axe_violations(browser) == []
+
+
+def test_claude_code_hooks_through_the_shim_drive_the_attention(web, browser, tmp_path):
+    """`agenthub hook claude`, the real binary, fed Claude Code's own hook
+    payloads: a permission request puts the session in Needs you with the
+    title count and the favicon badge, the tool's PostToolUse clears them;
+    the same for a permission_prompt notification."""
+    import uuid
+    from harness import AGENTHUB
+    payloads = os.path.join(REPO, "tests", "hooks", "claude")
+    native = str(uuid.uuid4())
+
+    def cli(*args, token="t-agent-1", stdin=None, **env):
+        full = dict(os.environ, AGENTHUB_ADDR=web.server.public,
+                    AGENTHUB_RUNNER_ADDR=web.server.runner_addr, AGENTHUB_TOKEN=token,
+                    XDG_STATE_HOME=str(tmp_path / "state"))
+        for name in ("AGENTHUB_TERMINAL_ID", "AGENTHUB_EMIT_RAW", "AGENTHUB_SPOOL",
+                     "AGENTHUB_TLS", "AGENTHUB_CA"):
+            full.pop(name, None)
+        full.update(env)
+        r = subprocess.run([str(AGENTHUB), *args], env=full, input=stdin, capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, (args, r.stderr)
+        return r.stdout
+
+    terminal = cli("terminal", "open", "ctr-1", token="t-admin").strip()
+
+    def fire(event, **overrides):
+        with open(os.path.join(payloads, event + ".json")) as f:
+            hook = json.load(f)
+        hook.update(session_id=native, **overrides)
+        assert cli("hook", "claude", stdin=json.dumps(hook), AGENTHUB_TERMINAL_ID=terminal,
+                   AGENTHUB_SPOOL=str(tmp_path / "spool.jsonl")) == ""
+
+    fire("SessionStart")
+    fire("UserPromptSubmit")
+    sid = json.loads(cli("show", "claude:" + native, "--json"))["session_id"]
+    browser.sign_in(web.url, "t-admin")
+    browser.wait(lambda: column_of(browser, sid) == "working", "the Claude Code session working")
+    assert browser.driver.title == "agenthub"
+    card = '#sessions [data-session-id="%s"]' % sid
+    highlighted = lambda: browser.js(  # noqa: E731
+        "const c = document.querySelector(arguments[0]); return c.classList.contains('needs')",
+        card)
+    icon = lambda: browser.js("return document.querySelector('link[rel=icon]')"  # noqa: E731
+                              ".getAttribute('href')")
+    assert not highlighted()
+    for ask, overrides in [("PermissionRequest", {}),
+                           ("Notification", {"notification_type": "permission_prompt"})]:
+        fire("PreToolUse")
+        fire(ask, **overrides)
+        browser.wait(lambda: browser.driver.title == "(1) agenthub", "the title count on " + ask)
+        assert column_of(browser, sid) == "needs" and highlighted()
+        assert icon() == "/favicon-alert.svg"
+        assert header_counts(browser)["needs"] == 1
+        fire("PostToolUse")
+        browser.wait(lambda: browser.driver.title == "agenthub", "the title cleared after " + ask)
+        assert column_of(browser, sid) == "working" and not highlighted()
+        assert icon() == "/favicon.svg"
+        assert header_counts(browser)["needs"] == 0

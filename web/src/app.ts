@@ -31,6 +31,8 @@ const BACKOFF_MAX_MS = 5000;
  * whoever measures the page); at most this many are kept. */
 const RENDER_MEASURE = "agenthub-board-render";
 const RENDER_MEASURES_KEPT = 20000;
+/* Where the page is laid out for a phone (as style.css says). */
+const NARROW = "(max-width: 700px)";
 /* Activity text kept per session (the card shows its tail). */
 const ACTIVITY_KEEP = 400;
 
@@ -73,25 +75,27 @@ function editing(target: EventTarget | null): boolean {
 
 class Page {
   private token = "";
-  private client: Compass;
+  client: Compass;
   private signedIn: AbortController | null = null;
-  private paneCtl: AbortController | null = null;
-  private pane = new PaneView($("pane"), DOM_CAP);
-  private board = new Board(boardDom());
+  /* The panes: the first, and the one beside it in split view. */
+  private slots: Slot[];
+  board = new Board(boardDom());
   private attention = new Attention($("favicon") as HTMLLinkElement, $("notify") as HTMLButtonElement);
   /* The latest streamed text per session, and whether it was thinking. */
   private chunks = new Map<string, { text: string; thought: boolean }>();
   private measures = 0;
   private eventsStatus = "reconnecting";
-  private paneStatus = "";
-  private openId = "";
-  private batchCount = 0;
-  private batchFiresAt = 0;
-  private mayControl: boolean | null = null;
+  /* The session whose pane was opened last (Shift+Enter on a card opens
+   * another beside it), and the one a pick from the board goes beside. */
+  private lastOpen = "";
+  private pickFor = "";
+  /* A phone has room for one pane: split view shows only the first. */
+  private narrow = window.matchMedia(NARROW);
 
   constructor() {
     const transport = createGrpcWebTransport({ baseUrl: location.origin, useBinaryFormat: true });
     this.client = createClient(CompassService, transport);
+    this.slots = [new Slot(this, ""), new Slot(this, "-2")];
     $("signin").addEventListener("submit", (e) => {
       e.preventDefault();
       const input = $("token") as HTMLInputElement;
@@ -100,41 +104,52 @@ class Page {
       if (token) this.signIn(token);
     });
     $("logout").addEventListener("click", () => this.signOut(""));
-    $("skip-batch").addEventListener("click", () => void this.skipBatch());
-    $("send-form").addEventListener("submit", (e) => {
-      e.preventDefault();
-      void this.send();
-    });
     window.addEventListener("hashchange", () => this.route());
+    this.narrow.addEventListener("change", () => this.route());
+    // A card opened with Shift, or picked for split view, opens beside.
+    $("sessions").addEventListener("click", (e) => {
+      const a = (e.target as HTMLElement).closest("a.card-link") as HTMLElement | null;
+      const id = a?.closest("[data-session-id]")?.getAttribute("data-session-id");
+      if (!id || !this.openBeside(id, e.shiftKey)) return;
+      e.preventDefault();
+    });
+    $("split").addEventListener("click", () => {
+      if (this.slots[0].openId) location.hash = "#pick=" + encodeURIComponent(this.slots[0].openId);
+    });
+    $("close-2").addEventListener("click", () => this.closeSplit(1));
+    $("close").addEventListener("click", () => this.closeSplit(0));
     this.board.onNeeds = (entered, left, total) => this.attention.update(entered, left, total);
     this.board.onRendered = (start, end, changed) => this.measure(start, end, changed);
     const filter = () =>
       this.board.setFilter(($("filter") as HTMLInputElement).value, ($("state-filter") as HTMLSelectElement).value as Column | "");
     $("filter").addEventListener("input", filter);
     $("state-filter").addEventListener("change", filter);
-    $("jump").addEventListener("click", () => this.pane.jumpToLatest());
-    this.pane.onFollow = (following) => ($("jump").hidden = following);
     document.addEventListener("keydown", (e) => this.onKey(e));
-    setInterval(() => this.renderBatch(), 500);
+    setInterval(() => {
+      for (const slot of this.slots) slot.renderBatch();
+    }, 500);
     setInterval(() => {
       this.board.tick();
-      this.renderSince();
+      for (const slot of this.slots) slot.renderSince();
     }, 1000);
     const saved = sessionStorage.getItem(TOKEN_KEY);
     if (saved) this.signIn(saved);
     else this.setStatus();
   }
 
-  private headers(): Record<string, string> {
+  headers(): Record<string, string> {
     return { authorization: "Bearer " + this.token };
   }
 
-  /* #status: the open pane's, else the sessions stream's. */
-  private setStatus(): void {
+  /* #status: the first pane's, else the sessions stream's.  Each pane's
+   * own is its view's data-status. */
+  setStatus(): void {
     let text = "signed out";
-    if (this.signedIn) text = this.openId ? this.paneStatus || "reconnecting" : this.eventsStatus;
+    const first = this.slots[0];
+    if (this.signedIn) text = first.openId ? first.paneStatus || "reconnecting" : this.eventsStatus;
     $("status").textContent = text;
     $("status").dataset.status = text;
+    for (const slot of this.slots) slot.view.dataset.status = slot.openId ? slot.paneStatus || "reconnecting" : "";
   }
 
   // --- Signing in and out --------------------------------------------------
@@ -161,7 +176,7 @@ class Page {
 
   /* Forgets the token and stops every stream; WHY is shown at the form. */
   private signOut(why: string): void {
-    this.closePane();
+    for (const slot of this.slots) slot.close();
     if (this.signedIn) this.signedIn.abort();
     this.signedIn = null;
     this.token = "";
@@ -179,7 +194,7 @@ class Page {
   }
 
   /* A call failed: a refused token signs out.  Returns the error. */
-  private failed(e: unknown): ConnectError {
+  failed(e: unknown): ConnectError {
     const err = ConnectError.from(e);
     if (err.code === Code.Unauthenticated && this.signedIn) this.signOut("the token was refused: " + err.rawMessage);
     return err;
@@ -200,7 +215,7 @@ class Page {
   }
 
   private setState(id: string, state: number): void {
-    if (id === this.openId) this.showState(state);
+    for (const slot of this.slots) if (id === slot.openId) slot.showState(state);
   }
 
   private async snapshot(signal: AbortSignal): Promise<void> {
@@ -291,7 +306,7 @@ class Page {
   private onKey(e: KeyboardEvent): void {
     if (!this.signedIn || e.altKey || e.ctrlKey || e.metaKey) return;
     if (e.key === "Escape") {
-      if (this.openId) {
+      if (this.slots[0].openId || this.pickFor) {
         e.preventDefault();
         location.hash = "#board";
       } else if (editing(e.target)) {
@@ -300,7 +315,12 @@ class Page {
       }
       return;
     }
-    if (this.openId || editing(e.target)) return;
+    if (this.slots[0].openId || editing(e.target)) return;
+    if (e.key === "Enter" && e.shiftKey) {
+      const id = (e.target as HTMLElement).closest?.("[data-session-id]")?.getAttribute("data-session-id");
+      if (id && this.openBeside(id, true)) e.preventDefault();
+      return;
+    }
     const moves: Record<string, [number, number]> = {
       ArrowDown: [1, 0],
       j: [1, 0],
@@ -389,7 +409,7 @@ class Page {
   }
 
   /* The server's instance epoch, or null when it cannot be had now. */
-  private async probeEpoch(signal: AbortSignal): Promise<bigint | null> {
+  async probeEpoch(signal: AbortSignal): Promise<bigint | null> {
     try {
       const stream = this.client.subscribeEvents(
         { sinceSeq: EPOCH_PROBE_SEQ, instanceEpoch: 0n },
@@ -402,68 +422,155 @@ class Page {
     return null;
   }
 
-  // --- One session's pane --------------------------------------------------
+  // --- The panes -----------------------------------------------------------
 
-  /* #board (or nothing): the board; #session=ID: that session's pane. */
+  /* #board (or nothing): the board; #session=ID: that session's pane;
+   * #split=A,B: A's pane and B's side by side (on a phone, A's alone);
+   * #pick=A: the board, where the card chosen opens beside A. */
   private route(): void {
     if (!this.signedIn) return;
-    const m = /^#session=(.+)$/.exec(location.hash);
-    const id = m ? decodeURIComponent(m[1]) : "";
-    $("board").hidden = id !== "";
-    $("view").hidden = id === "";
-    document.body.dataset.view = id ? "pane" : "board";
-    if (id === this.openId) return;
-    const from = this.openId;
-    this.closePane();
-    if (id) {
-      this.openPane(id);
-      $("pane").focus({ preventScroll: true });
-    } else if (from) {
+    const hash = location.hash;
+    let ids: string[] = [];
+    let m = /^#session=(.+)$/.exec(hash);
+    if (m) ids = [decodeURIComponent(m[1])];
+    m = /^#split=([^,]+),(.+)$/.exec(hash);
+    if (m) ids = [decodeURIComponent(m[1]), decodeURIComponent(m[2])];
+    m = /^#pick=(.+)$/.exec(hash);
+    this.pickFor = m ? decodeURIComponent(m[1]) : "";
+    $("pick").hidden = this.pickFor === "";
+    $("pick-for").textContent = this.pickFor;
+    if (this.narrow.matches) ids = ids.slice(0, 1);
+    const split = ids.length === 2;
+    $("board").hidden = ids.length > 0;
+    $("view").hidden = ids.length === 0;
+    $("view-2").hidden = !split;
+    $("main").dataset.split = String(split);
+    document.body.dataset.view = split ? "split" : ids.length ? "pane" : "board";
+    $("split").hidden = split;
+    $("close").hidden = !split;
+    const from = this.slots[0].openId;
+    let opened = false;
+    this.slots.forEach((slot, i) => {
+      const id = ids[i] ?? "";
+      if (id === slot.openId) return;
+      slot.close();
+      if (!id) return;
+      slot.open(id);
+      opened = true;
+    });
+    if (ids.length) this.lastOpen = ids[0];
+    if (opened) {
+      this.slots[ids.length - 1].pane.root.focus({ preventScroll: true });
+    } else if (!ids.length && (from || this.pickFor)) {
       // Back on the board, on the card just left.
-      const a = document.querySelector(`[data-session-id="${CSS.escape(from)}"] a`) as HTMLElement | null;
+      const back = from || this.pickFor;
+      const a = document.querySelector(`[data-session-id="${CSS.escape(back)}"] a`) as HTMLElement | null;
       if (a) a.focus();
     }
+    this.setStatus();
   }
 
-  private closePane(): void {
-    if (this.paneCtl) this.paneCtl.abort();
-    this.paneCtl = null;
+  /* A card was opened; SHIFT held.  When it goes beside another pane,
+   * goes there and returns true; else the card's own link opens it. */
+  private openBeside(id: string, shift: boolean): boolean {
+    const other = this.pickFor || (shift ? this.lastOpen : "");
+    if (!other) return false;
+    location.hash = other === id ? "#session=" + encodeURIComponent(id) : splitHash(other, id);
+    return true;
+  }
+
+  /* Split view's pane I closes; the other stays, alone. */
+  private closeSplit(i: number): void {
+    const other = this.slots[1 - i].openId;
+    location.hash = other ? "#session=" + encodeURIComponent(other) : "#board";
+  }
+}
+
+function splitHash(a: string, b: string): string {
+  return "#split=" + encodeURIComponent(a) + "," + encodeURIComponent(b);
+}
+
+/* What a pane needs from the page. */
+interface SlotHost {
+  client: Compass;
+  board: Board;
+  headers(): Record<string, string>;
+  failed(e: unknown): ConnectError;
+  probeEpoch(signal: AbortSignal): Promise<bigint | null>;
+  setStatus(): void;
+}
+
+/* One pane: a session's frames from its own SubscribeAgentSession stream,
+ * its sticky head, its batch window and its send box.  Its elements are the
+ * page's ids with SUFFIX ("" for the first pane, "-2" for the one beside). */
+class Slot {
+  ctl: AbortController | null = null;
+  openId = "";
+  paneStatus = "";
+  pane: PaneView;
+  view: HTMLElement;
+  private batchCount = 0;
+  private batchFiresAt = 0;
+  private mayControl: boolean | null = null;
+
+  constructor(
+    private host: SlotHost,
+    private suffix: string,
+  ) {
+    this.view = this.el("view");
+    this.pane = new PaneView(this.el("pane"), DOM_CAP);
+    this.el("skip-batch").addEventListener("click", () => void this.skipBatch());
+    this.el("send-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      void this.send();
+    });
+    this.el("jump").addEventListener("click", () => this.pane.jumpToLatest());
+    this.pane.onFollow = (following) => (this.el("jump").hidden = following);
+  }
+
+  private el(name: string): HTMLElement {
+    return $(name + this.suffix);
+  }
+
+  close(): void {
+    if (this.ctl) this.ctl.abort();
+    this.ctl = null;
     this.openId = "";
     this.paneStatus = "";
     this.pane.reset();
     this.batchCount = 0;
     this.mayControl = null;
-    $("pane-title").textContent = "No session open";
-    $("state").textContent = "";
-    $("state-since").textContent = "";
-    $("jump").hidden = true;
-    $("send-form").hidden = true;
-    $("send-result").textContent = "";
+    this.el("pane-title").textContent = "No session open";
+    this.el("state").textContent = "";
+    this.el("state-since").textContent = "";
+    this.el("jump").hidden = true;
+    this.el("send-form").hidden = true;
+    this.el("send-result").textContent = "";
     this.renderBatch();
-    this.setStatus();
+    this.host.setStatus();
   }
 
-  private openPane(id: string): void {
+  open(id: string): void {
     const ctl = new AbortController();
-    this.paneCtl = ctl;
+    this.ctl = ctl;
     this.openId = id;
     this.paneStatus = "reconnecting";
-    $("pane-title").textContent = id;
-    $("send-form").hidden = false;
-    this.setStatus();
+    this.el("pane-title").textContent = id;
+    this.el("send-form").hidden = false;
+    this.host.setStatus();
     void this.loadControl(id, ctl.signal);
     void this.paneLoop(id, ctl.signal);
   }
 
   private setPaneStatus(status: string): void {
     this.paneStatus = status;
-    this.setStatus();
+    this.host.setStatus();
   }
 
-  private showState(state: number): void {
+  showState(state: number): void {
     if (state === AgentSessionState.UNSPECIFIED) return;
     const name = stateName(state);
-    const badge = $("state");
+    const badge = this.el("state");
     badge.textContent = name;
     badge.className = "badge state-" + name + (state === AgentSessionState.BLOCKED ? " attention" : "");
     this.renderSince();
@@ -471,10 +578,10 @@ class Page {
 
   /* The open session's time in its state: from its frames when the pane
    * saw the change, else from the board. */
-  private renderSince(): void {
+  renderSince(): void {
     if (!this.openId) return;
-    const since = this.pane.stateSince || this.board.get(this.openId)?.since || 0;
-    $("state-since").textContent = since > 0 ? "for " + duration(Date.now() - since) : "";
+    const since = this.pane.stateSince || this.host.board.get(this.openId)?.since || 0;
+    this.el("state-since").textContent = since > 0 ? "for " + duration(Date.now() - since) : "";
   }
 
   /* SubscribeAgentSession with a replay tail, then live.  After a drop it
@@ -490,7 +597,7 @@ class Page {
     let quietEnds = 0;
     let connects = 0;
     while (!signal.aborted) {
-      const current = await this.probeEpoch(signal);
+      const current = await this.host.probeEpoch(signal);
       if (signal.aborted) return;
       let tail = TAIL;
       if (epoch !== null && current !== null && current !== epoch) {
@@ -502,10 +609,10 @@ class Page {
       const logEpoch = (epoch ?? 0n).toString();
       let received = 0;
       try {
-        const stream = this.client.subscribeAgentSession(
+        const stream = this.host.client.subscribeAgentSession(
           { sessionId: id, sinceSeq: lastSeq, tail: lastSeq === 0n ? tail : 0 },
           {
-            headers: this.headers(),
+            headers: this.host.headers(),
             signal,
             timeoutMs: 0,
             onHeader: () => {
@@ -533,7 +640,7 @@ class Page {
         }
         continue;
       } catch (e) {
-        const err = this.failed(e);
+        const err = this.host.failed(e);
         if (signal.aborted || err.code === Code.Unauthenticated) return;
         if (err.code === Code.NotFound) {
           this.setPaneStatus("not found");
@@ -553,12 +660,12 @@ class Page {
 
   private async sessionState(id: string, signal: AbortSignal): Promise<number | null> {
     try {
-      const r = await this.client.getAgentStatus({ sessionId: id }, { headers: this.headers(), signal });
+      const r = await this.host.client.getAgentStatus({ sessionId: id }, { headers: this.host.headers(), signal });
       const s = r.statuses.find((x) => x.sessionId === id);
       if (s) this.setControl(id, s.callerMayControl, signal);
       return s ? s.state : null;
     } catch (e) {
-      this.failed(e);
+      this.host.failed(e);
       return null;
     }
   }
@@ -582,11 +689,11 @@ class Page {
    * a reconnect at the latest; a failed ask leaves the last answer. */
   private async loadControl(id: string, signal: AbortSignal): Promise<void> {
     try {
-      const r = await this.client.getAgentStatus({ sessionId: id }, { headers: this.headers(), signal });
+      const r = await this.host.client.getAgentStatus({ sessionId: id }, { headers: this.host.headers(), signal });
       const s = r.statuses.find((x) => x.sessionId === id);
       this.setControl(id, s ? s.callerMayControl : false, signal);
     } catch (e) {
-      const err = this.failed(e);
+      const err = this.host.failed(e);
       if (err.code === Code.NotFound) this.setControl(id, false, signal);
     }
   }
@@ -597,45 +704,45 @@ class Page {
     this.renderBatch();
   }
 
-  private renderBatch(): void {
+  renderBatch(): void {
     const pending = this.openId !== "" && this.batchCount > 0;
     // What the server said about the caller's control: "true", "false", or
     // "null" while not known yet.
-    $("batch").dataset.mayControl = String(this.mayControl);
-    $("batch").hidden = !pending;
-    $("skip-batch").hidden = !(pending && this.mayControl === true);
+    this.el("batch").dataset.mayControl = String(this.mayControl);
+    this.el("batch").hidden = !pending;
+    this.el("skip-batch").hidden = !(pending && this.mayControl === true);
     if (!pending) return;
-    $("batch-count").textContent = String(this.batchCount);
+    this.el("batch-count").textContent = String(this.batchCount);
     const left = Math.max(0, Math.ceil((this.batchFiresAt - Date.now()) / 1000));
-    $("batch-countdown").textContent = this.batchFiresAt > 0 ? `delivered in ${left} s` : "waiting for the agent";
+    this.el("batch-countdown").textContent = this.batchFiresAt > 0 ? `delivered in ${left} s` : "waiting for the agent";
   }
 
   private async skipBatch(): Promise<void> {
     const id = this.openId;
-    const button = $("skip-batch") as HTMLButtonElement;
+    const button = this.el("skip-batch") as HTMLButtonElement;
     button.disabled = true;
     try {
-      await this.client.skipBatchWindow({ sessionId: id }, { headers: this.headers() });
+      await this.host.client.skipBatchWindow({ sessionId: id }, { headers: this.host.headers() });
     } catch (e) {
-      $("batch-countdown").textContent = "skip failed: " + this.failed(e).rawMessage;
+      this.el("batch-countdown").textContent = "skip failed: " + this.host.failed(e).rawMessage;
     } finally {
       button.disabled = false;
     }
   }
 
   private async send(): Promise<void> {
-    const input = $("send") as HTMLInputElement;
+    const input = this.el("send") as HTMLInputElement;
     const text = input.value;
     const id = this.openId;
     if (!text || !id) return;
-    const result = $("send-result");
+    const result = this.el("send-result");
     result.textContent = "sending";
     try {
-      await this.client.sendAgentMessage({ sessionId: id, text }, { headers: this.headers() });
+      await this.host.client.sendAgentMessage({ sessionId: id, text }, { headers: this.host.headers() });
       input.value = "";
       result.textContent = "sent";
     } catch (e) {
-      result.textContent = "not sent: " + this.failed(e).rawMessage;
+      result.textContent = "not sent: " + this.host.failed(e).rawMessage;
     }
   }
 }

@@ -78,6 +78,9 @@ interface Card {
   batch: HTMLElement;
   agent: HTMLElement;
   sinceText: string;
+  /* What the card shows now, so a render that changes nothing writes
+   * nothing to the DOM. */
+  shown: string;
 }
 
 function el(tag: string, cls?: string, text?: string): HTMLElement {
@@ -87,7 +90,26 @@ function el(tag: string, cls?: string, text?: string): HTMLElement {
   return e;
 }
 
+/* Sets EL's text.  A card's texts change often (time in state every
+ * second, on every card): changing the data of its one text node costs the
+ * browser a layout of it, where textContent replaces the node and has the
+ * browser recompute its style and rebuild its layout object. */
+function setText(e: HTMLElement, text: string): void {
+  const t = e.firstChild;
+  if (t && t.nodeType === Node.TEXT_NODE && !t.nextSibling) {
+    if ((t as Text).data !== text) (t as Text).data = text;
+  } else {
+    e.textContent = text;
+  }
+}
+
 const ACTIVITY_MAX = 140;
+/* Cards one render batch renders at most, and the time it may take (it
+ * stops after the card that passes it); the rest go in the next frame, so
+ * a snapshot of a thousand sessions, or a burst queued while the tab was
+ * busy, is spread over frames instead of one long task. */
+export const BATCH_MAX = 50;
+const BATCH_BUDGET_MS = 5;
 
 /* One line of at most ACTIVITY_MAX characters: the end of TEXT, the
  * latest words being what matters in streamed text. */
@@ -112,6 +134,8 @@ export class Board {
   private filterText = "";
   private filterColumn: Column | "" = "";
   private loaded = false;
+  /* The first snapshot is queued: loaded once it is all rendered. */
+  private loading = false;
   /* Called after each render batch with the sessions that entered and left
    * Needs you in it (live transitions only: not the first snapshot's). */
   onNeeds: ((entered: Session[], left: Session[], total: number) => void) | null = null;
@@ -137,6 +161,7 @@ export class Board {
     this.cards.clear();
     this.dirty.clear();
     this.loaded = false;
+    this.loading = false;
     for (const c of COLUMNS) this.dom.lists[c].replaceChildren();
     this.dom.ended.replaceChildren();
     this.renderCounts();
@@ -184,8 +209,9 @@ export class Board {
   /* The first snapshot is in: from now on an entry into Needs you is a
    * transition worth telling. */
   markLoaded(): void {
-    this.flush();
-    this.loaded = true;
+    if (this.loaded) return;
+    this.loading = true;
+    this.schedule();
   }
 
   setFilter(text: string, column: Column | ""): void {
@@ -203,7 +229,8 @@ export class Board {
   }
 
   private applyFilter(card: Card): void {
-    card.el.hidden = !this.matches(card);
+    const hidden = !this.matches(card);
+    if (card.el.hidden !== hidden) card.el.hidden = hidden;
   }
 
   private makeCard(id: string): Card {
@@ -237,7 +264,7 @@ export class Board {
       asking: false,
       reason: "",
     };
-    return { s, el: li, column: null, state, since, activity, batch, agent, sinceText: "" };
+    return { s, el: li, column: null, state, since, activity, batch, agent, sinceText: "", shown: "" };
   }
 
   private schedule(): void {
@@ -252,17 +279,27 @@ export class Board {
     setTimeout(run, 100);
   }
 
-  /* Renders every queued change now. */
+  /* Renders up to BATCH_MAX queued changes now, and schedules the rest. */
   flush(): void {
-    if (this.dirty.size === 0) return;
+    if (this.dirty.size === 0) {
+      this.finishLoading();
+      return;
+    }
     const t0 = performance.now();
     const entered: Session[] = [];
     const left: Session[] = [];
-    const changed = this.dirty.size;
+    let changed = 0;
     const now = Date.now();
     for (const id of this.dirty) {
+      if (changed === BATCH_MAX || (changed > 0 && performance.now() - t0 > BATCH_BUDGET_MS)) break;
+      changed++;
+      this.dirty.delete(id);
       const card = this.cards.get(id);
-      if (!card) continue;
+      if (!card) {
+        // Removed while in Needs you, it has left it too.
+        left.push({ id } as Session);
+        continue;
+      }
       const before = card.column;
       this.render(card, now);
       if (before !== card.column) {
@@ -270,17 +307,19 @@ export class Board {
         else if (before === "needs") left.push(card.s);
       }
     }
-    // Sessions removed while in Needs you have left it too.
-    for (const id of this.dirty) {
-      if (this.cards.has(id)) continue;
-      left.push({ id } as Session);
-    }
-    this.dirty.clear();
     this.renderCounts();
     if (this.onRendered) this.onRendered(t0, performance.now(), changed);
     if (this.onNeeds && (entered.length || left.length || !this.loaded)) {
-      this.onNeeds(this.loaded ? entered : [], left, this.count("needs"));
+      this.onNeeds(this.loaded ? entered : [], left, this.needs);
     }
+    if (this.dirty.size > 0) this.schedule();
+    else this.finishLoading();
+  }
+
+  private finishLoading(): void {
+    if (!this.loading) return;
+    this.loading = false;
+    this.loaded = true;
   }
 
   private render(card: Card, now: number): void {
@@ -288,18 +327,23 @@ export class Board {
     const name = stateName(s.state);
     const column = columnOf(s.state, s.asking);
     const ended = isEnded(s.state);
-    card.el.dataset.state = name;
-    card.el.dataset.column = column;
-    card.state.textContent = name;
-    card.state.className = "badge state-" + name;
     const who = [s.agent || "no agent yet", s.provider && s.nativeId ? `${s.provider}:${s.nativeId}` : s.provider];
-    card.agent.textContent = who.filter(Boolean).join(" · ") + (s.mayControl ? " · yours" : "");
+    const agent = who.filter(Boolean).join(" · ") + (s.mayControl ? " · yours" : "");
     // In Needs you the card says why; the latest activity stays in the tooltip.
-    card.activity.textContent = column === "needs" && s.reason ? s.reason : s.activity;
-    card.activity.title = s.activity;
-    card.batch.hidden = s.batch <= 0;
-    card.batch.textContent = s.batch > 0 ? `${s.batch} message(s) pending` : "";
-    card.el.dataset.batch = String(s.batch);
+    const activity = column === "needs" && s.reason ? s.reason : s.activity;
+    const shown = [name, agent, activity, s.activity, s.batch].join("\n");
+    if (shown !== card.shown) {
+      card.shown = shown;
+      card.el.dataset.state = name;
+      setText(card.state, name);
+      card.state.className = "badge state-" + name;
+      setText(card.agent, agent);
+      setText(card.activity, activity);
+      card.activity.title = s.activity;
+      card.batch.hidden = s.batch <= 0;
+      setText(card.batch, s.batch > 0 ? `${s.batch} message(s) pending` : "");
+      card.el.dataset.batch = String(s.batch);
+    }
     this.renderSince(card, now);
     const list = ended ? this.dom.ended : this.dom.lists[column];
     if (card.column !== column || card.el.parentElement !== list) {
@@ -309,9 +353,10 @@ export class Board {
         card.el.classList.remove("entered");
       }
       card.column = column;
+      card.el.dataset.column = column;
+      card.el.classList.toggle("needs", column === "needs");
       this.insertSorted(list, card.el, s.id);
     }
-    card.el.classList.toggle("needs", column === "needs");
     this.applyFilter(card);
   }
 
@@ -319,7 +364,7 @@ export class Board {
     const text = `${stateName(card.s.state)} ${card.s.sinceKnown ? "" : "≥ "}${duration(now - card.s.since)}`;
     if (text !== card.sinceText) {
       card.sinceText = text;
-      card.since.textContent = text;
+      setText(card.since, text);
     }
   }
 
@@ -344,6 +389,9 @@ export class Board {
     if (before !== li) list.insertBefore(li, before);
   }
 
+  /* Cards in Needs you, as of the last render. */
+  private needs = 0;
+
   count(column: Column): number {
     let n = 0;
     for (const card of this.cards.values()) if (card.column === column) n++;
@@ -358,8 +406,11 @@ export class Board {
       n[card.column]++;
       if (isEnded(card.s.state)) ended++;
     }
-    for (const c of COLUMNS) for (const e of this.dom.counts[c]) e.textContent = String(n[c]);
-    this.dom.endedCount.textContent = String(ended);
+    this.needs = n.needs;
+    for (const c of COLUMNS) {
+      for (const e of this.dom.counts[c]) setText(e, String(n[c]));
+    }
+    setText(this.dom.endedCount, String(ended));
   }
 
   /* The cards shown, in reading order (column by column), for keyboard

@@ -129,7 +129,7 @@ export class PaneView {
   onFollow: ((following: boolean) => void) | null = null;
 
   constructor(
-    private root: HTMLElement,
+    readonly root: HTMLElement,
     private cap: number,
   ) {
     root.addEventListener("scroll", () => this.setFollowing(this.atBottom()), { passive: true });
