@@ -604,18 +604,15 @@ class NatsCluster:
         return self
 
     def wait_healthy(self, timeout=30.0):
-        """Every running server healthy, and the meta leader seeing every
-        other running server as a current peer: before that, a stream
-        with --cluster-replicas 3 may find no peers to be placed on."""
+        """Every running server healthy and its meta group counting every
+        server: before that, a stream with --cluster-replicas 3 may find no
+        peers to be placed on."""
         running = [s for s in self.servers if s.running()]
 
         def whole():
             metas = [s.meta() for s in running]
-            if any(m is None for m in metas):
-                return False
-            leads = [m for m in metas if "replicas" in m]
-            return any(len([r for r in m["replicas"] if r.get("current")]) >= len(running) - 1
-                       for m in leads) or len(running) == 1
+            return all(m is not None and m.get("cluster_size", 0) >= len(running)
+                       for m in metas)
         wait_for(whole, timeout, interval=0.1, what=lambda: "the NATS cluster to be healthy:\n" +
                  "\n".join(s.log() for s in self.servers))
 

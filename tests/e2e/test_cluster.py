@@ -75,7 +75,7 @@ class Nodes:
             self.hubs.append(h)
         try:
             for h in self.hubs:
-                wait_for(lambda h=h: h.metric("agenthub_cluster_caught_up") == 1, 30,
+                wait_for(lambda h=h: h.metric("agenthub_cluster_caught_up") == 1, 60,
                          what=lambda h=h: "node %s to catch up with JetStream: %s\n%s" % (
                              h.public, h.http_get("/healthz"), h.log(20)))
         except BaseException:

@@ -187,13 +187,17 @@ def test_records_acknowledged_survive_a_kill_of_every_nats_server(nodes):
         answers.append(a.call("AppendResourceOutput", S.AppendResourceOutputRequest(
             resource_id=rid, bytes=b'{"type":"prompt","data":{"length":%d}}\n' % (i + 1),
             idempotency_key="k%d" % i), token="t-agent-1", timeout=15))
+    fresh = n[2]
+    fresh.kill()
     for s in n.nats.servers:
         s.kill()
     for s in n.nats.servers:
         s.start()
-    n.nats.wait_healthy()
-    fresh = n[2]
-    fresh.kill()
+    n.nats.wait_healthy(60)
+    # The servers serve again (a node that stayed up is back and caught up)
+    # before the stopped node starts and replays the stream from disk.
+    wait_for(lambda: a.metric("agenthub_cluster_connected") == 1, 60,
+             what="node A to reach NATS again")
     fresh.start()
     wait_for(lambda: fresh.metric("agenthub_cluster_caught_up") == 1, 60,
              what="a node started after the restart to replay the stream")
