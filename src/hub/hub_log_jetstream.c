@@ -108,14 +108,7 @@ static void js_wait(void *impl, struct session *s, struct hub_log_wait *w)
         w->done(w, 0);
         return;
     }
-    w->deadline_ns = clock_monotonic_ns() + js->wait_ns;
-    w->next = e->waits;
-    if (w->next)
-        w->next->pprev = &w->next;
-    w->pprev = &e->waits;
-    e->waits = w;
-    if (!evtimer_pending(js->wait_timer, NULL))
-        event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
+    hub_log_js_waits_hold(js, e, w);
 }
 
 /* --- Runners' marks and the node's state ---------------------------------------- */

@@ -239,6 +239,9 @@ uint64_t hub_log_js_epoch(void *impl);
 
 /* --- hub_log_js_wait.c -------------------------------------------------------- */
 
+/* Holds W on E until its entries are applied, or it fails at its deadline
+ * (hub_log_js_waits_timer). */
+void hub_log_js_waits_hold(struct hub_log_js *js, struct js_session *e, struct hub_log_wait *w);
 /* Answers E's waits whose frames are all stored (their last entry at or
  * before ORD). */
 void hub_log_js_waits_stored(struct js_session *e, uint64_t ord);

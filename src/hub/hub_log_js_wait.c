@@ -5,6 +5,20 @@
 #include "common/clock.h"
 #include "hub/hub_log_js_internal.h"
 
+/* Holds W on E until its entries are applied or its deadline passes; the
+ * wait timer runs while any wait is held. */
+void hub_log_js_waits_hold(struct hub_log_js *js, struct js_session *e, struct hub_log_wait *w)
+{
+    w->deadline_ns = clock_monotonic_ns() + js->wait_ns;
+    w->next = e->waits;
+    if (w->next)
+        w->next->pprev = &w->next;
+    w->pprev = &e->waits;
+    e->waits = w;
+    if (!evtimer_pending(js->wait_timer, NULL))
+        event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
+}
+
 /* Answers E's waits whose frames are all stored (their last entry at or
  * before ORD).  A done callback may end other calls, which take their
  * waits back: the list is walked again from its head after each. */

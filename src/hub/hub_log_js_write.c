@@ -523,14 +523,7 @@ static int runner_entry(struct hub_log_js *js, const char *runner_id, uint8_t ki
         return -1;
     if (w) {
         w->first_ord = w->last_ord = js->last_ord;
-        w->deadline_ns = clock_monotonic_ns() + js->wait_ns;
-        w->next = e->waits;
-        if (w->next)
-            w->next->pprev = &w->next;
-        w->pprev = &e->waits;
-        e->waits = w;
-        if (!evtimer_pending(js->wait_timer, NULL))
-            event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
+        hub_log_js_waits_hold(js, e, w);
     }
     hub_log_js_pump(js, e);
     return 0;

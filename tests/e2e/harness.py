@@ -611,8 +611,8 @@ class NatsCluster:
 
         def whole():
             metas = [s.meta() for s in running]
-            return all(m is not None and m.get("cluster_size", 0) >= len(running)
-                       for m in metas)
+            return all(m is not None for m in metas) and any(
+                m.get("cluster_size", 0) >= len(running) for m in metas)
         wait_for(whole, timeout, interval=0.1, what=lambda: "the NATS cluster to be healthy:\n" +
                  "\n".join(s.log() for s in self.servers))
 
