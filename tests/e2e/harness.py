@@ -627,14 +627,26 @@ class nats_cluster:
     stopped (and their stores removed) on the way out."""
 
     def __init__(self, size=3, workdir=None):
+        self.size = size
+        self.workdir = workdir
         self.cluster = NatsCluster(size, workdir)
 
     def __enter__(self):
-        try:
-            return self.cluster.start()
-        except BaseException:
-            self.cluster.stop()
-            raise
+        # nats-server 2.10 now and then forms its routes without ever
+        # electing a meta leader (every server logs "has not established
+        # contact with a meta leader" for good): such a cluster is stopped
+        # and a fresh one, on new ports, started in its place.
+        for attempt in range(3):
+            try:
+                return self.cluster.start(timeout=20.0)
+            except AssertionError:
+                self.cluster.stop()
+                if attempt == 2:
+                    raise
+                self.cluster = NatsCluster(self.size, self.workdir)
+            except BaseException:
+                self.cluster.stop()
+                raise
 
     def __exit__(self, *exc):
         self.cluster.stop()
