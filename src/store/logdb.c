@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "store/sqlite_internal.h"
+
 #include "common/failpoint.h"
 
 /* "AHLG" in the file's header: a file without it is not ours. */
@@ -223,24 +225,6 @@ static int ckpt_start(struct logdb *db, const char *path)
     return SQLITE_OK;
 }
 
-/* One integer from SQL (a PRAGMA or a count).  Returns SQLITE_OK with
- * *VALUE, or the error. */
-static int query_int(sqlite3 *handle, const char *sql, int64_t *value)
-{
-    sqlite3_stmt *stmt;
-    int rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, NULL);
-
-    if (rc != SQLITE_OK)
-        return rc;
-    rc = sqlite3_step(stmt);
-    if (rc == SQLITE_ROW) {
-        *value = sqlite3_column_int64(stmt, 0);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(stmt);
-    return rc;
-}
-
 /* Makes a new file's schema and epoch, or checks an existing file is a
  * log of this version.  Returns LOGDB_OK with *EPOCH, or a code with ERR. */
 static enum logdb_rc check_or_create(struct logdb *db, uint64_t new_epoch, uint64_t *epoch,
@@ -250,8 +234,8 @@ static enum logdb_rc check_or_create(struct logdb *db, uint64_t new_epoch, uint6
     char sql[160];
     int rc;
 
-    if ((rc = query_int(db->db, "PRAGMA application_id", &app)) != SQLITE_OK ||
-        (rc = query_int(db->db, "SELECT count(*) FROM sqlite_master", &tables)) != SQLITE_OK)
+    if ((rc = sq_query_int(db->db, "PRAGMA application_id", &app)) != SQLITE_OK ||
+        (rc = sq_query_int(db->db, "SELECT count(*) FROM sqlite_master", &tables)) != SQLITE_OK)
         return fail(db, rc, err, errlen);
     if (app == 0 && tables == 0) {
         snprintf(sql, sizeof(sql),
@@ -273,14 +257,14 @@ static enum logdb_rc check_or_create(struct logdb *db, uint64_t new_epoch, uint6
                  (long long)app);
         return LOGDB_FOREIGN;
     }
-    if ((rc = query_int(db->db, "PRAGMA user_version", &version)) != SQLITE_OK)
+    if ((rc = sq_query_int(db->db, "PRAGMA user_version", &version)) != SQLITE_OK)
         return fail(db, rc, err, errlen);
     if (version != LOGDB_VERSION) {
         snprintf(err, errlen, "a session log of format %lld; this agenthubd reads format %d",
                  (long long)version, LOGDB_VERSION);
         return LOGDB_FOREIGN;
     }
-    rc = query_int(db->db, "SELECT value FROM meta WHERE key = 'epoch'", &value);
+    rc = sq_query_int(db->db, "SELECT value FROM meta WHERE key = 'epoch'", &value);
     if (rc != SQLITE_OK || value == 0) {
         snprintf(err, errlen, "its instance epoch is missing (%s)",
                  rc == SQLITE_OK ? "no row" : sqlite3_errmsg(db->db));

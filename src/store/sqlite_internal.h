@@ -80,6 +80,9 @@ const char *sq_sql(enum sq_id id);
 /* Applies every pending migration (sqlite_schema.c).  Returns STORE_OK, or
  * STORE_FAULT with a reason in ERR (a newer schema, I/O, corruption). */
 int sq_migrate(sqlite3 *db, char *err, size_t errlen);
+/* One integer from SQL (a PRAGMA or a count).  Returns SQLITE_OK with
+ * *VALUE, or the SQLite result code. */
+int sq_query_int(sqlite3 *db, const char *sql, int64_t *value);
 
 /* Returns the prepared, reset statement ID, or NULL (logged) when it cannot
  * be prepared. */

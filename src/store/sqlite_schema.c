@@ -182,17 +182,18 @@ const char *sq_sql(enum sq_id id)
     return sql_text[id];
 }
 
-/* Reads PRAGMA user_version into *OUT; returns the SQLite result code. */
-static int read_user_version(sqlite3 *db, int *out)
+/* One integer from SQL (a PRAGMA or a count).  Returns SQLITE_OK with
+ * *VALUE, or the SQLite result code. */
+int sq_query_int(sqlite3 *db, const char *sql, int64_t *value)
 {
-    sqlite3_stmt *stmt = NULL;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, NULL);
+    sqlite3_stmt *stmt;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
 
     if (rc != SQLITE_OK)
         return rc;
     rc = sqlite3_step(stmt);
     if (rc == SQLITE_ROW) {
-        *out = sqlite3_column_int(stmt, 0);
+        *value = sqlite3_column_int64(stmt, 0);
         rc = SQLITE_OK;
     }
     sqlite3_finalize(stmt);
@@ -202,7 +203,8 @@ static int read_user_version(sqlite3 *db, int *out)
 int sq_migrate(sqlite3 *db, char *err, size_t errlen)
 {
     char bump[64];
-    int version = 0;
+    int64_t stored = 0;
+    int version;
     int rc;
 
     rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -210,11 +212,12 @@ int sq_migrate(sqlite3 *db, char *err, size_t errlen)
         snprintf(err, errlen, "cannot lock the database: %s", sqlite3_errstr(rc));
         return STORE_FAULT;
     }
-    rc = read_user_version(db, &version);
+    rc = sq_query_int(db, "PRAGMA user_version", &stored);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "cannot read the schema version: %s", sqlite3_errstr(rc));
         goto fail;
     }
+    version = (int)stored; /* PRAGMA user_version is a 32-bit integer */
     if (version > SCHEMA_VERSION) {
         snprintf(err, errlen,
                  "database schema version %d is newer than this agenthub supports (%d); "
