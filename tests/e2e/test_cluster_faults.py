@@ -64,6 +64,9 @@ def test_enroll_on_a_node_that_lags_answers_only_after_reading_the_log(nodes):
     ra = a.runner("runner-1")
     ra.enroll(resume=False)
     ra.publish_raw(requests(1, 10, prefix="old"))
+    # PublishEvents answers once A took the frames, not once they are
+    # stored: B's mark may be anything up to 10 until A's copy holds them.
+    replay(a, "sess-1", 10)
     rb = b.runner("runner-1")
     assert rb.enroll(resume=True).last_runner_seq == 10
     n.fault(1, "cluster.hold_frames")
