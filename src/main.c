@@ -172,6 +172,12 @@ static void usage(FILE *out)
           "                                per commit, it survives a lost machine too\n"
           "  --log-commit-ms N             gather frames this long into one commit (default\n"
           "                                0: those of one event-loop turn)\n"
+          "  --disk-log-bytes N            a session's frames the disk keeps beyond its ring\n"
+          "                                (default 67108864; never less than the ring)\n"
+          "  --disk-log-budget-bytes N     every session's frames on disk, at most (default\n"
+          "                                4294967296); the oldest go first\n"
+          "  --disk-log-age-ms N           frames older than this leave the disk (default\n"
+          "                                604800000, 7 days; 0: no age bound)\n"
           "  --verbose                     debug logging\n"
           "  --version, --help\n"
           "\n"
@@ -277,6 +283,9 @@ static int parse_args(int argc, char **argv, struct config *config)
         OPT_LOG_DB,
         OPT_LOG_SYNC,
         OPT_LOG_COMMIT_MS,
+        OPT_DISK_LOG_BYTES,
+        OPT_DISK_LOG_BUDGET_BYTES,
+        OPT_DISK_LOG_AGE_MS,
         OPT_CORS_ORIGIN,
         OPT_VERSION,
         OPT_HELP,
@@ -320,6 +329,9 @@ static int parse_args(int argc, char **argv, struct config *config)
         {"log-db", required_argument, NULL, OPT_LOG_DB},
         {"log-sync", required_argument, NULL, OPT_LOG_SYNC},
         {"log-commit-ms", required_argument, NULL, OPT_LOG_COMMIT_MS},
+        {"disk-log-bytes", required_argument, NULL, OPT_DISK_LOG_BYTES},
+        {"disk-log-budget-bytes", required_argument, NULL, OPT_DISK_LOG_BUDGET_BYTES},
+        {"disk-log-age-ms", required_argument, NULL, OPT_DISK_LOG_AGE_MS},
         {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -353,6 +365,9 @@ static int parse_args(int argc, char **argv, struct config *config)
     config->max_report_sessions = 10000;
     config->cluster_replicas = 1;
     config->log.pending_bytes = (size_t)256 * 1024 * 1024;
+    config->log.session_bytes = SERVER_LOG_DISK_SESSION_BYTES;
+    config->log.budget_bytes = SERVER_LOG_DISK_BUDGET_BYTES;
+    config->log.age_ms = SERVER_LOG_DISK_AGE_MS;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
@@ -371,6 +386,18 @@ static int parse_args(int argc, char **argv, struct config *config)
         case OPT_LOG_COMMIT_MS:
             if (parse_size_or_zero("--log-commit-ms", optarg, &config->log.commit_ms) != 0 ||
                 parse_u32_range("--log-commit-ms", config->log.commit_ms) != 0)
+                return -1;
+            break;
+        case OPT_DISK_LOG_BYTES:
+            if (parse_size("--disk-log-bytes", optarg, &config->log.session_bytes) != 0)
+                return -1;
+            break;
+        case OPT_DISK_LOG_BUDGET_BYTES:
+            if (parse_size("--disk-log-budget-bytes", optarg, &config->log.budget_bytes) != 0)
+                return -1;
+            break;
+        case OPT_DISK_LOG_AGE_MS:
+            if (parse_size_or_zero("--disk-log-age-ms", optarg, &config->log.age_ms) != 0)
                 return -1;
             break;
         case OPT_WEB:
@@ -883,6 +910,7 @@ int main(int argc, char **argv)
         log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the server");
     if (server.config.cluster && start_cluster(&server) != 0)
         goto fail;
+    server.config.log.memory_bytes = server.config.agent_log_bytes;
     if (!server.config.cluster &&
         server_log_open(&server.config.log, server.config.db_path, &server.hub.log, server.base,
                         &server.sessions, &server.bus, &server.disk) != 0) {

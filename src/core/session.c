@@ -469,6 +469,11 @@ void session_end(struct session *s)
     session_retain(s);
 }
 
+void session_wake(struct session *s)
+{
+    watch_list_wake(&s->watchers);
+}
+
 int session_is_ended(const struct session *s)
 {
     return s->ended;

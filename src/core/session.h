@@ -193,6 +193,10 @@ uint64_t session_append(struct session *s, const void *frame, size_t len, int64_
  * the append that follows. */
 void session_skip_to(struct session *s, uint64_t next_seq);
 
+/* Wakes S's watchers without an append (a log that read older frames
+ * for them).  S may be freed before this returns, as by session_append. */
+void session_wake(struct session *s);
+
 /* W->wake must be set.  Watching an ended session is allowed (it drains). */
 void session_watch(struct session *s, struct session_watcher *w);
 /* Unlinks W; frees S when it has ended, is not retained and W was its last

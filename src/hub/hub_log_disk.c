@@ -1,7 +1,7 @@
-/* hub_log_disk: see hub_log_disk.h.  This file has the hub_log operations,
- * what a committed entry does to the core structures, the load at start,
- * the trimming of what memory gave up, and metrics; hub_log_disk_writer.c
- * has the batches and the committing thread. */
+/* hub_log_disk: see hub_log_disk.h.  This file has the hub_log operations
+ * that write, what a committed entry does to the core structures, the load
+ * at start, retention on disk, and metrics; hub_log_disk_writer.c has the
+ * batches and the committing thread, hub_log_disk_reader.c the reads. */
 #include "hub/hub_log_disk.h"
 
 #include <inttypes.h>
@@ -57,6 +57,11 @@ static struct dsk_session *entry_add(struct hub_log_disk *d, const char *id, siz
     return e;
 }
 
+struct dsk_session *hub_log_disk_find(struct hub_log_disk *d, const char *id, size_t len)
+{
+    return entry_find(d, id, len);
+}
+
 static void entry_remove(struct hub_log_disk *d, struct dsk_session *e)
 {
     struct dsk_session **pp = &d->table[hash_bytes(e->id, e->len) % DSK_BUCKETS];
@@ -69,7 +74,67 @@ static void entry_remove(struct hub_log_disk *d, struct dsk_session *e)
         pp = &(*pp)->sidnext;
     *pp = e->sidnext;
     d->sessions--;
+    d->disk_bytes -= e->disk_bytes;
+    hub_log_disk_reader_forget(d, e);
+    free(e->chunks);
     free(e);
+}
+
+/* --- chunks: a session's frames on disk, counted -------------------------------- */
+
+/* The size a chunk is closed at: a bound's DSK_CHUNKS-th part. */
+static uint64_t chunk_bytes(const struct hub_log_disk *d)
+{
+    uint64_t bound = d->config.session_bytes > d->config.memory_bytes ? d->config.session_bytes
+                                                                      : d->config.memory_bytes;
+
+    bound /= DSK_CHUNKS;
+    return bound < DSK_CHUNK_MIN_BYTES ? DSK_CHUNK_MIN_BYTES : bound;
+}
+
+/* A new newest chunk of E from FIRST_SEQ.  NULL when memory is short. */
+static struct dsk_chunk *chunk_push(struct dsk_session *e, uint64_t first_seq)
+{
+    if (e->nchunks == e->chunks_cap) {
+        uint32_t cap = e->chunks_cap ? e->chunks_cap * 2 : 4;
+        struct dsk_chunk *more = realloc(e->chunks, cap * sizeof(*more));
+        if (!more)
+            return NULL;
+        e->chunks = more;
+        e->chunks_cap = cap;
+    }
+    e->chunks[e->nchunks] = (struct dsk_chunk){.first_seq = first_seq};
+    return &e->chunks[e->nchunks++];
+}
+
+int hub_log_disk_count_frame(struct hub_log_disk *d, struct dsk_session *e, uint64_t seq,
+                             size_t len, int64_t at)
+{
+    struct dsk_chunk *c = e->nchunks ? &e->chunks[e->nchunks - 1] : NULL;
+
+    if (!c || c->bytes >= chunk_bytes(d)) {
+        struct dsk_op *op;
+        /* The full one's last count is written with this batch (the
+         * newest one's is, by the batch itself). */
+        if (c &&
+            (op = hub_log_disk_take(d, LOGDB_OP_CHUNK, e, 0, c->first_seq, c->newest_at, NULL, 0)))
+            op->op.aux = c->bytes;
+        if (!(c = chunk_push(e, seq)))
+            return -1;
+    }
+    c->bytes += len;
+    c->newest_at = at;
+    e->disk_bytes += len;
+    d->disk_bytes += len;
+    return 0;
+}
+
+static void chunk_drop_oldest(struct hub_log_disk *d, struct dsk_session *e)
+{
+    e->disk_bytes -= e->chunks[0].bytes;
+    d->disk_bytes -= e->chunks[0].bytes;
+    memmove(e->chunks, e->chunks + 1, (e->nchunks - 1) * sizeof(*e->chunks));
+    e->nchunks--;
 }
 
 /* S's entry, made (and its name taken for the disk) when new.  NULL when
@@ -192,6 +257,8 @@ static uint64_t disk_append(void *impl, struct session *s, const void *frame, si
         op->generation = d->origin->generation;
     }
     e->last_seq = seq;
+    /* Short of memory the count stays behind: retention keeps more. */
+    (void)hub_log_disk_count_frame(d, e, seq, len, at_unix_ms);
     d->origin_taken++;
     if (d->pending.bytes >= d->config.pending_bytes) {
         log_warn("session log: %zu bytes wait for the disk; appends refused until they are "
@@ -225,33 +292,6 @@ static void disk_mark(void *impl, struct session *s, enum hub_log_mark mark)
         session_tail_end(s);
     else
         session_tail_resume(s);
-}
-
-/* A resume point past the ring but not past what was taken names frames
- * being committed (GetAgentStatus's last_seq may): they come. */
-static enum ring_status disk_check(void *impl, struct session *s, uint64_t after_seq)
-{
-    struct hub_log_disk *d = impl;
-    enum ring_status status = hub_log_ring_check(impl, s, after_seq);
-    const struct dsk_session *e;
-
-    if (status != RING_AHEAD)
-        return status;
-    e = entry_find(d, session_id(s), strlen(session_id(s)));
-    return e && after_seq <= e->last_seq ? RING_OK : status;
-}
-
-static void disk_span(void *impl, struct session *s, struct hub_log_span *out)
-{
-    struct hub_log_disk *d = impl;
-    const char *id = session_id(s);
-    const struct dsk_session *e = entry_find(d, id, strlen(id));
-
-    hub_log_ring_span(impl, s, out);
-    /* A status event names the newest frame taken: it is committed by the
-     * time the event is, which comes after it in the same order. */
-    if (e && e->last_seq > out->newest)
-        out->newest = e->last_seq;
 }
 
 static uint64_t disk_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)
@@ -419,20 +459,37 @@ static void disk_write_metrics(void *impl, FILE *out)
             "# TYPE agenthub_log_frames_loaded gauge\n"
             "agenthub_log_frames_loaded %" PRIu64 "\n"
             "# TYPE agenthub_log_load_seconds gauge\n"
-            "agenthub_log_load_seconds %.3f\n",
+            "agenthub_log_load_seconds %.3f\n"
+            "# HELP agenthub_log_frame_bytes_on_disk Bytes of every session's frames the disk "
+            "keeps (retention: --disk-log-bytes, --disk-log-budget-bytes, --disk-log-age-ms).\n"
+            "# TYPE agenthub_log_frame_bytes_on_disk gauge\n"
+            "agenthub_log_frame_bytes_on_disk %" PRIu64 "\n"
+            "# HELP agenthub_log_frames_read_total Frames served from disk to readers behind "
+            "a ring.\n"
+            "# TYPE agenthub_log_frames_read_total counter\n"
+            "agenthub_log_frames_read_total %" PRIu64 "\n"
+            "# TYPE agenthub_log_disk_reads_total counter\n"
+            "agenthub_log_disk_reads_total %" PRIu64 "\n"
+            "# TYPE agenthub_log_disk_read_faults_total counter\n"
+            "agenthub_log_disk_read_faults_total %" PRIu64 "\n"
+            "# HELP agenthub_log_disk_trims_total Oldest frames of a session given up by "
+            "retention on disk.\n"
+            "# TYPE agenthub_log_disk_trims_total counter\n"
+            "agenthub_log_disk_trims_total %" PRIu64 "\n",
             d->commits, (double)d->commit_ns_sum / 1e9, d->commits, (double)d->commit_ns_max / 1e9,
             d->frames_committed, d->bytes_committed, d->events_committed, d->fsyncs,
             logdb_disk_bytes(d->path), d->faults, hub_log_disk_writable(d), d->pending.bytes,
-            d->waits_failed, d->bus_lost, d->frames_loaded, (double)d->load_ms / 1e3);
+            d->waits_failed, d->bus_lost, d->frames_loaded, (double)d->load_ms / 1e3, d->disk_bytes,
+            d->frames_read, d->reads, d->read_faults, d->trims);
 }
 
 static const struct hub_log_ops disk_ops = {
     .append = disk_append,
-    .read = hub_log_ring_read,
-    .check = disk_check,
+    .read = hub_log_disk_read,
+    .check = hub_log_disk_check,
     .mark = disk_mark,
-    .tail = hub_log_ring_tail,
-    .span = disk_span,
+    .tail = hub_log_disk_tail,
+    .span = hub_log_disk_span,
     .publish = disk_publish,
     .open = disk_open,
     .next = disk_next,
@@ -451,37 +508,102 @@ static const struct hub_log_ops disk_ops = {
     .write_metrics = disk_write_metrics,
 };
 
-/* --- trimming what memory gave up ---------------------------------------------- */
+/* --- retention on disk ------------------------------------------------------------- */
 
-/* Once a second: a session memory forgot goes from the disk, and what a
- * ring or the bus evicted is deleted below its oldest entry. */
+/* The seq below which E's ring holds nothing: the disk keeps what the ring
+ * keeps, whatever its own bounds. */
+static uint64_t ring_floor(struct session *s, const struct dsk_session *e)
+{
+    uint64_t oldest = ring_oldest_seq(session_ring(s));
+
+    return oldest ? oldest : e->last_seq + 1;
+}
+
+/* 1 when E's oldest chunk may go: another follows, and the ring does not
+ * reach into it. */
+static int chunk_may_go(const struct dsk_session *e, uint64_t floor)
+{
+    return e->nchunks >= 2 && e->chunks[1].first_seq <= floor;
+}
+
+/* E's entries below its oldest chunk leave the disk. */
+static void trim_to_chunks(struct hub_log_disk *d, struct dsk_session *e)
+{
+    uint64_t seq = e->chunks[0].first_seq;
+
+    if (seq > e->trimmed && hub_log_disk_take(d, LOGDB_OP_TRIM, e, 0, seq, 0, NULL, 0)) {
+        e->trimmed = seq;
+        d->trims++;
+    }
+}
+
+/* One session: forgotten by memory, it leaves the disk; else its oldest
+ * chunks go while it is over its bytes or they are past the age. */
+static void retain_session(struct hub_log_disk *d, struct dsk_session *e, int64_t now)
+{
+    struct session *s = session_lookup(d->reg, e->id, e->len);
+    const struct hub_log_disk_config *c = &d->config;
+    uint64_t floor;
+    int dropped = 0;
+
+    if (!s) {
+        struct dsk_op *op;
+        if (e->pending == 0 && (op = hub_log_disk_take(d, LOGDB_OP_DROP, e, 0, 0, 0, NULL, 0))) {
+            op->session = NULL; /* names its sid only: E goes now */
+            entry_remove(d, e);
+        }
+        return;
+    }
+    floor = ring_floor(s, e);
+    while (chunk_may_go(e, floor) &&
+           (e->disk_bytes > c->session_bytes ||
+            (c->age_ms && e->chunks[0].newest_at + (int64_t)c->age_ms < now))) {
+        chunk_drop_oldest(d, e);
+        dropped = 1;
+    }
+    if (dropped)
+        trim_to_chunks(d, e);
+}
+
+/* Over the budget of every session's bytes: the oldest chunk of all goes,
+ * a bounded number per round. */
+static void retain_budget(struct hub_log_disk *d)
+{
+    for (int round = 0; round < 256 && d->disk_bytes > d->config.budget_bytes; round++) {
+        struct dsk_session *oldest = NULL;
+        for (size_t i = 0; i < DSK_BUCKETS; i++)
+            for (struct dsk_session *e = d->table[i]; e; e = e->hnext) {
+                struct session *s = session_lookup(d->reg, e->id, e->len);
+                if (s && chunk_may_go(e, ring_floor(s, e)) &&
+                    (!oldest || e->chunks[0].newest_at < oldest->chunks[0].newest_at))
+                    oldest = e;
+            }
+        if (!oldest)
+            return;
+        chunk_drop_oldest(d, oldest);
+        trim_to_chunks(d, oldest);
+    }
+}
+
+/* Once a second: retention, the bus below memory's oldest event, and the
+ * windows of older frames nobody reads. */
 static void on_gc(evutil_socket_t fd, short what, void *arg)
 {
     struct hub_log_disk *d = arg;
+    int64_t now = clock_unix_ms();
     uint64_t oldest;
 
     for (size_t i = 0; i < DSK_BUCKETS; i++)
         for (struct dsk_session *e = d->table[i], *next; e; e = next) {
-            struct session *s = session_lookup(d->reg, e->id, e->len);
             next = e->hnext;
-            if (!s) {
-                struct dsk_op *op;
-                if (e->pending == 0 &&
-                    (op = hub_log_disk_take(d, LOGDB_OP_DROP, e, 0, 0, 0, NULL, 0))) {
-                    op->session = NULL; /* names its sid only: E goes now */
-                    entry_remove(d, e);
-                }
-                continue;
-            }
-            oldest = ring_oldest_seq(session_ring(s));
-            if (oldest > e->trimmed &&
-                hub_log_disk_take(d, LOGDB_OP_TRIM, e, 0, oldest, 0, NULL, 0))
-                e->trimmed = oldest;
+            retain_session(d, e, now);
         }
+    retain_budget(d);
     oldest = ring_oldest_seq(&d->bus->ring);
     if (oldest > d->bus_trimmed &&
         hub_log_disk_take(d, LOGDB_OP_BUS_TRIM, NULL, 0, oldest, 0, NULL, 0))
         d->bus_trimmed = oldest;
+    hub_log_disk_cold_expire(d, clock_monotonic_ms());
 }
 
 /* --- loading at start ------------------------------------------------------------ */
@@ -507,18 +629,49 @@ static int load_runner(void *arg, const char *name, size_t len, uint64_t generat
     return 0;
 }
 
-static int load_entry(void *arg, uint64_t sid, uint8_t kind, uint64_t seq, int64_t at,
-                      const void *data, size_t len)
+static struct dsk_session *entry_by_sid(struct hub_log_disk *d, uint64_t sid)
 {
-    struct hub_log_disk *d = arg;
     struct dsk_session *e = d->by_sid[sid % DSK_BUCKETS];
 
     while (e && e->sid != sid)
         e = e->sidnext;
+    return e;
+}
+
+static int load_chunk(void *arg, uint64_t sid, uint64_t first_seq, uint64_t bytes, int64_t at)
+{
+    struct hub_log_disk *d = arg;
+    struct dsk_session *e = entry_by_sid(d, sid);
+    struct dsk_chunk *c;
+
     if (!e)
         return 0;
-    if (e->last_seq == 0 && e->trimmed == 0)
-        e->trimmed = seq;
+    if (!(c = chunk_push(e, first_seq)))
+        return -1;
+    c->bytes = bytes;
+    c->newest_at = at;
+    e->disk_bytes += bytes;
+    d->disk_bytes += bytes;
+    return 0;
+}
+
+static int load_last_mark(void *arg, uint64_t sid, uint64_t ord)
+{
+    struct dsk_session *e = entry_by_sid(arg, sid);
+
+    if (e)
+        e->mark_ord = ord;
+    return 0;
+}
+
+static int load_entry(void *arg, uint64_t sid, uint8_t kind, uint64_t seq, int64_t at,
+                      const void *data, size_t len)
+{
+    struct hub_log_disk *d = arg;
+    struct dsk_session *e = entry_by_sid(d, sid);
+
+    if (!e)
+        return 0;
     hub_log_disk_apply_entry(d, e, kind, seq, data, len, at, 1);
     if (seq > e->last_seq)
         e->last_seq = seq;
@@ -538,6 +691,55 @@ static int load_bus(void *arg, uint64_t seq, int64_t at, const void *data, size_
     bus_skip_to(d->bus, seq);
     d->events_loaded++;
     return bus_publish(d->bus, data, len, at) ? 0 : -1;
+}
+
+/* The seq from which E's frames are read back: the newest chunks that fill
+ * a ring (all of them when memory's bound is not known). */
+static uint64_t load_from(const struct hub_log_disk *d, const struct dsk_session *e)
+{
+    uint64_t bytes = 0;
+
+    for (uint32_t i = e->nchunks; d->config.memory_bytes && i-- > 0;) {
+        bytes += e->chunks[i].bytes;
+        if (bytes >= d->config.memory_bytes)
+            return e->chunks[i].first_seq;
+    }
+    return 0;
+}
+
+static int by_mark_order(const void *a, const void *b)
+{
+    const struct dsk_session *x = *(struct dsk_session *const *)a;
+    const struct dsk_session *y = *(struct dsk_session *const *)b;
+
+    return x->mark_ord < y->mark_ord ? -1 : x->mark_ord > y->mark_ord;
+}
+
+/* Every session's newest frames, sessions in the order their newest marks
+ * were written (so ended logs are retained in the order their tails
+ * ended).  Returns LOGDB_OK or the error with ERR. */
+static enum logdb_rc load_sessions(struct hub_log_disk *d, const struct logdb_load_fns *fns,
+                                   char *err, size_t errlen)
+{
+    struct dsk_session **all = malloc((d->sessions + 1) * sizeof(*all));
+    enum logdb_rc rc = LOGDB_OK;
+    size_t n = 0;
+
+    if (!all) {
+        snprintf(err, errlen, "out of memory");
+        return LOGDB_NOMEM;
+    }
+    for (size_t i = 0; i < DSK_BUCKETS; i++)
+        for (struct dsk_session *e = d->table[i]; e; e = e->hnext)
+            all[n++] = e;
+    qsort(all, n, sizeof(*all), by_mark_order);
+    for (size_t i = 0; i < n && rc == LOGDB_OK; i++) {
+        struct dsk_session *e = all[i];
+        e->trimmed = e->nchunks ? e->chunks[0].first_seq : 0;
+        rc = logdb_load_session(d->db, e->sid, load_from(d, e), fns, d, err, errlen);
+    }
+    free(all);
+    return rc;
 }
 
 /* Ended logs keep the retention they had left: their tails ended before
@@ -574,6 +776,8 @@ struct hub_log_disk *hub_log_disk_open(struct hub_log *log, struct event_base *b
     static const struct logdb_load_fns fns = {
         .session = load_session,
         .runner = load_runner,
+        .chunk = load_chunk,
+        .last_mark = load_last_mark,
         .entry = load_entry,
         .bus = load_bus,
     };
@@ -587,6 +791,8 @@ struct hub_log_disk *hub_log_disk_open(struct hub_log *log, struct event_base *b
         return NULL;
     }
     d->pipe_fds[0] = d->pipe_fds[1] = -1;
+    d->read_pipe[0] = d->read_pipe[1] = -1;
+    d->fetch_tail = &d->fetch_head;
     d->base = base;
     d->reg = reg;
     d->bus = bus;
@@ -598,13 +804,16 @@ struct hub_log_disk *hub_log_disk_open(struct hub_log *log, struct event_base *b
         goto fail;
     bus->epoch = d->epoch;
     *rc = logdb_load(d->db, &fns, d, err, errlen);
+    if (*rc == LOGDB_OK)
+        *rc = load_sessions(d, &fns, err, errlen);
     if (*rc != LOGDB_OK)
         goto fail;
     load_backdate(d);
     d->bus_last = bus_newest_seq(bus);
     d->load_ms = (clock_monotonic_ns() - started) / 1000000;
     d->gc_timer = event_new(base, -1, EV_PERSIST, on_gc, d);
-    if (!d->gc_timer || hub_log_disk_writer_start(d, err, errlen) != 0) {
+    if (!d->gc_timer || hub_log_disk_writer_start(d, err, errlen) != 0 ||
+        hub_log_disk_reader_start(d, err, errlen) != 0) {
         *rc = LOGDB_NOMEM;
         goto fail;
     }
@@ -625,6 +834,7 @@ void hub_log_disk_free(struct hub_log_disk *d)
 {
     if (!d)
         return;
+    hub_log_disk_reader_stop(d);
     hub_log_disk_writer_stop(d);
     if (d->gc_timer)
         event_free(d->gc_timer);
@@ -633,6 +843,7 @@ void hub_log_disk_free(struct hub_log_disk *d)
         while (d->table[i]) {
             struct dsk_session *e = d->table[i];
             d->table[i] = e->hnext;
+            free(e->chunks);
             free(e);
         }
         while (d->runners[i]) {

@@ -18,8 +18,13 @@
  * At start the file is read back: every session's entries (in the order
  * they were written, so tails and ends come back as they were, ended logs
  * with the retention they had left), the bus with its seqs and instance
- * epoch, the Runners' marks.  The disk holds what memory holds: what the
- * rings and the bus give up is deleted from the file too (once a second).
+ * epoch, the Runners' marks; of each session only the newest frames memory
+ * would hold.  The disk keeps more than memory: each session's frames
+ * within its own bounds (bytes per session, bytes in all, age), never less
+ * than its ring holds, and a reader behind a ring is served the older
+ * frames from disk by a reading thread, then the ring's (hub_log_read
+ * answers RING_NONE meanwhile and the session's watchers are woken when
+ * they are in).  The bus keeps what memory keeps.
  *
  * A commit that fails (disk full, unwritable, I/O error) is kept and tried
  * again every second; meanwhile appends and publishes are refused
@@ -37,8 +42,12 @@ struct hub_log_disk;
 struct hub_log_disk_config {
     const char *path;
     enum logdb_sync sync;
-    uint32_t commit_ms;   /* gather a batch this long (0: one loop turn) */
-    size_t pending_bytes; /* past this much uncommitted, appends are refused */
+    uint32_t commit_ms;     /* gather a batch this long (0: one loop turn) */
+    size_t pending_bytes;   /* past this much uncommitted, appends are refused */
+    size_t memory_bytes;    /* what a session's ring holds: read back at start */
+    uint64_t session_bytes; /* a session's frames on disk, at most (about) */
+    uint64_t budget_bytes;  /* every session's frames on disk, at most (about) */
+    uint64_t age_ms;        /* frames older than this leave the disk (0: kept) */
 };
 
 /* Makes LOG the durable implementation over REG's sessions and BUS, after

@@ -29,15 +29,49 @@
 /* A batch the disk refused is written again this often until it goes. */
 #define DSK_RETRY_MS 1000
 
+/* How much older frames a reader gets from disk per read. */
+#define DSK_READ_BYTES (256u << 10)
+/* A window of older frames nobody read for this long is freed. */
+#define DSK_COLD_IDLE_MS 2000
+/* A session's frames on disk are counted in at most about this many
+ * chunks: retention gives up a whole chunk, the oldest. */
+#define DSK_CHUNKS          32u
+#define DSK_CHUNK_MIN_BYTES (64u << 10)
+
+/* Frames of a session on disk from FIRST_SEQ up to the next chunk's. */
+struct dsk_chunk {
+    uint64_t first_seq;
+    uint64_t bytes;
+    int64_t newest_at;
+};
+
+/* Older frames of a session read from disk for its readers: those after
+ * AFTER up to LAST (none: LAST == AFTER, the disk had nothing there). */
+struct dsk_cold {
+    uint64_t after, last;
+    size_t n;
+    struct ring_entry *entries; /* data points into the block after them */
+    int64_t used_ms;
+};
+
 /* What the backend knows of a session's log on disk. */
 struct dsk_session {
-    struct dsk_session *hnext;   /* by id */
-    struct dsk_session *sidnext; /* by sid */
-    uint64_t sid;                /* its key on disk */
-    uint64_t last_seq;           /* the seq its newest entry took, committed or not */
-    uint64_t trimmed;            /* entries below this seq are gone from the disk */
-    uint64_t pending;            /* operations of it not yet applied */
-    int64_t over_unix_ms;        /* loading: when its tail was last over */
+    struct dsk_session *hnext;      /* by id */
+    struct dsk_session *sidnext;    /* by sid */
+    struct dsk_session *fetch_next; /* waiting for the reading thread */
+    uint64_t sid;                   /* its key on disk */
+    uint64_t last_seq;              /* the seq its newest entry took, committed or not */
+    uint64_t trimmed;               /* entries below this seq are gone from the disk */
+    uint64_t pending;               /* operations of it not yet applied */
+    int64_t over_unix_ms;           /* loading: when its tail was last over */
+    uint64_t mark_ord;              /* loading: the order of its newest mark */
+    struct dsk_chunk *chunks;       /* oldest first */
+    uint32_t nchunks, chunks_cap;
+    uint64_t disk_bytes; /* its frames' bytes on disk (the chunks') */
+    uint8_t in_batch;    /* while a batch is made */
+    uint8_t fetching;    /* a read of FETCH_AFTER is asked or under way */
+    uint64_t fetch_after;
+    struct dsk_cold *cold;
     uint16_t len;
     char id[];
 };
@@ -118,6 +152,22 @@ struct hub_log_disk {
     uint64_t frames_committed, bytes_committed, events_committed;
     uint64_t faults, waits_failed, bus_lost, fsyncs;
     uint64_t frames_loaded, events_loaded, load_ms;
+    uint64_t disk_bytes; /* every session's frames on disk (the chunks') */
+    uint64_t frames_read, reads, read_faults, trims;
+    /* the reading thread: older frames for readers behind a ring */
+    struct dsk_session *fetch_head, **fetch_tail; /* asked, not yet handed over */
+    pthread_t reader;
+    pthread_mutex_t read_mu;
+    pthread_cond_t read_cv;
+    int reader_started, reader_quit;
+    uint64_t read_sid, read_after; /* the thread's job, while READ_BUSY */
+    int read_busy, read_done;
+    enum logdb_rc read_rc;
+    char read_err[256];
+    struct dsk_cold *read_result;
+    struct dsk_session *read_session;
+    int read_pipe[2];
+    struct event *read_event;
 };
 
 /* --- hub_log_disk.c ---------------------------------------------------------- */
@@ -130,6 +180,29 @@ void hub_log_disk_apply_entry(struct hub_log_disk *d, struct dsk_session *e, uin
 int hub_log_disk_writable(void *impl);
 /* Tells the state listener when hub_log_disk_writable changed. */
 void hub_log_disk_state_changed(struct hub_log_disk *d);
+
+struct dsk_session *hub_log_disk_find(struct hub_log_disk *d, const char *id, size_t len);
+/* Counts a frame of LEN bytes at SEQ, taken at AT, in E's chunks (a new
+ * one past the chunk size, whose predecessor's row is written then).
+ * Returns 0, or -1 when memory is short. */
+int hub_log_disk_count_frame(struct hub_log_disk *d, struct dsk_session *e, uint64_t seq,
+                             size_t len, int64_t at);
+
+/* --- hub_log_disk_reader.c ---------------------------------------------------- */
+
+/* The read operations of struct hub_log_ops: the rings, then the disk. */
+enum ring_status hub_log_disk_read(void *impl, struct session *s, uint64_t after_seq,
+                                   struct ring_entry *out);
+enum ring_status hub_log_disk_check(void *impl, struct session *s, uint64_t after_seq);
+uint64_t hub_log_disk_tail(void *impl, struct session *s, uint64_t n);
+void hub_log_disk_span(void *impl, struct session *s, struct hub_log_span *out);
+/* Starts the reading thread.  Returns 0, or -1 with ERR. */
+int hub_log_disk_reader_start(struct hub_log_disk *d, char *err, size_t errlen);
+void hub_log_disk_reader_stop(struct hub_log_disk *d);
+/* Frees windows of older frames nobody read lately (NOW_MS 0: all). */
+void hub_log_disk_cold_expire(struct hub_log_disk *d, int64_t now_ms);
+/* E leaves: it is taken out of the reading thread's queue. */
+void hub_log_disk_reader_forget(struct hub_log_disk *d, struct dsk_session *e);
 
 /* --- hub_log_disk_writer.c ---------------------------------------------------- */
 

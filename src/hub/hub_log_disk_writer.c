@@ -82,7 +82,7 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
  * memory is short. */
 static int flatten(struct dsk_batch *b)
 {
-    struct logdb_op *flat = malloc(2 * b->n * sizeof(*flat));
+    struct logdb_op *flat = malloc(3 * b->n * sizeof(*flat));
     size_t n = 0;
 
     if (!flat)
@@ -114,6 +114,23 @@ static int flatten(struct dsk_batch *b)
             .len = r->len,
         };
     }
+    /* Each session's newest chunk, counted up to this batch's frames. */
+    for (size_t i = 0; i < b->n; i++) {
+        struct dsk_session *e = b->ops[i].session;
+        if (!e || b->ops[i].op.op != LOGDB_OP_ENTRY || e->in_batch || e->nchunks == 0)
+            continue;
+        e->in_batch = 1;
+        flat[n++] = (struct logdb_op){
+            .op = LOGDB_OP_CHUNK,
+            .sid = e->sid,
+            .seq = e->chunks[e->nchunks - 1].first_seq,
+            .aux = e->chunks[e->nchunks - 1].bytes,
+            .at_unix_ms = e->chunks[e->nchunks - 1].newest_at,
+        };
+    }
+    for (size_t i = 0; i < b->n; i++)
+        if (b->ops[i].session)
+            b->ops[i].session->in_batch = 0;
     b->flat = flat;
     b->nflat = n;
     return 0;

@@ -53,6 +53,10 @@ int server_log_open(const struct server_log_config *config, const char *db_path,
             config->sync && strcmp(config->sync, "full") == 0 ? LOGDB_SYNC_FULL : LOGDB_SYNC_NORMAL,
         .commit_ms = (uint32_t)config->commit_ms,
         .pending_bytes = config->pending_bytes,
+        .memory_bytes = config->memory_bytes,
+        .session_bytes = config->session_bytes,
+        .budget_bytes = config->budget_bytes,
+        .age_ms = config->age_ms,
     };
     char path[4096], err[512];
     enum logdb_rc rc;

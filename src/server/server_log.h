@@ -16,7 +16,16 @@ struct server_log_config {
     const char *sync; /* --log-sync: "normal", "full", or NULL */
     size_t commit_ms; /* --log-commit-ms */
     size_t pending_bytes;
+    size_t memory_bytes;  /* --agent-log-bytes: what a ring holds */
+    size_t session_bytes; /* --disk-log-bytes */
+    size_t budget_bytes;  /* --disk-log-budget-bytes */
+    size_t age_ms;        /* --disk-log-age-ms (0: no age bound) */
 };
+
+/* The defaults of the disk's own retention. */
+#define SERVER_LOG_DISK_SESSION_BYTES ((size_t)64 * 1024 * 1024)
+#define SERVER_LOG_DISK_BUDGET_BYTES  ((size_t)4 * 1024 * 1024 * 1024)
+#define SERVER_LOG_DISK_AGE_MS        ((size_t)7 * 24 * 3600 * 1000)
 
 /* Checks the flags of CONFIG (DB_PATH the --db flag, CLUSTER 1 with
  * --cluster).  Returns 0, or -1 after a message. */

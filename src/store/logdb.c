@@ -17,7 +17,9 @@
 
 /* "AHLG" in the file's header: a file without it is not ours. */
 #define LOGDB_APPLICATION_ID 0x41484c47
-#define LOGDB_VERSION        1
+#define LOGDB_VERSION        2
+/* What a reader of older frames (logdb_read) takes at most per call. */
+#define READ_MAX_ROWS 4096
 /* The WAL is written back into the file (an fsync) once it holds this many
  * pages, by a thread and a connection of their own: commits go on into the
  * WAL meanwhile instead of waiting for the fsync. */
@@ -32,12 +34,21 @@
  * at the next commit and stays bounded. */
 #define WAL_RESTART_PAGES 8192
 
+/* Format 2: each session's frames on disk, counted in chunks (a first seq,
+ * their bytes, the newest one's time) so that retention and the load at
+ * start need no scan of the frames; and the marks found without one. */
+#define CHUNKS_SCHEMA                                                                              \
+    "CREATE TABLE chunks(sid INTEGER NOT NULL, first_seq INTEGER NOT NULL,"                        \
+    " bytes INTEGER NOT NULL, newest_at INTEGER NOT NULL, PRIMARY KEY(sid, first_seq))"            \
+    " WITHOUT ROWID;"                                                                              \
+    "CREATE INDEX entries_marks ON entries(sid, seq) WHERE kind <> 0;"
+
 static const char SCHEMA[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE sessions(sid INTEGER PRIMARY KEY, name BLOB NOT NULL);"
     "CREATE TABLE entries(ord INTEGER PRIMARY KEY, sid INTEGER NOT NULL, seq INTEGER NOT NULL,"
     " kind INTEGER NOT NULL, at INTEGER NOT NULL, data BLOB NOT NULL);"
-    "CREATE INDEX entries_sid_seq ON entries(sid, seq);"
+    "CREATE INDEX entries_sid_seq ON entries(sid, seq);" CHUNKS_SCHEMA
     "CREATE TABLE bus(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, data BLOB NOT NULL);"
     "CREATE TABLE runners(name BLOB PRIMARY KEY, generation INTEGER NOT NULL,"
     " mark INTEGER NOT NULL) WITHOUT ROWID;";
@@ -54,6 +65,9 @@ enum stmt_id {
     S_BUS,
     S_BUS_TRIM,
     S_RUNNER,
+    S_CHUNK,
+    S_TRIM_CHUNKS,
+    S_DROP_CHUNKS,
     S_COUNT
 };
 
@@ -69,6 +83,10 @@ static const char *const STMT_SQL[S_COUNT] = {
     [S_BUS] = "INSERT OR REPLACE INTO bus(seq, at, data) VALUES (?, ?, ?)",
     [S_BUS_TRIM] = "DELETE FROM bus WHERE seq < ?",
     [S_RUNNER] = "INSERT OR REPLACE INTO runners(name, generation, mark) VALUES (?, ?, ?)",
+    [S_CHUNK] =
+        "INSERT OR REPLACE INTO chunks(sid, first_seq, bytes, newest_at) VALUES (?, ?, ?, ?)",
+    [S_TRIM_CHUNKS] = "DELETE FROM chunks WHERE sid = ? AND first_seq < ?",
+    [S_DROP_CHUNKS] = "DELETE FROM chunks WHERE sid = ?",
 };
 
 struct logdb {
@@ -83,6 +101,9 @@ struct logdb {
     pthread_cond_t ckpt_cv;
     int ckpt_started, ckpt_due, ckpt_quit;
     struct timespec ckpt_last; /* the committing thread's last wake-up of it */
+    /* the reader of older frames: a connection of its own */
+    sqlite3 *read_db;
+    sqlite3_stmt *read_stmt;
 };
 
 const char *logdb_rc_name(enum logdb_rc code)
@@ -225,6 +246,21 @@ static int ckpt_start(struct logdb *db, const char *path)
     return SQLITE_OK;
 }
 
+/* Opens the connection logdb_read uses, read-only: in WAL mode it reads
+ * what is committed while commits go on.  Returns SQLite's code. */
+static int reader_open(struct logdb *db, const char *path)
+{
+    int rc = sqlite3_open_v2(path, &db->read_db, SQLITE_OPEN_READONLY, NULL);
+
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_busy_timeout(db->read_db, 1000);
+    return sqlite3_prepare_v3(db->read_db,
+                              "SELECT seq, at, data FROM entries WHERE sid = ? AND seq > ? AND "
+                              "kind = 0 ORDER BY seq",
+                              -1, SQLITE_PREPARE_PERSISTENT, &db->read_stmt, NULL);
+}
+
 /* Makes a new file's schema and epoch, or checks an existing file is a
  * log of this version.  Returns LOGDB_OK with *EPOCH, or a code with ERR. */
 static enum logdb_rc check_or_create(struct logdb *db, uint64_t new_epoch, uint64_t *epoch,
@@ -259,6 +295,23 @@ static enum logdb_rc check_or_create(struct logdb *db, uint64_t new_epoch, uint6
     }
     if ((rc = sq_query_int(db->db, "PRAGMA user_version", &version)) != SQLITE_OK)
         return fail(db, rc, err, errlen);
+    if (version == 1) {
+        /* Format 1 kept only what memory held: its frames count as one
+         * chunk per session. */
+        snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; COMMIT", LOGDB_VERSION);
+        if ((rc = sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK ||
+            (rc = sqlite3_exec(db->db,
+                               CHUNKS_SCHEMA "INSERT INTO chunks SELECT sid, min(seq), "
+                                             "sum(length(data)), max(at) FROM entries WHERE "
+                                             "kind = 0 GROUP BY sid;",
+                               NULL, NULL, NULL)) != SQLITE_OK ||
+            (rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL)) != SQLITE_OK) {
+            enum logdb_rc out = fail(db, rc, err, errlen);
+            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+            return out;
+        }
+        version = LOGDB_VERSION;
+    }
     if (version != LOGDB_VERSION) {
         snprintf(err, errlen, "a session log of format %lld; this agenthubd reads format %d",
                  (long long)version, LOGDB_VERSION);
@@ -315,6 +368,11 @@ enum logdb_rc logdb_open(const char *path, enum logdb_sync sync, uint64_t new_ep
         goto fail_db;
     }
     sqlite3_wal_hook(db->db, on_wal, db);
+    rc = reader_open(db, path);
+    if (rc != SQLITE_OK) {
+        lrc = fail(db, rc, err, errlen);
+        goto fail_db;
+    }
     for (int i = 0; i < S_COUNT; i++) {
         rc = sqlite3_prepare_v3(db->db, STMT_SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &db->stmts[i],
                                 NULL);
@@ -344,6 +402,8 @@ void logdb_close(struct logdb *db)
         pthread_mutex_destroy(&db->ckpt_mu);
     }
     sqlite3_close(db->ckpt_db);
+    sqlite3_finalize(db->read_stmt);
+    sqlite3_close(db->read_db);
     for (int i = 0; i < S_COUNT; i++)
         sqlite3_finalize(db->stmts[i]);
     sqlite3_close(db->db);
@@ -385,14 +445,25 @@ static int write_op(struct logdb *db, const struct logdb_op *op)
         sqlite3_bind_int64(stmt, 4, op->at_unix_ms);
         bind_bytes(stmt, 5, op->data, op->len);
         return step(stmt);
-    case LOGDB_OP_TRIM:
+    case LOGDB_OP_TRIM: {
+        int rc;
         stmt = db->stmts[S_TRIM];
         sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
         sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->seq);
+        if ((rc = step(stmt)) != SQLITE_DONE)
+            return rc;
+        stmt = db->stmts[S_TRIM_CHUNKS];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->seq);
         return step(stmt);
+    }
     case LOGDB_OP_DROP: {
         int rc;
         stmt = db->stmts[S_DROP_ENTRIES];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
+        if ((rc = step(stmt)) != SQLITE_DONE)
+            return rc;
+        stmt = db->stmts[S_DROP_CHUNKS];
         sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
         if ((rc = step(stmt)) != SQLITE_DONE)
             return rc;
@@ -415,6 +486,13 @@ static int write_op(struct logdb *db, const struct logdb_op *op)
         bind_bytes(stmt, 1, op->data, op->len);
         sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->seq);
         sqlite3_bind_int64(stmt, 3, (sqlite3_int64)op->aux);
+        return step(stmt);
+    case LOGDB_OP_CHUNK:
+        stmt = db->stmts[S_CHUNK];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->seq);
+        sqlite3_bind_int64(stmt, 3, (sqlite3_int64)op->aux);
+        sqlite3_bind_int64(stmt, 4, op->at_unix_ms);
         return step(stmt);
     }
     return SQLITE_MISUSE;
@@ -523,6 +601,19 @@ static int bus_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *a
                     sqlite3_column_blob(stmt, 2), (size_t)sqlite3_column_bytes(stmt, 2));
 }
 
+static int chunk_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
+{
+    return fns->chunk(arg, (uint64_t)sqlite3_column_int64(stmt, 0),
+                      (uint64_t)sqlite3_column_int64(stmt, 1),
+                      (uint64_t)sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3));
+}
+
+static int order_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
+{
+    return fns->last_mark(arg, (uint64_t)sqlite3_column_int64(stmt, 0),
+                          (uint64_t)sqlite3_column_int64(stmt, 1));
+}
+
 enum logdb_rc logdb_load(struct logdb *db, const struct logdb_load_fns *fns, void *arg, char *err,
                          size_t errlen)
 {
@@ -532,9 +623,90 @@ enum logdb_rc logdb_load(struct logdb *db, const struct logdb_load_fns *fns, voi
             LOGDB_OK ||
         (rc = each_row(db, "SELECT name, generation, mark FROM runners", runner_row, fns, arg, err,
                        errlen)) != LOGDB_OK ||
-        (rc = each_row(db, "SELECT sid, kind, seq, at, data FROM entries ORDER BY ord", entry_row,
-                       fns, arg, err, errlen)) != LOGDB_OK)
+        (rc = each_row(db,
+                       "SELECT sid, first_seq, bytes, newest_at FROM chunks ORDER BY sid, "
+                       "first_seq",
+                       chunk_row, fns, arg, err, errlen)) != LOGDB_OK ||
+        (rc = each_row(db, "SELECT sid, max(ord) FROM entries WHERE kind <> 0 GROUP BY sid",
+                       order_row, fns, arg, err, errlen)) != LOGDB_OK)
         return rc;
     return each_row(db, "SELECT seq, at, data FROM bus ORDER BY seq", bus_row, fns, arg, err,
                     errlen);
+}
+
+/* Binds SID and SEQ to STMT (prepared on DB) and hands each row to
+ * fns->entry.  Returns LOGDB_OK, LOGDB_NOMEM when it stopped, or the
+ * error with ERR. */
+static enum logdb_rc session_rows(struct logdb *db, const char *sql, uint64_t sid, uint64_t seq,
+                                  const struct logdb_load_fns *fns, void *arg, char *err,
+                                  size_t errlen)
+{
+    sqlite3_stmt *stmt;
+    int rc = sqlite3_prepare_v2(db->db, sql, -1, &stmt, NULL);
+
+    if (rc != SQLITE_OK)
+        return fail(db, rc, err, errlen);
+    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)sid);
+    sqlite3_bind_int64(stmt, 2, (sqlite3_int64)seq);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+        if (entry_row(stmt, fns, arg) != 0) {
+            sqlite3_finalize(stmt);
+            snprintf(err, errlen, "out of memory");
+            return LOGDB_NOMEM;
+        }
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_DONE)
+        return fail(db, rc, err, errlen);
+    return LOGDB_OK;
+}
+
+enum logdb_rc logdb_load_session(struct logdb *db, uint64_t sid, uint64_t from_seq,
+                                 const struct logdb_load_fns *fns, void *arg, char *err,
+                                 size_t errlen)
+{
+    enum logdb_rc rc = LOGDB_OK;
+
+    if (from_seq > 0)
+        rc = session_rows(db,
+                          "SELECT sid, kind, seq, at, data FROM entries WHERE sid = ?1 AND "
+                          "kind <> 0 AND seq < ?2 ORDER BY seq DESC, ord DESC LIMIT 1",
+                          sid, from_seq, fns, arg, err, errlen);
+    if (rc != LOGDB_OK)
+        return rc;
+    return session_rows(db,
+                        "SELECT sid, kind, seq, at, data FROM entries WHERE sid = ?1 AND "
+                        "seq >= ?2 ORDER BY ord",
+                        sid, from_seq, fns, arg, err, errlen);
+}
+
+enum logdb_rc logdb_read(struct logdb *db, uint64_t sid, uint64_t after_seq, size_t max_bytes,
+                         int (*row)(void *arg, uint64_t seq, int64_t at_unix_ms, const void *data,
+                                    size_t len),
+                         void *arg, char *err, size_t errlen)
+{
+    sqlite3_stmt *stmt = db->read_stmt;
+    size_t bytes = 0, rows = 0;
+    int rc = SQLITE_DONE;
+
+    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)sid);
+    sqlite3_bind_int64(stmt, 2, (sqlite3_int64)after_seq);
+    while ((bytes < max_bytes && rows < READ_MAX_ROWS) && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        size_t len = (size_t)sqlite3_column_bytes(stmt, 2);
+        if (row(arg, (uint64_t)sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+                sqlite3_column_blob(stmt, 2), len) != 0) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        bytes += len;
+        rows++;
+    }
+    if (bytes >= max_bytes || rows >= READ_MAX_ROWS)
+        rc = SQLITE_DONE;
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "%s", sqlite3_errmsg(db->read_db));
+        return rc_of(rc);
+    }
+    return LOGDB_OK;
 }

@@ -7,13 +7,14 @@
  * and each Runner's run (generation) and highest runner_seq stored.  The
  * hub's durable backend (hub/hub_log_disk.h) decides what goes in; this
  * module only writes a batch of operations in one transaction and reads it
- * all back at start.  docs/durability.md says why SQLite and what each
- * synchronous setting survives.
+ * back: at start what memory holds, later older frames a reader asks for.  docs/durability.md says
+ * why SQLite and what each synchronous setting survives.
  *
  * One connection, used by one thread at a time: logdb_open and logdb_load
  * on the caller's, logdb_commit on whichever thread the caller chooses; a
  * second one, on a thread of its own, writes the WAL back into the file
- * (checkpoints) so that no commit waits for that fsync. */
+ * (checkpoints) so that no commit waits for that fsync; a third, read-only,
+ * serves logdb_read on one thread at a time (any one), beside commits. */
 #ifndef AGENTHUB_STORE_LOGDB_H
 #define AGENTHUB_STORE_LOGDB_H
 
@@ -41,6 +42,7 @@ enum logdb_op_kind {
     LOGDB_OP_BUS = 4,      /* bus event SEQ: AT, DATA */
     LOGDB_OP_BUS_TRIM = 5, /* bus events below SEQ go */
     LOGDB_OP_RUNNER = 6,   /* Runner DATA[0..LEN): generation SEQ, mark AUX */
+    LOGDB_OP_CHUNK = 7,    /* SID's chunk from SEQ: AUX bytes, the newest at AT */
 };
 
 struct logdb_op {
@@ -70,21 +72,39 @@ enum logdb_rc logdb_open(const char *path, enum logdb_sync sync, uint64_t new_ep
 void logdb_close(struct logdb *db);
 
 /* Called by logdb_load with ARG for each row, in this order: every
- * session, every Runner, every entry (in the order they were written),
- * every bus event (by seq).  A callback returning nonzero stops the load
- * (LOGDB_NOMEM). */
+ * session, every Runner, every chunk (by session, then first seq), each
+ * session's newest mark (the order of marks: ORD), every bus event (by
+ * seq); and by logdb_load_session for a session's entries.  A callback
+ * returning nonzero stops the load (LOGDB_NOMEM). */
 struct logdb_load_fns {
     int (*session)(void *arg, uint64_t sid, const char *name, size_t len);
     int (*runner)(void *arg, const char *name, size_t len, uint64_t generation, uint64_t mark);
+    int (*chunk)(void *arg, uint64_t sid, uint64_t first_seq, uint64_t bytes, int64_t newest_at);
+    int (*last_mark)(void *arg, uint64_t sid, uint64_t ord);
     int (*entry)(void *arg, uint64_t sid, uint8_t kind, uint64_t seq, int64_t at_unix_ms,
                  const void *data, size_t len);
     int (*bus)(void *arg, uint64_t seq, int64_t at_unix_ms, const void *data, size_t len);
 };
 
-/* Reads the whole log back.  Returns LOGDB_OK, or another code with ERR
- * (a damaged file says so here: every row is read). */
+/* Reads back everything but the sessions' entries.  Returns LOGDB_OK, or
+ * another code with ERR (a damaged file says so). */
 enum logdb_rc logdb_load(struct logdb *db, const struct logdb_load_fns *fns, void *arg, char *err,
                          size_t errlen);
+/* Reads back session SID's entries from FROM_SEQ on, in the order they
+ * were written, after its newest mark below FROM_SEQ (which says whether
+ * its tail was over).  Returns as logdb_load. */
+enum logdb_rc logdb_load_session(struct logdb *db, uint64_t sid, uint64_t from_seq,
+                                 const struct logdb_load_fns *fns, void *arg, char *err,
+                                 size_t errlen);
+
+/* Hands ROW the committed frames of session SID after AFTER_SEQ, in seq
+ * order, until about MAX_BYTES (at least one frame, when there is one).
+ * For the reading thread only.  Returns LOGDB_OK, LOGDB_NOMEM when ROW
+ * returned nonzero, or another code with ERR. */
+enum logdb_rc logdb_read(struct logdb *db, uint64_t sid, uint64_t after_seq, size_t max_bytes,
+                         int (*row)(void *arg, uint64_t seq, int64_t at_unix_ms, const void *data,
+                                    size_t len),
+                         void *arg, char *err, size_t errlen);
 
 /* Writes OPS[0..N) in one transaction: all or nothing.  Returns LOGDB_OK,
  * or another code with ERR (nothing of the batch is stored; it may be

@@ -433,6 +433,10 @@ class Server:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        # The old reader must be done before a start replaces what it sets
+        # (its end of stderr would tell the next start it is ready).
+        if getattr(self, "_reader", None) is not None:
+            self._reader.join(5)
         self.stopped = True
 
     # -- addresses and clients

@@ -81,7 +81,9 @@ def test_since_seq_and_tail_replay_before_the_live_tail(hub):
 
 
 def test_an_evicted_since_seq_is_out_of_range(start_hub):
-    h = start_hub(flags=["--agent-log-bytes", "4096"])
+    # Memory alone: what the ring gave up is gone (test_disk_retention.py
+    # has the disk's older frames).
+    h = start_hub(flags=["--agent-log-bytes", "4096", "--log", "memory"])
     r = h.runner("runner-1")
     r.publish("sess-1", *[text("x" * 400) for _ in range(40)])
     err = fail(h.call, SUB, req("sess-1", since_seq=1), token="t-alice")
@@ -153,7 +155,9 @@ def test_close_resource_ends_the_pane_with_ok(hub):
 
 
 def test_a_subscriber_that_falls_behind_the_ring_ends_ok_with_the_last_seq(start_hub):
-    h = start_hub(flags=["--agent-log-bytes", "262144", "--subscriber-buffer-bytes", "67108864"])
+    # Memory alone: on disk a reader behind the ring is served from disk.
+    h = start_hub(flags=["--agent-log-bytes", "262144", "--subscriber-buffer-bytes", "67108864",
+                         "--log", "memory"])
     r = h.runner("runner-1")
     r.publish("sess-1", text("start"))
     slow = RawStream(h.public, COMPASS + SUB, req("sess-1").SerializeToString(),
