@@ -147,7 +147,7 @@ struct hub_log_ops {
 };
 
 /* What a producer hears while the log takes no appends (hub_log_writable). */
-#define HUB_LOG_UNAVAILABLE_MESSAGE "the session log is unreachable (JetStream); retry"
+#define HUB_LOG_UNAVAILABLE_MESSAGE "the session log cannot store frames now; retry"
 
 struct hub_log {
     const struct hub_log_ops *ops;
