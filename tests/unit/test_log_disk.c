@@ -1,11 +1,13 @@
 /* Unit tests for the session log on disk: store/logdb (the file) and
  * hub/hub_log_disk (the backend): entries reach the rings only once
- * committed, and a new backend on the same file has every log, seq, mark,
- * bus event and the epoch back. */
+ * committed, a new backend on the same file has every log, seq, mark,
+ * bus event and the epoch back, a reader behind a ring is served from
+ * disk, and a file of the first format is upgraded in place. */
 #include "hub/hub_log_disk.h"
 
 #include <check.h>
 #include <event2/event.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,20 +24,29 @@ struct fixture {
     struct hub_log_disk *disk;
 };
 
-static void fixture_open(struct fixture *f)
+/* RING_BYTES bounds each session's ring (0: the default). */
+static void fixture_open_ring(struct fixture *f, size_t ring_bytes)
 {
     struct hub_log_disk_config config = {
         .path = f->path,
         .pending_bytes = 1 << 20,
+        .memory_bytes = ring_bytes,
+        .session_bytes = 1 << 20, /* chunks of 64 KiB */
+        .budget_bytes = 1 << 30,
     };
     enum logdb_rc rc;
     char err[256];
 
     f->base = event_base_new();
-    session_registry_init(&f->reg, 0);
+    session_registry_init(&f->reg, ring_bytes);
     bus_init(&f->bus, 0, 0);
     f->disk = hub_log_disk_open(&f->log, f->base, &f->reg, &f->bus, &config, &rc, err, sizeof(err));
     ck_assert_msg(f->disk != NULL, "%s", err);
+}
+
+static void fixture_open(struct fixture *f)
+{
+    fixture_open_ring(f, 0);
 }
 
 static void fixture_close(struct fixture *f)
@@ -187,6 +198,137 @@ START_TEST(test_a_file_that_is_not_a_log_is_refused_and_left_alone)
 }
 END_TEST
 
+static int woken;
+
+static void on_wake(struct session_watcher *w)
+{
+    woken++;
+}
+
+/* Reads S's frames after AFTER_SEQ up to LAST_SEQ like a pane: a read that
+ * answers RING_NONE waits for a wake-up.  Returns how many frames came,
+ * checking each one's seq and bytes. */
+static uint64_t read_all(struct fixture *f, struct session *s, uint64_t after_seq,
+                         uint64_t last_seq)
+{
+    struct session_watcher w = {.wake = on_wake};
+    uint64_t got = 0;
+    char want[64];
+
+    session_watch(s, &w);
+    while (after_seq < last_seq) {
+        struct ring_entry e;
+        enum ring_status status = hub_log_read(&f->log, s, after_seq, &e);
+        if (status == RING_NONE) {
+            woken = 0;
+            while (woken == 0)
+                event_base_loop(f->base, EVLOOP_ONCE);
+            continue;
+        }
+        ck_assert_int_eq(status, RING_OK);
+        ck_assert_uint_eq(e.seq, after_seq + 1);
+        snprintf(want, sizeof(want), "frame-%04d-padding-padding-padding", (int)e.seq);
+        ck_assert_uint_eq(e.len, strlen(want));
+        ck_assert_mem_eq(e.data, want, e.len);
+        after_seq = e.seq;
+        got++;
+    }
+    session_unwatch(s, &w);
+    return got;
+}
+
+START_TEST(test_a_reader_behind_the_ring_is_served_from_disk_also_after_a_restart)
+{
+    struct fixture f;
+    struct hub_log_wait w = {0};
+    struct hub_log_span span;
+    struct session *s;
+    struct ring_entry e;
+    char frame[64];
+    uint64_t seq = 0;
+
+    fixture_init(&f);
+    fixture_open_ring(&f, 16 << 10);
+    ck_assert_int_eq(session_open(&f.reg, "s1", 2, &s), SESSION_CREATED);
+    for (int i = 1; i <= 3000; i++) {
+        snprintf(frame, sizeof(frame), "frame-%04d-padding-padding-padding", i);
+        seq = hub_log_append(&f.log, s, frame, strlen(frame), 1000 + i);
+        hub_log_track(&f.log, s, &w, seq);
+    }
+    wait_stored(&f, s, &w);
+    /* The ring holds the newest few hundred; the disk every one. */
+    ck_assert_uint_gt(ring_oldest_seq(session_ring(s)), 1);
+    ck_assert_int_eq(hub_log_check(&f.log, s, 0), RING_OK);
+    hub_log_span(&f.log, s, &span);
+    ck_assert_uint_eq(span.oldest, 1);
+    ck_assert_uint_eq(span.newest, 3000);
+    ck_assert_uint_eq(hub_log_tail(&f.log, s, 2500), 500);
+    ck_assert_int_eq(hub_log_read(&f.log, s, 0, &e), RING_NONE); /* being read */
+    ck_assert_uint_eq(read_all(&f, s, 0, 3000), 3000);
+    ck_assert_uint_eq(read_all(&f, s, 1234, 3000), 3000 - 1234);
+    fixture_close(&f);
+
+    /* Back: only the newest chunks are read, the rest is served again. */
+    fixture_open_ring(&f, 16 << 10);
+    s = session_lookup(&f.reg, "s1", 2);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_gt(ring_oldest_seq(session_ring(s)), 1);
+    ck_assert_uint_eq(read_all(&f, s, 0, 3000), 3000);
+    fixture_close(&f);
+    fixture_remove(&f);
+}
+END_TEST
+
+START_TEST(test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted)
+{
+    static const char v1[] =
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+        "CREATE TABLE sessions(sid INTEGER PRIMARY KEY, name BLOB NOT NULL);"
+        "CREATE TABLE entries(ord INTEGER PRIMARY KEY, sid INTEGER NOT NULL, seq INTEGER NOT "
+        "NULL, kind INTEGER NOT NULL, at INTEGER NOT NULL, data BLOB NOT NULL);"
+        "CREATE INDEX entries_sid_seq ON entries(sid, seq);"
+        "CREATE TABLE bus(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, data BLOB NOT NULL);"
+        "CREATE TABLE runners(name BLOB PRIMARY KEY, generation INTEGER NOT NULL, mark INTEGER "
+        "NOT NULL) WITHOUT ROWID;"
+        "INSERT INTO meta VALUES ('epoch', 42); INSERT INTO sessions VALUES (1, 's1');"
+        "INSERT INTO entries(sid, seq, kind, at, data) VALUES (1, 7, 0, 10, 'abcd'),"
+        " (1, 8, 0, 11, 'efghij'), (1, 8, 1, unixepoch() * 1000, '');"
+        "PRAGMA application_id = 1095257159; PRAGMA user_version = 1;";
+    struct fixture f;
+    sqlite3 *db;
+    sqlite3_stmt *stmt;
+    struct session *s;
+    struct ring_entry e;
+
+    fixture_init(&f);
+    ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    fixture_open(&f);
+    ck_assert_uint_eq(hub_log_epoch(&f.log), 42);
+    s = session_lookup(&f.reg, "s1", 2);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(session_tail_over(s), 1); /* its mark came back */
+    ck_assert_int_eq(hub_log_read(&f.log, s, 6, &e), RING_OK);
+    ck_assert_uint_eq(e.seq, 7);
+    fixture_close(&f);
+    ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "SELECT first_seq, bytes, (SELECT user_version FROM "
+                                        "pragma_user_version) FROM chunks",
+                                        -1, &stmt, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(stmt, 0), 7);
+    ck_assert_int_eq(sqlite3_column_int(stmt, 1), 10);
+    ck_assert_int_eq(sqlite3_column_int(stmt, 2), 2);
+    ck_assert_int_eq(sqlite3_step(stmt), SQLITE_DONE);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    fixture_remove(&f);
+}
+END_TEST
+
 Suite *log_disk_suite(void)
 {
     Suite *suite = suite_create("log_disk");
@@ -194,6 +336,8 @@ Suite *log_disk_suite(void)
 
     tcase_add_test(tc, test_frames_reach_the_ring_once_committed_and_come_back_after_a_restart);
     tcase_add_test(tc, test_a_file_that_is_not_a_log_is_refused_and_left_alone);
+    tcase_add_test(tc, test_a_reader_behind_the_ring_is_served_from_disk_also_after_a_restart);
+    tcase_add_test(tc, test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted);
     suite_add_tcase(suite, tc);
     return suite;
 }
