@@ -3,7 +3,8 @@
 # the same run with the same load tool (build/bench/fanout): fan-out
 # deliveries/s and server CPU per delivery at K=10/100/1000, ingest into one
 # session with one subscriber, and latency at 1,000 frames/s into 100
-# subscribers; then how long a restart takes to read the log back.
+# subscribers; then how long a restart with about 1 GiB on disk takes to
+# serve (it reads back only what memory holds).
 set -eu
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -58,20 +59,20 @@ for log in memory disk; do
     stop_server
 done
 
-echo "== restart: reading the log back"
+echo "== restart: about 1 GiB of one session's frames on disk, default memory bounds"
+keep="--disk-log-bytes 2147483648 --disk-log-budget-bytes 4294967296"
 # shellcheck disable=SC2086
-start_agenthubd --log-db "$work/log.db" $big --session-log-budget-bytes 1073741824
+start_agenthubd --log-db "$work/log.db" $keep
 # Paced: at full speed the disk falls behind the producer and past 256 MiB
 # pending the Runner is told UNAVAILABLE (the load tool does not resend).
-load -k 1 -n 1500000 --size 200 --rate 60000 >/dev/null
+load -k 1 -n ${RESTART_FRAMES:-5000000} --size 200 --rate 60000 >/dev/null
 kill -9 "$server_pid"
 wait "$server_pid" 2>/dev/null || true
 ls -la "$work"/log.db* | awk '{s += $5} END {printf "log files: %.0f MiB\n", s / 1048576}'
 started=$(date +%s.%N)
 # shellcheck disable=SC2086
 build/agenthubd --db "$work/db" --log-db "$work/log.db" --listen 127.0.0.1:0 \
-    --runner-listen 127.0.0.1:0 $big --session-log-budget-bytes 1073741824 \
-    2>"$work/server2.log" &
+    --runner-listen 127.0.0.1:0 $keep 2>"$work/server2.log" &
 server_pid=$!
 pids="$pids $server_pid"
 while ! grep -q 'listening runner' "$work/server2.log"; do sleep 0.05; done
