@@ -60,7 +60,7 @@ for log in memory disk; do
 done
 
 echo "== restart: about 1 GiB of one session's frames on disk, default memory bounds"
-keep="--disk-log-bytes 2147483648 --disk-log-budget-bytes 4294967296"
+keep="--disk-log-bytes 2147483648 --disk-log-budget-bytes 4294967296 --subscriber-buffer-bytes 268435456"
 # shellcheck disable=SC2086
 start_agenthubd --log-db "$work/log.db" $keep
 # Paced: at full speed the disk falls behind the producer and past 256 MiB

@@ -82,13 +82,16 @@ static void entry_remove(struct hub_log_disk *d, struct dsk_session *e)
 
 /* --- chunks: a session's frames on disk, counted -------------------------------- */
 
-/* The size a chunk is closed at: a bound's DSK_CHUNKS-th part. */
+/* The size a chunk is closed at: a DSK_CHUNK_PARTS-th of the smaller of a
+ * ring and the disk's bound, so retention gives up little at a time and a
+ * start reads back little more than a ring. */
 static uint64_t chunk_bytes(const struct hub_log_disk *d)
 {
-    uint64_t bound = d->config.session_bytes > d->config.memory_bytes ? d->config.session_bytes
-                                                                      : d->config.memory_bytes;
+    uint64_t bound = d->config.session_bytes;
 
-    bound /= DSK_CHUNKS;
+    if (d->config.memory_bytes && d->config.memory_bytes < bound)
+        bound = d->config.memory_bytes;
+    bound /= DSK_CHUNK_PARTS;
     return bound < DSK_CHUNK_MIN_BYTES ? DSK_CHUNK_MIN_BYTES : bound;
 }
 

@@ -33,9 +33,10 @@
 #define DSK_READ_BYTES (256u << 10)
 /* A window of older frames nobody read for this long is freed. */
 #define DSK_COLD_IDLE_MS 2000
-/* A session's frames on disk are counted in at most about this many
- * chunks: retention gives up a whole chunk, the oldest. */
-#define DSK_CHUNKS          32u
+/* A session's frames on disk are counted in chunks of a fourth of the
+ * smaller of its ring and its disk bound (at least 64 KiB): retention
+ * gives up a whole chunk, the oldest. */
+#define DSK_CHUNK_PARTS     4u
 #define DSK_CHUNK_MIN_BYTES (64u << 10)
 
 /* Frames of a session on disk from FIRST_SEQ up to the next chunk's. */

@@ -65,7 +65,7 @@ void hub_log_ring_span(void *impl, struct session *s, struct hub_log_span *out)
     const struct ring *ring = session_ring(s);
 
     out->oldest = ring_oldest_seq(ring);
-    out->newest = ring_newest_seq(ring);
+    out->newest = out->readable = ring_newest_seq(ring);
     out->count = ring_count(ring);
     out->bytes = ring_retained_bytes(ring);
 }

@@ -80,7 +80,7 @@ static void pane_finish(struct pane_subscriber *sub, int lagged)
  * sums). */
 static size_t pane_backlog_bytes(const struct pane_subscriber *sub, const struct hub_log_span *span)
 {
-    uint64_t behind = span->newest - sub->cursor;
+    uint64_t behind = span->readable > sub->cursor ? span->readable - sub->cursor : 0;
 
     if (behind == 0 || span->count == 0)
         return 0;
@@ -113,8 +113,10 @@ static int pane_check_lag(struct pane_subscriber *sub)
     struct hub_log_span span;
 
     hub_log_span(&sub->ctx->log, sub->session, &span);
+    /* Frames still being stored are not behind it yet: only what it could
+     * read now counts. */
     if ((span.oldest > 0 && sub->cursor + 1 < span.oldest) ||
-        (span.newest - sub->cursor > 1 && pane_backlog_bytes(sub, &span) > sub->buffer_bytes)) {
+        (span.readable > sub->cursor + 1 && pane_backlog_bytes(sub, &span) > sub->buffer_bytes)) {
         pane_finish(sub, 1);
         return 1;
     }
