@@ -47,6 +47,9 @@ struct hub_stream_ops {
     const char *(*metadata)(void *call, const char *name);
     /* The door CALL arrived on. */
     enum auth_door (*door)(void *call);
+    /* 1 once CALL was finished (by a handler, the hub or the call layer),
+     * else 0: a stream re-checked after that is left alone. */
+    int (*finished)(void *call);
 };
 
 struct hub_stream {
