@@ -20,6 +20,7 @@
 #include "rpc/rpc.h"
 #include "hub/runner_control.h"
 #include "hub/hub_relay.h"
+#include "hub/hub_session.h"
 #include "hub/runner_seq.h"
 #include "store/blob.h"
 #include "store/gate.h"
@@ -333,7 +334,6 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
         COMPASS__V1__REPORT_EVIDENCE_RESPONSE__INIT;
     struct store_subject subject;
     enum arbiter_rank rank;
-    struct session *s;
     int evidence;
 
     if (relay_precheck(call, request->session_id, 0, &subject) != 0)
@@ -351,13 +351,11 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
         return;
     }
     evidence = request->state == 0 ? ARBITER_RETRACT : (int)request->state;
-    switch (hub_live_session(ctx, request->session_id, &s)) {
+    switch (hub_report_evidence(ctx, request->session_id, subject.id, rank, evidence,
+                                request->live_child ? 1 : 0)) {
     case HUB_LIVE:
-        session_bind(s, subject.id);
-        hub_observe(ctx, s, rank, evidence, request->live_child ? 1 : 0);
+    case HUB_ENDED: /* evidence about an ended session changes nothing */
         break;
-    case HUB_ENDED:
-        break; /* evidence about an ended session changes nothing */
     case HUB_FAULT:
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
