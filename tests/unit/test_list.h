@@ -31,6 +31,7 @@
     TEST_SUITE(hostport)                                                                           \
     TEST_SUITE(hub_control)                                                                        \
     TEST_SUITE(hub_relay)                                                                          \
+    TEST_SUITE(hub_session)                                                                        \
     TEST_SUITE(jsonl)                                                                              \
     TEST_SUITE(keyset)                                                                             \
     TEST_SUITE(log)                                                                                \
