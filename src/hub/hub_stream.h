@@ -3,8 +3,9 @@
  *
  * A few hub modules end a call (a stream whose token was revoked, a Runner
  * control stream replaced by a newer one), write to it (commands on a
- * Runner's control stream) or read its headers (the bearer token, again).
- * The handlers hand them a struct hub_stream: the call as an opaque pointer
+ * Runner's control stream), read its headers (the bearer token, again) or
+ * ask whether it has ended (a re-check leaves an ended call alone).  The
+ * handlers hand them a struct hub_stream: the call as an opaque pointer
  * and the ops that act on it, which rpc implements on grpc_call
  * (rpc_stream in rpc/rpc.h).
  *

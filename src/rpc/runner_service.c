@@ -201,7 +201,15 @@ static void publish_refuse(struct grpc_call *call, enum hub_relay_verdict verdic
     case HUB_RELAY_NOMEM:
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
         return;
-    default:
+    case HUB_RELAY_ACCEPTED:
+    case HUB_RELAY_RETRY:
+    case HUB_RELAY_DUPLICATE:
+    case HUB_RELAY_UNKNOWN:
+    case HUB_RELAY_UNBOUND:
+    case HUB_RELAY_TRANSCRIPT:
+    case HUB_RELAY_ACK:
+    case HUB_RELAY_ENDED:
+    case HUB_RELAY_BAD_RECORD:
         return; /* dealt with (relayed, or counted and dropped): the stream goes on */
     }
 }
