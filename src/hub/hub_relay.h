@@ -4,9 +4,9 @@
  * here, in this order: its runner_seq's range, the stream's run (a plain
  * Enroll since it opened makes it stale), the log's readiness, a retry or a
  * duplicate (hub/runner_seq.h), an unknown variant, the session's binding
- * to the Runner (trusted for BINDING_TRUST_MS once checked), what the frame
- * is (a transcript entry and an agent's ack are counted only), whether the
- * session still lives, and the record it carries.  The verdict says which
+ * to the Runner (trusted for HUB_RELAY_BINDING_TRUST_MS once checked), what
+ * the frame is (a transcript entry and an agent's ack are counted only),
+ * whether the session still lives, and the record it carries.  The verdict says which
  * it was; the hub counts it (struct hub_counters) and moves the Runner's
  * mark, and the handler only maps the verdicts that end the stream to a
  * status (hub_relay_verdict_ends_stream).
