@@ -27,7 +27,7 @@ LAYERS = {
     "store": ["common"],
     "cluster": ["common"],
     "hub": ["cluster", "core", "store", "common"],
-    "rpc": ["hub", "grpc", "core", "store", "common"],
+    "rpc": ["hub", "grpc", "store", "common"],
     "web": ["common"],
 }
 # The programs sit on top and may include any layer.

@@ -3,8 +3,9 @@
  *
  * A few hub modules end a call (a stream whose token was revoked, a Runner
  * control stream replaced by a newer one), write to it (commands on a
- * Runner's control stream) or read its headers (the bearer token, again).
- * The handlers hand them a struct hub_stream: the call as an opaque pointer
+ * Runner's control stream), read its headers (the bearer token, again) or
+ * ask whether it has ended (a re-check leaves an ended call alone).  The
+ * handlers hand them a struct hub_stream: the call as an opaque pointer
  * and the ops that act on it, which rpc implements on grpc_call
  * (rpc_stream in rpc/rpc.h).
  *
@@ -47,6 +48,9 @@ struct hub_stream_ops {
     const char *(*metadata)(void *call, const char *name);
     /* The door CALL arrived on. */
     enum auth_door (*door)(void *call);
+    /* 1 once CALL was finished (by a handler, the hub or the call layer),
+     * else 0: a stream re-checked after that is left alone. */
+    int (*finished)(void *call);
 };
 
 struct hub_stream {

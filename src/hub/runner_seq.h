@@ -14,7 +14,7 @@
  * (core/keyset.h says how many are remembered; in memory only).
  *
  * A PublishEvents stream belongs to the run it was opened in: after a plain
- * Enroll, frames on an older stream are refused (runner_service.c). */
+ * Enroll, frames on an older stream are refused (hub_relay.c). */
 #ifndef AGENTHUB_RPC_RUNNER_SEQ_H
 #define AGENTHUB_RPC_RUNNER_SEQ_H
 

@@ -8,6 +8,7 @@
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
 #include "hub/hub.h"
+#include "hub/hub_session.h"
 #include "rpc/rpc.h"
 #include "hub/runner_control.h"
 #include "store/gate.h"
@@ -214,7 +215,6 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     struct store_container container;
     struct store_subject subject;
     char session_id[STORE_ID_MAX];
-    struct session *s;
     int rv;
 
     if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
@@ -248,9 +248,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
                          rv == STORE_FAULT ? GATE_FAULT_MESSAGE : "cannot create the session");
         return;
     }
-    s = hub_session(ctx, session_id);
-    if (s)
-        session_bind(s, container.runner_id);
+    hub_session_bind(hub_session(ctx, session_id), container.runner_id, HUB_BIND_ALWAYS);
     /* The Runner learns at once when it is connected; otherwise from its
      * next report.  The session exists either way. */
     start.container_name = request->container_name;
@@ -273,7 +271,6 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
     Compass__V1__SessionsResponse command = COMPASS__V1__SESSIONS_RESPONSE__INIT;
     Compass__V1__StopAgentSessionRequest stop = COMPASS__V1__STOP_AGENT_SESSION_REQUEST__INIT;
     struct store_session row;
-    struct session *s;
     int rv;
 
     if (control_precheck(call, request->session_id, &row) != 0)
@@ -287,13 +284,7 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_STOP;
     command.stop = &stop;
     runner_command_send(ctx, row.runner_id, &command, NULL, NULL, NULL);
-    s = session_find(ctx->sessions, row.session_id, strlen(row.session_id));
-    if (s) {
-        /* STOPPED is the last word: ending without retracting the Stream
-         * evidence, so no fallback state is published after it. */
-        hub_announce_state(ctx, s, ARBITER_STOPPED);
-        hub_log_mark(&ctx->log, s, HUB_LOG_END);
-    }
+    hub_session_stop(ctx, row.session_id);
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
@@ -306,26 +297,16 @@ static void status_from_row(struct hub *ctx, const struct store_subject *subject
                             const struct store_session *row,
                             Compass__V1__AgentSessionStatus *status)
 {
-    struct session *s = session_lookup(ctx->sessions, row->session_id, strlen(row->session_id));
+    struct hub_session_view view;
 
     status->session_id = (char *)row->session_id;
     status->agent_account_id = (char *)row->agent_account_id;
     status->provider = (char *)row->provider;
     status->native_id = (char *)row->native_id;
     status->caller_may_control = gate_may_control_loaded(subject, row) == GATE_ALLOWED;
-    if (s) {
-        struct hub_log_span span;
-        hub_log_span(&ctx->log, s, &span);
-        status->last_seq = span.newest;
-    }
-    /* Closed in the store is STOPPED, even while the log is storing the end. */
-    if (s && !session_is_ended(s) && !row->closed) {
-        status->state = (Compass__V1__AgentSessionState)arbiter_state(session_arbiter(s));
-    } else {
-        status->state = row->closed
-                            ? COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_STOPPED
-                            : COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED;
-    }
+    hub_session_view(ctx, row->session_id, row->closed, &view);
+    status->last_seq = view.last_seq;
+    status->state = view.state;
 }
 
 struct status_list {

@@ -28,6 +28,7 @@
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
 #include "rpc/rpc.h"
+#include "hub/hub_session.h"
 #include "hub/hub_wire.h"
 #include "hub/stream_guard.h"
 #include "store/gate.h"
@@ -56,9 +57,8 @@ static void pane_detach(struct pane_subscriber *sub)
 {
     stream_guard_remove(sub->ctx->guards, &sub->guard);
     if (sub->session) {
-        session_unwatch(sub->session, &sub->watcher);
+        hub_pane_detach(sub->ctx, sub->session, &sub->watcher);
         sub->session = NULL;
-        sub->ctx->counters.subscribers_open--;
     }
 }
 
@@ -70,7 +70,7 @@ static void pane_finish(struct pane_subscriber *sub, int lagged)
     snprintf(last, sizeof(last), "%" PRIu64, sub->cursor);
     grpc_call_add_trailer(sub->call, "agenthub-last-seq", (const uint8_t *)last, strlen(last));
     if (lagged)
-        sub->ctx->counters.subscriber_lag_drops++;
+        hub_pane_lagged(sub->ctx);
     pane_detach(sub);
     grpc_call_finish(sub->call, GRPC_STATUS_OK, NULL);
 }
@@ -235,23 +235,16 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
         rpc_finish_gate_refusal(call, rv);
         return;
     }
-    /* A closed session is read from what is retained of it; an open one
-     * the registry does not hold (yet, or since a restart) is opened. */
-    if (row.closed)
-        s = session_lookup(ctx->sessions, request->session_id, strlen(request->session_id));
-    else if (session_open(ctx->sessions, request->session_id, strlen(request->session_id), &s) <
-             0) {
+    switch (hub_session_for_pane(ctx, request->session_id, row.closed, row.runner_id, &s)) {
+    case HUB_PANE_OPEN:
+        break;
+    case HUB_PANE_UNRETAINED:
+        pane_end_unretained(call, request->since_seq);
+        return;
+    case HUB_PANE_NOMEM:
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    if (!s) {
-        pane_end_unretained(call, request->since_seq); /* ended, its log evicted */
-        return;
-    }
-    /* Bound to the Runner hosting its container, so that Runner's stream
-     * dropping tells this subscriber DISCONNECTED. */
-    if (!session_binding(s) && row.runner_id[0])
-        session_bind(s, row.runner_id);
     sub = calloc(1, sizeof(*sub));
     if (!sub) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -278,8 +271,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->tail_start = session_tail_start(s);
     grpc_call_set_user(call, sub);
     sub->session = s;
-    session_watch(s, &sub->watcher);
-    ctx->counters.subscribers_open++;
+    hub_pane_attach(ctx, s, &sub->watcher);
     stream_guard_add(ctx->guards, &sub->guard);
     /* Response headers go out now, so the client knows it is subscribed. */
     grpc_call_add_initial_metadata(call, "agenthub-session", (const uint8_t *)session_id(s),
@@ -328,7 +320,7 @@ static void events_detach(struct events_subscriber *sub)
     if (sub->attached) {
         hub_log_unsubscribe(&sub->ctx->log, &sub->watcher);
         sub->attached = 0;
-        sub->ctx->counters.bus_subscribers_open--;
+        hub_bus_subscriber(sub->ctx, 0);
     }
 }
 
@@ -452,7 +444,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->watcher.wake = events_wake;
     sub->guard.recheck = events_recheck;
     sub->attached = 1;
-    ctx->counters.bus_subscribers_open++;
+    hub_bus_subscriber(ctx, 1);
     hub_log_subscribe(&ctx->log, &sub->watcher);
     stream_guard_add(ctx->guards, &sub->guard);
     grpc_call_set_user(call, sub);

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "compass/v1/services.pb-c.h"
-#include "core/jsonl.h"
 #include "grpc/grpc.h"
 #include "hub/hub.h"
+#include "hub/hub_session.h"
 #include "rpc/rpc.h"
 #include "store/gate.h"
 #include "store/store.h"
@@ -119,7 +119,6 @@ static void spawn_agent_session(struct grpc_call *call,
     struct store_session existing;
     char session_id[STORE_ID_MAX];
     uint64_t id;
-    struct session *s;
     int rv;
 
     if (problem) {
@@ -179,9 +178,8 @@ static void spawn_agent_session(struct grpc_call *call,
                 finish_store_fault(call);
                 return;
             }
-            s = hub_session(ctx, existing.session_id);
-            if (s && parent.runner_id[0] && !session_binding(s))
-                session_bind(s, parent.runner_id);
+            hub_session_bind(hub_session(ctx, existing.session_id), parent.runner_id,
+                             HUB_BIND_IF_UNBOUND);
             spawn_reply(call, existing.resource_id, existing.session_id);
             return;
         }
@@ -200,9 +198,7 @@ static void spawn_agent_session(struct grpc_call *call,
         finish_store_fault(call);
         return;
     }
-    s = hub_session(ctx, session_id);
-    if (s && parent.runner_id[0])
-        session_bind(s, parent.runner_id);
+    hub_session_bind(hub_session(ctx, session_id), parent.runner_id, HUB_BIND_ALWAYS);
     spawn_reply(call, id, session_id);
 }
 
@@ -310,27 +306,6 @@ static int live_session_or_finish(struct grpc_call *call, const char *session_id
     }
 }
 
-/* Appends the parsed records of BATCH to S, each tracked by W.  Returns 0,
- * or -1 when memory ran out part way (what was appended stays). */
-static int append_records(struct hub *ctx, struct session *s, const struct jsonl_batch *batch,
-                          struct hub_log_wait *w)
-{
-    for (size_t i = 0; i < batch->count; i++) {
-        Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
-        Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
-
-        record.type = (char *)jsonl_type_name(batch->records[i].type);
-        record.data_json = batch->records[i].data_json;
-        event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_RECORD;
-        event.record = &record;
-        if (hub_append_tracked(ctx, s, &event, arbiter_evidence_for_record(&batch->records[i]),
-                               w) == 0)
-            return -1;
-        ctx->counters.records_appended++;
-    }
-    return 0;
-}
-
 static void append_reply(struct grpc_call *call, const struct hub_log_wait *w)
 {
     Compass__V1__AppendResourceOutputResponse response =
@@ -427,17 +402,15 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
         return;
     }
-    if (key_len && hub_log_recall(&ctx->log, s, request->idempotency_key, key_len, &w.first_seq,
-                                  &w.last_seq)) {
+    if (key_len && hub_records_recall(ctx, s, request->idempotency_key, key_len, &w)) {
         /* A retry of a call the log holds: nothing more is stored. */
         jsonl_batch_free(&batch);
-        ctx->counters.records_retried++;
         append_reply(call, &w);
         return;
     }
     if (key_len)
         hub_log_origin_key(&ctx->log, request->idempotency_key, key_len);
-    rv = append_records(ctx, s, &batch, &w);
+    rv = hub_append_records(ctx, s, &batch, &w);
     if (key_len)
         hub_log_origin(&ctx->log, NULL, 0);
     jsonl_batch_free(&batch);
@@ -445,8 +418,7 @@ static void append_on_message(struct grpc_call *call, const ProtobufCMessage *me
         rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
         return;
     }
-    if (!session_binding(s) && resource.runner_id[0])
-        session_bind(s, resource.runner_id);
+    hub_session_bind(s, resource.runner_id, HUB_BIND_IF_UNBOUND);
     if (hub_log_stored(&ctx->log, s, &w)) {
         append_reply(call, &w);
         return;
@@ -473,7 +445,6 @@ static void close_on_message(struct grpc_call *call, const ProtobufCMessage *mes
         COMPASS__V1__CLOSE_RESOURCE_RESPONSE__INIT;
     struct store_subject subject;
     struct store_resource resource;
-    struct session *s;
     uint64_t id;
     int rv;
 
@@ -490,11 +461,8 @@ static void close_on_message(struct grpc_call *call, const ProtobufCMessage *mes
         finish_store_fault(call);
         return;
     }
-    if (resource.kind == STORE_RESOURCE_AGENT_SESSION) {
-        s = session_find(ctx->sessions, resource.session_id, strlen(resource.session_id));
-        if (s)
-            hub_end_session(ctx, s);
-    }
+    if (resource.kind == STORE_RESOURCE_AGENT_SESSION)
+        hub_session_close(ctx, resource.session_id);
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
@@ -523,21 +491,7 @@ static void report_state_on_message(struct grpc_call *call, const ProtobufCMessa
     }
     if (live_session_or_finish(call, resource.session_id, &s) != 0)
         return;
-    if (arbiter_live_child(session_arbiter(s))) {
-        /* With a live child session the fallback state becomes a record. */
-        Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
-        Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
-        char data[96];
-        snprintf(data, sizeof(data), "{\"state\":\"%s\"}", arbiter_state_name(state));
-        record.type = "state";
-        record.data_json = data;
-        event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_RECORD;
-        event.record = &record;
-        hub_append_event(ctx, s, &event, state);
-        ctx->counters.records_appended++;
-    } else {
-        hub_observe(ctx, s, ARBITER_RANK_HOOK, state, ARBITER_LIVE_UNCHANGED);
-    }
+    hub_report_hook_state(ctx, s, state);
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }

@@ -72,6 +72,11 @@ static enum auth_door stream_door(void *call)
     return rpc_door(call);
 }
 
+static int stream_finished(void *call)
+{
+    return grpc_call_finished(call);
+}
+
 const struct hub_stream_ops rpc_stream_ops = {
     .finish = stream_finish,
     .send = stream_send,
@@ -79,6 +84,7 @@ const struct hub_stream_ops rpc_stream_ops = {
     .set_user = stream_set_user,
     .metadata = stream_metadata,
     .door = stream_door,
+    .finished = stream_finished,
 };
 
 /* The door authenticator: the Runner seam first for methods that need it,

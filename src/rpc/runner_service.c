@@ -15,19 +15,17 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
-#include "core/jsonl.h"
 #include "grpc/grpc.h"
 #include "hub/hub.h"
 #include "rpc/rpc.h"
 #include "hub/runner_control.h"
+#include "hub/hub_relay.h"
+#include "hub/hub_session.h"
 #include "hub/runner_seq.h"
-#include "hub/stream_guard.h"
 #include "store/blob.h"
 #include "store/gate.h"
 #include "store/store.h"
 
-/* How long a PublishEvents stream trusts one binding check. */
-#define BINDING_TRUST_MS         1000
 #define RUNNER_SEQ_RANGE_MESSAGE "runner_seq must be 1 to 9223372036854775807"
 #define STALE_STREAM_MESSAGE                                                                       \
     "the runner enrolled again without resuming: this PublishEvents stream belongs to its "        \
@@ -155,37 +153,12 @@ static void enroll_on_message(struct grpc_call *call, const ProtobufCMessage *me
 /* --- PublishEvents ------------------------------------------------------- */
 
 struct publish_stream {
-    char runner_id[STORE_ID_MAX];
-    struct runner_run *run;
-    uint64_t run_number; /* the run the stream was opened in */
-    char bound_session[STORE_ID_MAX];
-    int64_t bound_at_ms;
+    struct hub_relay relay; /* the hub decides every frame */
     struct grpc_call *call;
-    struct hub *ctx;
-    struct store_subject subject;
-    struct stream_guard guard;
     struct hub_log_wait stored; /* the answer waits for the frames to be stored */
 };
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
-/* The store changed: a revoked Runner token ends the stream
- * UNAUTHENTICATED; a binding that moved is noticed by the next frame,
- * which is checked afresh instead of trusting the last answer. */
-static void publish_recheck(struct stream_guard *guard)
-{
-    struct publish_stream *stream = container_of(guard, struct publish_stream, guard);
-
-    stream->bound_session[0] = '\0';
-    if (grpc_call_finished(stream->call))
-        return;
-    if (stream_guard_reauthenticate(stream->ctx->guards, rpc_stream(stream->call),
-                                    &stream->subject) != 0) {
-        log_info("runner %s: its PublishEvents stream is no longer authorized; ended",
-                 stream->runner_id);
-        stream_guard_remove(stream->ctx->guards, &stream->guard);
-    }
-}
 
 static void publish_on_start(struct grpc_call *call)
 {
@@ -200,230 +173,55 @@ static void publish_on_start(struct grpc_call *call)
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    snprintf(stream->runner_id, sizeof(stream->runner_id), "%s", subject.id);
-    if (runner_run_get(ctx, subject.id, &stream->run) != 0) {
+    if (hub_relay_open(ctx, &stream->relay, rpc_stream(call), &subject) != 0) {
         free(stream);
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
     }
-    stream->run_number = runner_run_number(stream->run);
     stream->call = call;
-    stream->ctx = ctx;
-    stream->subject = subject;
-    stream->guard.recheck = publish_recheck;
-    stream_guard_add(ctx->guards, &stream->guard);
     grpc_call_set_user(call, stream);
 }
 
-/* Checks the binding, trusting a recent positive answer for the same
- * session.  Returns GATE_BOUND, GATE_NOT_BOUND or GATE_FAULT. */
-static int publish_binding(struct hub *ctx, struct publish_stream *stream, const char *session_id)
+/* The status and message a verdict that ends the stream is answered with. */
+static void publish_refuse(struct grpc_call *call, enum hub_relay_verdict verdict)
 {
-    int64_t now = clock_monotonic_ms();
-    int rv;
-
-    if (stream->bound_session[0] && strcmp(stream->bound_session, session_id) == 0 &&
-        now - stream->bound_at_ms < BINDING_TRUST_MS)
-        return GATE_BOUND;
-    rv = gate_session_bound(ctx->store, stream->runner_id, session_id);
-    if (rv == GATE_BOUND) {
-        snprintf(stream->bound_session, sizeof(stream->bound_session), "%s", session_id);
-        stream->bound_at_ms = now;
-    }
-    return rv;
-}
-
-/* Relays FRAME (the Runner's runner_seq RUNNER_SEQ) into S.  Returns how
- * many frames the session log took for it (0: dealt with without one). */
-static uint32_t publish_accept(struct hub *ctx, struct publish_stream *stream, struct session *s,
-                               const Compass__V1__SessionFrame *frame, uint64_t runner_seq)
-{
-    const Compass__V1__SessionEvent *event = frame->typed_event;
-    Compass__V1__SessionEvent checked_event;
-    Compass__V1__AgentRecord checked_record;
-    struct jsonl_record rec = {0};
-    int evidence = ARBITER_NONE;
-
-    if (event && event->event_case == COMPASS__V1__SESSION_EVENT__EVENT_RECORD) {
-        /* A record is what one appended line would be: the same codec
-         * checks it, and its compact data_json is what gets relayed. */
-        const Compass__V1__AgentRecord *record = event->record;
-        if (jsonl_parse_record(record->type, strlen(record->type), record->data_json,
-                               strlen(record->data_json), &rec, NULL) != JSONL_OK) {
-            ctx->counters.relay_invalid_records++;
-            log_warn("runner %s: runner_seq %llu carries an invalid record; dropped",
-                     stream->runner_id, (unsigned long long)runner_seq);
-            return 0;
-        }
-        evidence = arbiter_evidence_for_record(&rec);
-        checked_record = *record;
-        checked_record.data_json = rec.data_json;
-        checked_event = *event;
-        checked_event.record = &checked_record;
-        event = &checked_event;
-    }
-    /* What the log takes now is this frame's: a cluster's nodes learn the
-     * Runner's mark from it. */
-    hub_log_origin(&ctx->log, stream->runner_id, runner_seq);
-    if (event)
-        hub_append_event(ctx, s, event, evidence);
-    free(rec.data_json);
-    if (frame->state != COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED)
-        hub_observe(ctx, s, ARBITER_RANK_STREAM, arbiter_evidence_for_frame_state(frame->state),
-                    ARBITER_LIVE_UNCHANGED);
-    ctx->counters.frames_accepted++;
-    return hub_log_origin(&ctx->log, NULL, 0);
-}
-
-/* 1 when FRAME has no variant this server knows, or a session frame
- * carries nothing. */
-static int frame_is_unknown(const Compass__V1__AgentFrame *frame)
-{
-    const Compass__V1__SessionFrame *session;
-
-    if (!frame || frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME__NOT_SET)
-        return 1;
-    if (frame->frame_case != COMPASS__V1__AGENT_FRAME__FRAME_SESSION)
-        return 0;
-    session = frame->session;
-    if (!session->typed_event)
-        return session->state == COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED;
-    return session->typed_event->event_case == COMPASS__V1__SESSION_EVENT__EVENT__NOT_SET;
-}
-
-/* Counts FRAME when it is an agent's ack.  Returns 1 if it was one. */
-static int count_ack(struct hub *ctx, const Compass__V1__AgentFrame *frame)
-{
-    switch (frame->frame_case) {
-    case COMPASS__V1__AGENT_FRAME__FRAME_REPLAY_COMPLETE_ACK:
-        ctx->counters.relay_acks[HUB_ACK_REPLAY_COMPLETE]++;
-        return 1;
-    case COMPASS__V1__AGENT_FRAME__FRAME_CONTROL_ACK:
-        ctx->counters.relay_acks[HUB_ACK_CONTROL]++;
-        return 1;
-    case COMPASS__V1__AGENT_FRAME__FRAME_DELIVERY_ACK:
-        ctx->counters.relay_acks[HUB_ACK_DELIVERY]++;
-        return 1;
-    default:
-        return 0;
+    switch (verdict) {
+    case HUB_RELAY_SEQ_RANGE:
+        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, RUNNER_SEQ_RANGE_MESSAGE);
+        return;
+    case HUB_RELAY_STALE:
+        grpc_call_finish(call, GRPC_STATUS_ABORTED, STALE_STREAM_MESSAGE);
+        return;
+    case HUB_RELAY_LOG_DOWN:
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+        return;
+    case HUB_RELAY_STORE_FAULT:
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return;
+    case HUB_RELAY_NOMEM:
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
+        return;
+    case HUB_RELAY_ACCEPTED:
+    case HUB_RELAY_RETRY:
+    case HUB_RELAY_DUPLICATE:
+    case HUB_RELAY_UNKNOWN:
+    case HUB_RELAY_UNBOUND:
+    case HUB_RELAY_TRANSCRIPT:
+    case HUB_RELAY_ACK:
+    case HUB_RELAY_ENDED:
+    case HUB_RELAY_BAD_RECORD:
+        return; /* dealt with (relayed, or counted and dropped): the stream goes on */
     }
 }
 
 static void publish_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
-    const Compass__V1__PublishEventsRequest *request =
-        (const Compass__V1__PublishEventsRequest *)message;
-    struct hub *ctx = rpc_hub(call);
     struct publish_stream *stream = grpc_call_user(call);
-    const Compass__V1__AgentFrame *frame = request->frame;
-    struct keyset_fp key, *fp = NULL;
-    uint64_t seq = request->runner_seq, skipped;
-    uint32_t taken = 0;
-    struct session *s;
-    int rv;
 
     if (!stream || grpc_call_finished(call))
         return; /* ended (a revoked token): nothing more is accepted */
-    /* The store keeps runner_seq as a signed 64-bit integer. */
-    if (seq == 0 || seq > (uint64_t)INT64_MAX) {
-        grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, RUNNER_SEQ_RANGE_MESSAGE);
-        return;
-    }
-    runner_run_sync(ctx, stream->run);
-    if (runner_run_number(stream->run) != stream->run_number) {
-        ctx->counters.relay_stale_streams++;
-        log_info("runner %s: a PublishEvents stream of its previous run sent runner_seq %llu; "
-                 "ended",
-                 stream->runner_id, (unsigned long long)seq);
-        grpc_call_finish(call, GRPC_STATUS_ABORTED, STALE_STREAM_MESSAGE);
-        return;
-    }
-    if (!hub_log_writable(&ctx->log)) {
-        /* Not accepted: a resuming Runner resends from last_runner_seq. */
-        runner_run_persist(ctx, stream->run);
-        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
-        return;
-    }
-    if (request->idempotency_key[0]) {
-        key = keyset_fingerprint(request->session_id, strlen(request->session_id),
-                                 request->idempotency_key, strlen(request->idempotency_key));
-        fp = &key;
-    }
-    switch (runner_run_check(stream->run, seq, fp)) {
-    case RUNNER_FRAME_RETRY:
-        ctx->counters.relay_retries++;
-        log_debug("runner %s: runner_seq %llu repeats one of this run; dropped as a retry",
-                  stream->runner_id, (unsigned long long)seq);
-        return;
-    case RUNNER_FRAME_DUPLICATE:
-        ctx->counters.relay_duplicates++;
-        log_debug("runner %s: runner_seq %llu carries an idempotency_key already seen for "
-                  "session %.128s; dropped as a duplicate",
-                  stream->runner_id, (unsigned long long)seq, request->session_id);
-        goto advance;
-    default:
-        break;
-    }
-    if (frame_is_unknown(frame)) {
-        ctx->counters.relay_unknown_frames++;
-        log_warn("runner %s: runner_seq %llu for session %.128s has an unset or unrecognized "
-                 "variant; counted, not relayed",
-                 stream->runner_id, (unsigned long long)seq, request->session_id);
-        goto advance;
-    }
-    rv = publish_binding(ctx, stream, request->session_id);
-    if (rv == GATE_FAULT) {
-        /* Not accepted: a resuming Runner resends from last_runner_seq. */
-        runner_run_persist(ctx, stream->run);
-        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
-        return;
-    }
-    if (rv != GATE_BOUND) {
-        ctx->counters.relay_unbound_frames++;
-        log_warn("runner %s: runner_seq %llu is for a session not bound to it; dropped",
-                 stream->runner_id, (unsigned long long)seq);
-        goto advance;
-    }
-    if (frame->frame_case == COMPASS__V1__AGENT_FRAME__FRAME_TRANSCRIPT_ENTRY) {
-        /* Transcript entries feed blob uploads on the Runner; the pane and
-         * the bus carry session frames only. */
-        ctx->counters.transcript_entries++;
-        goto advance;
-    }
-    if (count_ack(ctx, frame))
-        goto advance; /* between the agent and its Runner: counted only */
-    switch (hub_live_session(ctx, request->session_id, &s)) {
-    case HUB_LIVE:
-        break;
-    case HUB_ENDED:
-        ctx->counters.relay_ended_frames++;
-        log_info("runner %s: runner_seq %llu is for a session that has ended; dropped",
-                 stream->runner_id, (unsigned long long)seq);
-        goto advance;
-    case HUB_FAULT:
-        runner_run_persist(ctx, stream->run);
-        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
-        return;
-    default:
-        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
-        return;
-    }
-    if (!session_binding(s) || strcmp(session_binding(s), stream->runner_id) != 0)
-        session_bind(s, stream->runner_id);
-    taken = publish_accept(ctx, stream, s, frame->session, seq);
-advance:
-    skipped = runner_run_advance(ctx, stream->run, seq, fp);
-    /* The log's mark covers only runner_seq values it holds a frame for or
-     * was told of: so a Runner is never told a frame is stored that is
-     * not (runner_marks.h). */
-    if (skipped || !taken)
-        hub_log_runner_dealt(&ctx->log, stream->runner_id, seq - skipped, taken ? seq - 1 : seq);
-    if (skipped) {
-        ctx->counters.relay_gaps++;
-        log_warn("runner %s: runner_seq gap: expected %llu, got %llu (%llu lost in transit)",
-                 stream->runner_id, (unsigned long long)(seq - skipped), (unsigned long long)seq,
-                 (unsigned long long)skipped);
-    }
+    publish_refuse(call, hub_relay_frame(&stream->relay,
+                                         (const Compass__V1__PublishEventsRequest *)message, NULL));
 }
 
 static void publish_answer(struct grpc_call *call)
@@ -447,15 +245,12 @@ static void publish_stored(struct hub_log_wait *w, int ok)
 
 static void publish_on_half_close(struct grpc_call *call)
 {
-    struct hub *ctx = rpc_hub(call);
     struct publish_stream *stream = grpc_call_user(call);
 
-    /* On a log that commits on its own thread, the Runner's OK means every
-     * frame it sent is on disk: the wait covers all that was taken. */
-    if (stream && ctx->config.log_on_disk && !grpc_call_finished(call)) {
+    if (stream && !grpc_call_finished(call)) {
         memset(&stream->stored, 0, sizeof(stream->stored));
         stream->stored.done = publish_stored;
-        if (!hub_log_runner_sync(&ctx->log, stream->runner_id, &stream->stored))
+        if (!hub_relay_sync(&stream->relay, &stream->stored))
             return; /* publish_stored answers (maybe it already did) */
     }
     publish_answer(call);
@@ -463,14 +258,12 @@ static void publish_on_half_close(struct grpc_call *call)
 
 static void publish_on_close(struct grpc_call *call)
 {
-    struct hub *ctx = rpc_hub(call);
     struct publish_stream *stream = grpc_call_user(call);
 
     if (!stream)
         return;
-    stream_guard_remove(ctx->guards, &stream->guard);
+    hub_relay_close(&stream->relay);
     hub_log_wait_cancel(&stream->stored);
-    runner_run_persist(ctx, stream->run);
     free(stream);
 }
 
@@ -549,7 +342,6 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
         COMPASS__V1__REPORT_EVIDENCE_RESPONSE__INIT;
     struct store_subject subject;
     enum arbiter_rank rank;
-    struct session *s;
     int evidence;
 
     if (relay_precheck(call, request->session_id, 0, &subject) != 0)
@@ -567,13 +359,11 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
         return;
     }
     evidence = request->state == 0 ? ARBITER_RETRACT : (int)request->state;
-    switch (hub_live_session(ctx, request->session_id, &s)) {
+    switch (hub_report_evidence(ctx, request->session_id, subject.id, rank, evidence,
+                                request->live_child ? 1 : 0)) {
     case HUB_LIVE:
-        session_bind(s, subject.id);
-        hub_observe(ctx, s, rank, evidence, request->live_child ? 1 : 0);
+    case HUB_ENDED: /* evidence about an ended session changes nothing */
         break;
-    case HUB_ENDED:
-        break; /* evidence about an ended session changes nothing */
     case HUB_FAULT:
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;

@@ -29,6 +29,9 @@
     TEST_SUITE(grpc_wire)                                                                          \
     TEST_SUITE(h2_server)                                                                          \
     TEST_SUITE(hostport)                                                                           \
+    TEST_SUITE(hub_control)                                                                        \
+    TEST_SUITE(hub_relay)                                                                          \
+    TEST_SUITE(hub_session)                                                                        \
     TEST_SUITE(jsonl)                                                                              \
     TEST_SUITE(keyset)                                                                             \
     TEST_SUITE(log)                                                                                \
