@@ -23,12 +23,12 @@
 
 /* What a session's log holds now. */
 struct hub_log_span {
-    uint64_t oldest; /* seq of the oldest retained frame, 0 when none */
-    uint64_t newest; /* seq of the newest frame ever appended, 0 when none */
+    uint64_t oldest;   /* seq of the oldest retained frame, 0 when none */
+    uint64_t newest;   /* seq of the newest frame ever appended, 0 when none */
     uint64_t readable; /* the newest seq a reader gets now: NEWEST, or less while
                           newer frames are still being stored */
-    uint32_t count;  /* frames retained */
-    size_t bytes;    /* their bytes */
+    uint32_t count;    /* frames retained */
+    size_t bytes;      /* their bytes */
 };
 
 /* Changes of a session's log other than frames, kept in order with them. */
