@@ -613,56 +613,13 @@ static int check_paths(const struct config *config)
 static void write_metrics(void *arg, FILE *out)
 {
     struct server *server = arg;
-    const struct h2_stats *stats = h2_server_stats(server->h2);
 
-    fprintf(out,
-            "# TYPE agenthub_connections_open gauge\n"
-            "agenthub_connections_open %llu\n"
-            "# TYPE agenthub_connections_total counter\n"
-            "agenthub_connections_total %llu\n"
-            "# TYPE agenthub_streams_open gauge\n"
-            "agenthub_streams_open %llu\n"
-            "# TYPE agenthub_streams_total counter\n"
-            "agenthub_streams_total %llu\n"
-            "# TYPE agenthub_bytes_in_total counter\n"
-            "agenthub_bytes_in_total %llu\n"
-            "# TYPE agenthub_bytes_out_total counter\n"
-            "agenthub_bytes_out_total %llu\n",
-            (unsigned long long)stats->connections_open,
-            (unsigned long long)stats->connections_total, (unsigned long long)stats->streams_open,
-            (unsigned long long)stats->streams_total, (unsigned long long)stats->bytes_in,
-            (unsigned long long)stats->bytes_out);
+    h2_server_write_metrics(server->h2, out);
     fprintf(out,
             "# HELP agenthub_log_lines_dropped_total log lines stderr did not take in time.\n"
             "# TYPE agenthub_log_lines_dropped_total counter\n"
-            "agenthub_log_lines_dropped_total %llu\n"
-            "# HELP agenthub_recv_buffered_bytes request bytes received and not yet delivered.\n"
-            "# TYPE agenthub_recv_buffered_bytes gauge\n"
-            "agenthub_recv_buffered_bytes %llu\n"
-            "# HELP agenthub_connections_over_limit_total connections closed at accept: over "
-            "--max-connections.\n"
-            "# TYPE agenthub_connections_over_limit_total counter\n"
-            "agenthub_connections_over_limit_total %llu\n"
-            "# HELP agenthub_idle_closes_total connections closed: no stream progress.\n"
-            "# TYPE agenthub_idle_closes_total counter\n"
-            "agenthub_idle_closes_total %llu\n"
-            "# HELP agenthub_header_timeouts_total connections closed: handshake, preface or "
-            "header block unfinished.\n"
-            "# TYPE agenthub_header_timeouts_total counter\n"
-            "agenthub_header_timeouts_total %llu\n"
-            "# HELP agenthub_streams_refused_budget_total streams refused: a receive budget "
-            "was spent.\n"
-            "# TYPE agenthub_streams_refused_budget_total counter\n"
-            "agenthub_streams_refused_budget_total %llu\n"
-            "# HELP agenthub_accept_pauses_total accepting paused: accept() failed (out of "
-            "file descriptors).\n"
-            "# TYPE agenthub_accept_pauses_total counter\n"
-            "agenthub_accept_pauses_total %llu\n",
-            (unsigned long long)log_dropped_lines(), (unsigned long long)stats->recv_buffered,
-            (unsigned long long)stats->connections_over_limit,
-            (unsigned long long)stats->idle_closes, (unsigned long long)stats->header_timeouts,
-            (unsigned long long)stats->streams_refused_budget,
-            (unsigned long long)stats->accept_pauses);
+            "agenthub_log_lines_dropped_total %llu\n",
+            (unsigned long long)log_dropped_lines());
     grpc_server_write_metrics(server->grpc, out);
     hub_write_counters(&server->hub, out);
     hub_write_metrics(&server->hub, out);
