@@ -38,25 +38,25 @@ static enum flag_rc set_cors_origin(void *arg, const char *value, char *why, siz
 }
 
 /* Rows of the common shapes.  A byte count or a duration that reaches a
- * size_t; one that reaches a uint32_t; each positive unless it says _0. */
+ * size_t; one that reaches a uint32_t; each positive but SIZE0_ROW's. */
 #define SIZE_ROW(name_, field, default_, help_)                                                    \
     {                                                                                              \
-        .name = name_, .type = FLAG_SIZE, .arg = "N", .offset = AT(field), .min = 1,               \
-        .max = FLAG_SIZE_LIMIT, .def = default_, .help = help_                                     \
+        .name = (name_), .type = FLAG_SIZE, .arg = "N", .offset = AT(field), .min = 1,             \
+        .max = FLAG_SIZE_LIMIT, .def = (default_), .help = (help_)                                 \
     }
 #define SIZE0_ROW(name_, field, default_, help_)                                                   \
     {                                                                                              \
-        .name = name_, .type = FLAG_SIZE, .arg = "N", .offset = AT(field), .min = 0,               \
-        .max = FLAG_SIZE_LIMIT, .def = default_, .help = help_                                     \
+        .name = (name_), .type = FLAG_SIZE, .arg = "N", .offset = AT(field), .min = 0,             \
+        .max = FLAG_SIZE_LIMIT, .def = (default_), .help = (help_)                                 \
     }
 #define U32_ROW(name_, field, default_, help_)                                                     \
     {                                                                                              \
-        .name = name_, .type = FLAG_U32, .arg = "N", .offset = AT(field), .min = 1,                \
-        .max = UINT32_MAX, .def = default_, .help = help_                                          \
+        .name = (name_), .type = FLAG_U32, .arg = "N", .offset = AT(field), .min = 1,              \
+        .max = UINT32_MAX, .def = (default_), .help = (help_)                                      \
     }
 #define STRING_ROW(name_, arg_, field, help_)                                                      \
     {                                                                                              \
-        .name = name_, .type = FLAG_STRING, .arg = arg_, .offset = AT(field), .help = help_        \
+        .name = (name_), .type = FLAG_STRING, .arg = (arg_), .offset = AT(field), .help = (help_)  \
     }
 
 static const struct flag_def flags[] = {
