@@ -68,6 +68,9 @@ RUNNER_SRC := $(sort $(wildcard src/runner/*.c))
 # programs and by the unit suites (test_runner_*, test_cli_*).
 RUNNER_LIB := $(BUILD)/librunner.a
 RUNNER_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/runner/main.c,$(RUNNER_SRC)))
+# agenthubd's own modules (src/server), for the unit suites (test_server_*).
+SERVER_LIB := $(BUILD)/libserver.a
+SERVER_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard src/server/*.c)))
 CLI_LIB := $(BUILD)/libcli.a
 CLI_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out src/cli/main.c,$(CLI_SRC)))
 PROGRAMS := $(BUILD)/agenthubd $(BUILD)/agenthub $(BUILD)/agenthub-runner
@@ -164,14 +167,19 @@ $(RUNNER_LIB): $(RUNNER_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(SERVER_LIB): $(SERVER_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
 $(CLI_LIB): $(CLI_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += -Itests/unit
-$(UNIT_BIN): $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(SERVER_LIBS)
+$(UNIT_BIN): $(UNIT_OBJ) $(SERVER_LIB) $(CLI_LIB) $(RUNNER_LIB) $(SERVER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(CLI_LIB) $(RUNNER_LIB) $(SERVER_LIBS) $(CHECK_LIBS) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(SERVER_LIB) $(CLI_LIB) $(RUNNER_LIB) $(SERVER_LIBS) \
+	  $(CHECK_LIBS) $(LIBS)
 
 $(BUILD)/tests/json_types.c: tools/json_types.sh $(GEN_SRC)
 	@mkdir -p $(dir $@)

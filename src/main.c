@@ -1,14 +1,11 @@
 /* agenthubd: the server.  main wires the layers: h2 listeners, the gRPC
  * method tables, the handlers and their shared context, the metrics port. */
 #include <event2/event.h>
-#include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -24,9 +21,9 @@
 #include "hub/runner_control.h"
 #include "common/pb_validate.h"
 #include "hub/stream_guard.h"
-#include "store/blob.h"
 #include "store/store.h"
 #include "server/metrics_http.h"
+#include "server/server_config.h"
 #include "server/server_log.h"
 #include "server/web_wire.h"
 #include "web/web.h"
@@ -34,44 +31,10 @@
 /* What --web off serves: nothing, so every path is 404. */
 static const struct web_site no_web = {NULL, 0};
 
-#define AGENTHUB_VERSION  "0.1.0"
 #define SHUTDOWN_GRACE_MS 4500
-/* --cors-origin may be given this many times. */
-#define CORS_ORIGINS_MAX 32
-
-struct config {
-    const char *db_path;
-    const char *listen;
-    const char *runner_listen;
-    const char *metrics_listen;
-    const char *blob_dir;
-    struct h2_tls_config tls;
-    int web_off; /* --web off: no pane page on the public door */
-    struct h2_limits h2;
-    struct grpc_limits grpc;
-    size_t agent_log_bytes;
-    size_t bus_bytes;
-    size_t subscriber_buffer_bytes;
-    size_t max_blob_bytes;
-    size_t session_log_budget;
-    size_t ended_log_bytes;
-    size_t ended_log_age_ms;
-    size_t max_account_sessions;
-    size_t runner_queue_bytes;
-    size_t command_timeout_ms;
-    size_t max_report_sessions;
-    struct metrics_http_limits metrics;
-    int max_connections_set;                    /* --max-connections given */
-    const char *cors_origins[CORS_ORIGINS_MAX]; /* --cors-origin, in order */
-    size_t cors_origin_count;
-    const char *cluster; /* NATS URLs: session logs and the bus on JetStream */
-    const char *node_id;
-    size_t cluster_replicas;
-    struct server_log_config log; /* --log, --log-db, --log-sync, --log-commit-ms */
-};
 
 struct server {
-    struct config config;
+    struct server_config config;
     struct event_base *base;
     struct h2_server *h2;
     struct grpc_server *grpc;
@@ -92,604 +55,22 @@ struct server {
     int shutting_down;
 };
 
-static void usage(FILE *out)
+/* 1 with --web off. */
+static int web_off(const struct server_config *config)
 {
-    fputs("usage: agenthubd --db PATH|URI --listen HOST:PORT [options]\n"
-          "\n"
-          "  --db PATH|URI                 the ownership store: a SQLite file, or a\n"
-          "                                PostgreSQL connection URI (postgres://...)\n"
-          "                                that several agenthubd nodes share\n"
-          "  --listen HOST:PORT            public door (CompassService; port 0 picks one)\n"
-          "  --runner-listen HOST:PORT     Runner door (RunnerService); without it the\n"
-          "                                server has no Runner seam\n"
-          "  --metrics-listen HOST:PORT    Prometheus text at GET /metrics, GET /healthz\n"
-          "  --blob-dir DIR                session blob storage (none without it)\n"
-          "  --agent-log-bytes N           per-session ring bound (default 4194304)\n"
-          "  --bus-bytes N                 event bus bound (default 16777216)\n"
-          "  --subscriber-buffer-bytes N   per-subscriber outbound bound (default 1048576)\n"
-          "  --max-blob-bytes N            largest session blob (default 4194304)\n"
-          "  --session-log-budget-bytes N  memory for every session's log together (default\n"
-          "                                536870912, at least --agent-log-bytes); past it the\n"
-          "                                oldest entries of the least recently active\n"
-          "                                sessions are evicted, nothing is refused\n"
-          "  --ended-log-bytes N           memory for the logs of sessions whose agent ended,\n"
-          "                                kept readable (default 67108864; 0 keeps none);\n"
-          "                                past it the longest-ended session is evicted\n"
-          "  --ended-log-age-ms N          how long an ended session's log stays readable\n"
-          "                                (default 86400000, 24 h; 0 keeps none)\n"
-          "  --max-sessions-per-account N  open sessions one agent account may have (default\n"
-          "                                64); past it a new session is refused with\n"
-          "                                RESOURCE_EXHAUSTED\n"
-          "  --runner-queue-bytes N        control commands waiting for one Runner (default\n"
-          "                                8388608); past it a command is refused with\n"
-          "                                UNAVAILABLE at once\n"
-          "  --command-timeout-ms N        how long a control command waits to be written\n"
-          "                                and answered (default 5000)\n"
-          "  --max-report-sessions N       ids in a Runner's live-sessions report (default\n"
-          "                                10000); a bigger report ends its Sessions stream\n"
-          "                                with RESOURCE_EXHAUSTED\n"
-          "  --tls-cert FILE --tls-key FILE   serve TLS 1.2+ with ALPN h2\n"
-          "  --tls-client-ca FILE          require client certificates signed by FILE\n"
-          "  --max-concurrent-streams N    SETTINGS_MAX_CONCURRENT_STREAMS (default 100)\n"
-          "  --max-connections N           open connections per listener (default: what the\n"
-          "                                open-files limit holds, shared by the listeners,\n"
-          "                                at most 10000); more are closed at accept\n"
-          "  --idle-timeout-ms N           close connections where no stream made progress\n"
-          "                                (PINGs do not count) (default 300000)\n"
-          "  --header-timeout-ms N         close connections whose TLS handshake, preface or\n"
-          "                                request header block is unfinished (default 10000)\n"
-          "  --max-recv-bytes N            largest request message (default 4194304)\n"
-          "  --request-timeout-ms N        cancel a request whose first message is not in\n"
-          "                                (default 10000)\n"
-          "  --recv-budget-bytes N         request bytes held per connection; over it new\n"
-          "                                streams are refused (default 16777216)\n"
-          "  --total-recv-budget-bytes N   the same across the server (default 268435456)\n"
-          "  --metrics-max-connections N   metrics listener connections (default 16)\n"
-          "  --metrics-idle-timeout-ms N   metrics request and answer time (default 10000)\n"
-          "  --cors-origin ORIGIN          let pages from ORIGIN (scheme://host[:port]) call\n"
-          "                                the public door with gRPC-Web: CORS preflights\n"
-          "                                answered, Access-Control-* headers on answers\n"
-          "                                (repeatable; none by default)\n"
-          "  --web on|off                  serve the pane page at GET / on the public door\n"
-          "                                (default on; off answers 404, docs/web-page.md)\n"
-          "  --cluster nats://HOST:PORT[,nats://HOST:PORT...]\n"
-          "                                run as a node of a cluster: session logs and the\n"
-          "                                event bus live in NATS JetStream (streams\n"
-          "                                AGENTHUB_FRAMES, AGENTHUB_BUS), so every node\n"
-          "                                serves every session; see docs/cluster.md\n"
-          "  --node-id NAME                this node's name in the cluster (default: the\n"
-          "                                host name)\n"
-          "  --cluster-replicas N          copies JetStream keeps of each stream (default 1,\n"
-          "                                at most 5)\n"
-          "  --log disk|memory             where a single node keeps session logs and the\n"
-          "                                bus: on disk, so a restart keeps them (default),\n"
-          "                                or in memory only; docs/durability.md\n"
-          "  --log-db PATH                 the session log's file (SQLite, WAL mode; default\n"
-          "                                beside --db: var/agenthub.db gives\n"
-          "                                var/agenthub-log.db)\n"
-          "  --log-sync normal|full        normal: a commit survives a killed process (no\n"
-          "                                fsync per commit, the default); full: an fsync\n"
-          "                                per commit, it survives a lost machine too\n"
-          "  --log-commit-ms N             gather frames this long into one commit (default\n"
-          "                                0: those of one event-loop turn)\n"
-          "  --disk-log-bytes N            a session's frames the disk keeps beyond its ring\n"
-          "                                (default 67108864; never less than the ring)\n"
-          "  --disk-log-budget-bytes N     every session's frames on disk, at most (default\n"
-          "                                4294967296); the oldest go first\n"
-          "  --disk-log-age-ms N           frames older than this leave the disk (default\n"
-          "                                604800000, 7 days; 0: no age bound)\n"
-          "  --verbose                     debug logging\n"
-          "  --version, --help\n"
-          "\n"
-          "Every file and directory a flag names is checked at start; a missing or\n"
-          "unusable one exits 2 with a message naming the flag.\n",
-          out);
-}
-
-/* Parses a positive size flag.  Returns 0, or -1 (after a message). */
-static int parse_size(const char *flag, const char *value, size_t *out)
-{
-    char *end;
-    unsigned long long n = strtoull(value, &end, 10);
-
-    if (*value == '\0' || *end != '\0' || n == 0 || value[0] == '-') {
-        fprintf(stderr, "agenthubd: %s: expected a positive number, got '%s'\n", flag, value);
-        return -1;
-    }
-    *out = (size_t)n;
-    return 0;
-}
-
-/* Like parse_size, and 0 is accepted too.  Returns 0, or -1. */
-static int parse_size_or_zero(const char *flag, const char *value, size_t *out)
-{
-    if (strcmp(value, "0") == 0) {
-        *out = 0;
-        return 0;
-    }
-    return parse_size(flag, value, out);
-}
-
-/* Refuses a value that does not fit 32 bits.  Returns 0, or -1 (after a
- * message). */
-static int parse_u32_range(const char *flag, size_t value)
-{
-    if (value > UINT32_MAX) {
-        fprintf(stderr, "agenthubd: %s: at most %u\n", flag, UINT32_MAX);
-        return -1;
-    }
-    return 0;
-}
-
-/* Descriptors kept for everything but client connections: the store, blobs,
- * stdio, listeners, the event loop. */
-#define FD_RESERVE 64
-
-/* Connections per HTTP/2 listener the open-files limit can hold: what is
- * left after the reserve and the metrics listener's cap, shared by the
- * public and Runner listeners, at most 10000. */
-static uint32_t default_max_connections(const struct config *config)
-{
-    struct rlimit rl;
-    rlim_t listeners = config->runner_listen ? 2 : 1;
-    rlim_t reserve = FD_RESERVE + (config->metrics_listen ? config->metrics.max_connections : 0);
-    rlim_t n;
-
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return 10000;
-    n = rl.rlim_cur > reserve + listeners ? (rl.rlim_cur - reserve) / listeners : 1;
-    return n > 10000 ? 10000 : (uint32_t)n;
-}
-
-/* Returns 0 to run, 1 when --help/--version printed, -1 on a usage error. */
-static int parse_args(int argc, char **argv, struct config *config)
-{
-    enum {
-        OPT_DB = 256,
-        OPT_LISTEN,
-        OPT_RUNNER_LISTEN,
-        OPT_METRICS_LISTEN,
-        OPT_BLOB_DIR,
-        OPT_AGENT_LOG_BYTES,
-        OPT_BUS_BYTES,
-        OPT_SUBSCRIBER_BUFFER_BYTES,
-        OPT_MAX_BLOB_BYTES,
-        OPT_SESSION_LOG_BUDGET,
-        OPT_ENDED_LOG_BYTES,
-        OPT_ENDED_LOG_AGE,
-        OPT_MAX_ACCOUNT_SESSIONS,
-        OPT_RUNNER_QUEUE_BYTES,
-        OPT_COMMAND_TIMEOUT,
-        OPT_MAX_REPORT_SESSIONS,
-        OPT_TLS_CERT,
-        OPT_TLS_KEY,
-        OPT_TLS_CLIENT_CA,
-        OPT_MAX_STREAMS,
-        OPT_MAX_CONNECTIONS,
-        OPT_IDLE_TIMEOUT,
-        OPT_MAX_RECV,
-        OPT_HEADER_TIMEOUT,
-        OPT_REQUEST_TIMEOUT,
-        OPT_RECV_BUDGET,
-        OPT_TOTAL_RECV_BUDGET,
-        OPT_METRICS_MAX_CONNECTIONS,
-        OPT_METRICS_IDLE_TIMEOUT,
-        OPT_WEB,
-        OPT_CLUSTER,
-        OPT_NODE_ID,
-        OPT_CLUSTER_REPLICAS,
-        OPT_VERBOSE,
-        OPT_LOG,
-        OPT_LOG_DB,
-        OPT_LOG_SYNC,
-        OPT_LOG_COMMIT_MS,
-        OPT_DISK_LOG_BYTES,
-        OPT_DISK_LOG_BUDGET_BYTES,
-        OPT_DISK_LOG_AGE_MS,
-        OPT_CORS_ORIGIN,
-        OPT_VERSION,
-        OPT_HELP,
-    };
-    static const struct option options[] = {
-        {"db", required_argument, NULL, OPT_DB},
-        {"listen", required_argument, NULL, OPT_LISTEN},
-        {"runner-listen", required_argument, NULL, OPT_RUNNER_LISTEN},
-        {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
-        {"blob-dir", required_argument, NULL, OPT_BLOB_DIR},
-        {"agent-log-bytes", required_argument, NULL, OPT_AGENT_LOG_BYTES},
-        {"bus-bytes", required_argument, NULL, OPT_BUS_BYTES},
-        {"subscriber-buffer-bytes", required_argument, NULL, OPT_SUBSCRIBER_BUFFER_BYTES},
-        {"max-blob-bytes", required_argument, NULL, OPT_MAX_BLOB_BYTES},
-        {"session-log-budget-bytes", required_argument, NULL, OPT_SESSION_LOG_BUDGET},
-        {"ended-log-bytes", required_argument, NULL, OPT_ENDED_LOG_BYTES},
-        {"ended-log-age-ms", required_argument, NULL, OPT_ENDED_LOG_AGE},
-        {"max-sessions-per-account", required_argument, NULL, OPT_MAX_ACCOUNT_SESSIONS},
-        {"runner-queue-bytes", required_argument, NULL, OPT_RUNNER_QUEUE_BYTES},
-        {"command-timeout-ms", required_argument, NULL, OPT_COMMAND_TIMEOUT},
-        {"max-report-sessions", required_argument, NULL, OPT_MAX_REPORT_SESSIONS},
-        {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
-        {"tls-key", required_argument, NULL, OPT_TLS_KEY},
-        {"tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA},
-        {"max-concurrent-streams", required_argument, NULL, OPT_MAX_STREAMS},
-        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-        {"idle-timeout-ms", required_argument, NULL, OPT_IDLE_TIMEOUT},
-        {"max-recv-bytes", required_argument, NULL, OPT_MAX_RECV},
-        {"header-timeout-ms", required_argument, NULL, OPT_HEADER_TIMEOUT},
-        {"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT},
-        {"recv-budget-bytes", required_argument, NULL, OPT_RECV_BUDGET},
-        {"total-recv-budget-bytes", required_argument, NULL, OPT_TOTAL_RECV_BUDGET},
-        {"metrics-max-connections", required_argument, NULL, OPT_METRICS_MAX_CONNECTIONS},
-        {"metrics-idle-timeout-ms", required_argument, NULL, OPT_METRICS_IDLE_TIMEOUT},
-        {"web", required_argument, NULL, OPT_WEB},
-        {"cluster", required_argument, NULL, OPT_CLUSTER},
-        {"node-id", required_argument, NULL, OPT_NODE_ID},
-        {"cluster-replicas", required_argument, NULL, OPT_CLUSTER_REPLICAS},
-        {"verbose", no_argument, NULL, OPT_VERBOSE},
-        {"log", required_argument, NULL, OPT_LOG},
-        {"log-db", required_argument, NULL, OPT_LOG_DB},
-        {"log-sync", required_argument, NULL, OPT_LOG_SYNC},
-        {"log-commit-ms", required_argument, NULL, OPT_LOG_COMMIT_MS},
-        {"disk-log-bytes", required_argument, NULL, OPT_DISK_LOG_BYTES},
-        {"disk-log-budget-bytes", required_argument, NULL, OPT_DISK_LOG_BUDGET_BYTES},
-        {"disk-log-age-ms", required_argument, NULL, OPT_DISK_LOG_AGE_MS},
-        {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    size_t n;
-    int opt;
-
-    config->h2.max_concurrent_streams = 100;
-    config->h2.max_header_list_bytes = 16384;
-    config->h2.idle_timeout_ms = 300000;
-    config->h2.max_connections = 10000;
-    config->h2.header_timeout_ms = H2_DEFAULT_HEADER_TIMEOUT_MS;
-    config->h2.conn_recv_budget = H2_DEFAULT_CONN_RECV_BUDGET;
-    config->h2.server_recv_budget = H2_DEFAULT_SERVER_RECV_BUDGET;
-    config->grpc.max_recv_bytes = 4 * 1024 * 1024;
-    config->grpc.send_bound_bytes = 1024 * 1024;
-    config->grpc.request_timeout_ms = GRPC_DEFAULT_REQUEST_TIMEOUT_MS;
-    config->metrics.max_connections = 16;
-    config->metrics.idle_timeout_ms = 10000;
-    config->agent_log_bytes = 4 * 1024 * 1024;
-    config->bus_bytes = 16 * 1024 * 1024;
-    config->subscriber_buffer_bytes = 1024 * 1024;
-    config->max_blob_bytes = 4 * 1024 * 1024;
-    config->session_log_budget = (size_t)512 * 1024 * 1024;
-    config->ended_log_bytes = SESSION_DEFAULT_RETAIN_BYTES;
-    config->ended_log_age_ms = (size_t)SESSION_DEFAULT_RETAIN_MS;
-    config->max_account_sessions = 64;
-    config->runner_queue_bytes = 8 * 1024 * 1024;
-    config->command_timeout_ms = 5000;
-    config->max_report_sessions = 10000;
-    config->cluster_replicas = 1;
-    config->log.pending_bytes = (size_t)256 * 1024 * 1024;
-    config->log.session_bytes = SERVER_LOG_DISK_SESSION_BYTES;
-    config->log.budget_bytes = SERVER_LOG_DISK_BUDGET_BYTES;
-    config->log.age_ms = SERVER_LOG_DISK_AGE_MS;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case OPT_DB:
-            config->db_path = optarg;
-            break;
-        case OPT_LOG:
-            config->log.mode = optarg;
-            break;
-        case OPT_LOG_DB:
-            config->log.db = optarg;
-            break;
-        case OPT_LOG_SYNC:
-            config->log.sync = optarg;
-            break;
-        case OPT_LOG_COMMIT_MS:
-            if (parse_size_or_zero("--log-commit-ms", optarg, &config->log.commit_ms) != 0 ||
-                parse_u32_range("--log-commit-ms", config->log.commit_ms) != 0)
-                return -1;
-            break;
-        case OPT_DISK_LOG_BYTES:
-            if (parse_size("--disk-log-bytes", optarg, &config->log.session_bytes) != 0)
-                return -1;
-            break;
-        case OPT_DISK_LOG_BUDGET_BYTES:
-            if (parse_size("--disk-log-budget-bytes", optarg, &config->log.budget_bytes) != 0)
-                return -1;
-            break;
-        case OPT_DISK_LOG_AGE_MS:
-            if (parse_size_or_zero("--disk-log-age-ms", optarg, &config->log.age_ms) != 0)
-                return -1;
-            break;
-        case OPT_WEB:
-            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                fprintf(stderr, "agenthubd: --web: expected on or off, got '%s'\n", optarg);
-                return -1;
-            }
-            config->web_off = strcmp(optarg, "off") == 0;
-            break;
-        case OPT_LISTEN:
-            config->listen = optarg;
-            break;
-        case OPT_RUNNER_LISTEN:
-            config->runner_listen = optarg;
-            break;
-        case OPT_METRICS_LISTEN:
-            config->metrics_listen = optarg;
-            break;
-        case OPT_CORS_ORIGIN:
-            if (config->cors_origin_count == CORS_ORIGINS_MAX) {
-                fprintf(stderr, "agenthubd: --cors-origin: at most %d origins\n", CORS_ORIGINS_MAX);
-                return -1;
-            }
-            if (!grpc_cors_origin_valid(optarg)) {
-                fprintf(stderr,
-                        "agenthubd: --cors-origin %s: not an origin (scheme://host[:port], "
-                        "http or https, no path)\n",
-                        optarg);
-                return -1;
-            }
-            config->cors_origins[config->cors_origin_count++] = optarg;
-            break;
-        case OPT_CLUSTER:
-            config->cluster = optarg;
-            break;
-        case OPT_NODE_ID:
-            config->node_id = optarg;
-            break;
-        case OPT_CLUSTER_REPLICAS:
-            if (parse_size("--cluster-replicas", optarg, &config->cluster_replicas) != 0)
-                return -1;
-            if (config->cluster_replicas > 5) {
-                fprintf(stderr, "agenthubd: --cluster-replicas: at most 5\n");
-                return -1;
-            }
-            break;
-        case OPT_BLOB_DIR:
-            config->blob_dir = optarg;
-            break;
-        case OPT_AGENT_LOG_BYTES:
-            if (parse_size("--agent-log-bytes", optarg, &config->agent_log_bytes) != 0)
-                return -1;
-            break;
-        case OPT_BUS_BYTES:
-            if (parse_size("--bus-bytes", optarg, &config->bus_bytes) != 0)
-                return -1;
-            break;
-        case OPT_SUBSCRIBER_BUFFER_BYTES:
-            if (parse_size("--subscriber-buffer-bytes", optarg, &config->subscriber_buffer_bytes) !=
-                0)
-                return -1;
-            break;
-        case OPT_MAX_BLOB_BYTES:
-            if (parse_size("--max-blob-bytes", optarg, &config->max_blob_bytes) != 0)
-                return -1;
-            break;
-        case OPT_SESSION_LOG_BUDGET:
-            if (parse_size("--session-log-budget-bytes", optarg, &config->session_log_budget) != 0)
-                return -1;
-            break;
-        case OPT_ENDED_LOG_BYTES:
-            if (parse_size_or_zero("--ended-log-bytes", optarg, &config->ended_log_bytes) != 0)
-                return -1;
-            break;
-        case OPT_ENDED_LOG_AGE:
-            if (parse_size_or_zero("--ended-log-age-ms", optarg, &config->ended_log_age_ms) != 0)
-                return -1;
-            break;
-        case OPT_MAX_ACCOUNT_SESSIONS:
-            if (parse_size("--max-sessions-per-account", optarg, &config->max_account_sessions) !=
-                    0 ||
-                parse_u32_range("--max-sessions-per-account", config->max_account_sessions) != 0)
-                return -1;
-            break;
-        case OPT_RUNNER_QUEUE_BYTES:
-            if (parse_size("--runner-queue-bytes", optarg, &config->runner_queue_bytes) != 0)
-                return -1;
-            break;
-        case OPT_COMMAND_TIMEOUT:
-            if (parse_size("--command-timeout-ms", optarg, &config->command_timeout_ms) != 0 ||
-                parse_u32_range("--command-timeout-ms", config->command_timeout_ms) != 0)
-                return -1;
-            break;
-        case OPT_MAX_REPORT_SESSIONS:
-            if (parse_size("--max-report-sessions", optarg, &config->max_report_sessions) != 0 ||
-                parse_u32_range("--max-report-sessions", config->max_report_sessions) != 0)
-                return -1;
-            break;
-        case OPT_TLS_CERT:
-            config->tls.cert_file = optarg;
-            break;
-        case OPT_TLS_KEY:
-            config->tls.key_file = optarg;
-            break;
-        case OPT_TLS_CLIENT_CA:
-            config->tls.client_ca_file = optarg;
-            break;
-        case OPT_MAX_STREAMS:
-            if (parse_size("--max-concurrent-streams", optarg, &n) != 0)
-                return -1;
-            config->h2.max_concurrent_streams = (uint32_t)n;
-            break;
-        case OPT_MAX_CONNECTIONS:
-            if (parse_size("--max-connections", optarg, &n) != 0)
-                return -1;
-            config->h2.max_connections = (uint32_t)n;
-            config->max_connections_set = 1;
-            break;
-        case OPT_IDLE_TIMEOUT:
-            if (parse_size("--idle-timeout-ms", optarg, &n) != 0)
-                return -1;
-            config->h2.idle_timeout_ms = (uint32_t)n;
-            break;
-        case OPT_MAX_RECV:
-            if (parse_size("--max-recv-bytes", optarg, &config->grpc.max_recv_bytes) != 0)
-                return -1;
-            break;
-        case OPT_HEADER_TIMEOUT:
-            if (parse_size("--header-timeout-ms", optarg, &n) != 0)
-                return -1;
-            config->h2.header_timeout_ms = (uint32_t)n;
-            break;
-        case OPT_REQUEST_TIMEOUT:
-            if (parse_size("--request-timeout-ms", optarg, &n) != 0)
-                return -1;
-            config->grpc.request_timeout_ms = (uint32_t)n;
-            break;
-        case OPT_RECV_BUDGET:
-            if (parse_size("--recv-budget-bytes", optarg, &config->h2.conn_recv_budget) != 0)
-                return -1;
-            break;
-        case OPT_TOTAL_RECV_BUDGET:
-            if (parse_size("--total-recv-budget-bytes", optarg, &config->h2.server_recv_budget) !=
-                0)
-                return -1;
-            break;
-        case OPT_METRICS_MAX_CONNECTIONS:
-            if (parse_size("--metrics-max-connections", optarg, &config->metrics.max_connections) !=
-                0)
-                return -1;
-            break;
-        case OPT_METRICS_IDLE_TIMEOUT:
-            if (parse_size("--metrics-idle-timeout-ms", optarg, &n) != 0)
-                return -1;
-            config->metrics.idle_timeout_ms = (uint32_t)n;
-            break;
-        case OPT_VERBOSE:
-            log_setup("agenthubd", LOG_LEVEL_DEBUG);
-            break;
-        case OPT_VERSION:
-            printf("agenthubd %s\n", AGENTHUB_VERSION);
-            return 1;
-        case OPT_HELP:
-        case 'h':
-            usage(stdout);
-            return 1;
-        default:
-            fprintf(stderr, "agenthubd: unknown or incomplete option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return -1;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "agenthubd: unexpected argument '%s'\n", argv[optind]);
-        return -1;
-    }
-    if (!config->db_path || !config->listen) {
-        fprintf(stderr, "agenthubd: --db and --listen are required (see --help)\n");
-        return -1;
-    }
-    if (!config->tls.cert_file != !config->tls.key_file) {
-        fprintf(stderr, "agenthubd: --tls-cert and --tls-key go together\n");
-        return -1;
-    }
-    if (config->session_log_budget < config->agent_log_bytes) {
-        fprintf(stderr, "agenthubd: --session-log-budget-bytes must be at least "
-                        "--agent-log-bytes\n");
-        return -1;
-    }
-    if (config->tls.client_ca_file && !config->tls.cert_file) {
-        fprintf(stderr, "agenthubd: --tls-client-ca needs --tls-cert and --tls-key\n");
-        return -1;
-    }
-    if (server_log_check(&config->log, config->db_path, config->cluster != NULL) != 0)
-        return -1;
-    if (!config->max_connections_set)
-        config->h2.max_connections = default_max_connections(config);
-    return 0;
-}
-
-/* 0 when FILE can be opened for reading; otherwise -1 after naming FLAG. */
-static int check_readable(const char *flag, const char *file)
-{
-    FILE *f;
-
-    if (!file)
-        return 0;
-    f = fopen(file, "r");
-    if (!f) {
-        fprintf(stderr, "agenthubd: %s %s: %s\n", flag, file, strerror(errno));
-        return -1;
-    }
-    fclose(f);
-    return 0;
-}
-
-/* Finds a misconfigured path before anything listens: every file and
- * directory a flag names is checked now, so a mistake is a usage error at
- * start rather than a failed call later.  Returns 0, or -1 after a message
- * that names the flag. */
-static int check_paths(const struct config *config)
-{
-    char err[256];
-
-    if (config->blob_dir && blob_dir_check(config->blob_dir, err, sizeof(err)) != 0) {
-        fprintf(stderr, "agenthubd: --blob-dir %s: %s\n", config->blob_dir, err);
-        return -1;
-    }
-    if (check_readable("--tls-cert", config->tls.cert_file) != 0 ||
-        check_readable("--tls-key", config->tls.key_file) != 0 ||
-        check_readable("--tls-client-ca", config->tls.client_ca_file) != 0)
-        return -1;
-    if (config->tls.cert_file && h2_tls_check(&config->tls, err, sizeof(err)) != 0) {
-        fprintf(stderr, "agenthubd: --tls-cert/--tls-key/--tls-client-ca: %s\n", err);
-        return -1;
-    }
-    return 0;
+    return config->web && strcmp(config->web, "off") == 0;
 }
 
 static void write_metrics(void *arg, FILE *out)
 {
     struct server *server = arg;
-    const struct h2_stats *stats = h2_server_stats(server->h2);
 
-    fprintf(out,
-            "# TYPE agenthub_connections_open gauge\n"
-            "agenthub_connections_open %llu\n"
-            "# TYPE agenthub_connections_total counter\n"
-            "agenthub_connections_total %llu\n"
-            "# TYPE agenthub_streams_open gauge\n"
-            "agenthub_streams_open %llu\n"
-            "# TYPE agenthub_streams_total counter\n"
-            "agenthub_streams_total %llu\n"
-            "# TYPE agenthub_bytes_in_total counter\n"
-            "agenthub_bytes_in_total %llu\n"
-            "# TYPE agenthub_bytes_out_total counter\n"
-            "agenthub_bytes_out_total %llu\n",
-            (unsigned long long)stats->connections_open,
-            (unsigned long long)stats->connections_total, (unsigned long long)stats->streams_open,
-            (unsigned long long)stats->streams_total, (unsigned long long)stats->bytes_in,
-            (unsigned long long)stats->bytes_out);
+    h2_server_write_metrics(server->h2, out);
     fprintf(out,
             "# HELP agenthub_log_lines_dropped_total log lines stderr did not take in time.\n"
             "# TYPE agenthub_log_lines_dropped_total counter\n"
-            "agenthub_log_lines_dropped_total %llu\n"
-            "# HELP agenthub_recv_buffered_bytes request bytes received and not yet delivered.\n"
-            "# TYPE agenthub_recv_buffered_bytes gauge\n"
-            "agenthub_recv_buffered_bytes %llu\n"
-            "# HELP agenthub_connections_over_limit_total connections closed at accept: over "
-            "--max-connections.\n"
-            "# TYPE agenthub_connections_over_limit_total counter\n"
-            "agenthub_connections_over_limit_total %llu\n"
-            "# HELP agenthub_idle_closes_total connections closed: no stream progress.\n"
-            "# TYPE agenthub_idle_closes_total counter\n"
-            "agenthub_idle_closes_total %llu\n"
-            "# HELP agenthub_header_timeouts_total connections closed: handshake, preface or "
-            "header block unfinished.\n"
-            "# TYPE agenthub_header_timeouts_total counter\n"
-            "agenthub_header_timeouts_total %llu\n"
-            "# HELP agenthub_streams_refused_budget_total streams refused: a receive budget "
-            "was spent.\n"
-            "# TYPE agenthub_streams_refused_budget_total counter\n"
-            "agenthub_streams_refused_budget_total %llu\n"
-            "# HELP agenthub_accept_pauses_total accepting paused: accept() failed (out of "
-            "file descriptors).\n"
-            "# TYPE agenthub_accept_pauses_total counter\n"
-            "agenthub_accept_pauses_total %llu\n",
-            (unsigned long long)log_dropped_lines(), (unsigned long long)stats->recv_buffered,
-            (unsigned long long)stats->connections_over_limit,
-            (unsigned long long)stats->idle_closes, (unsigned long long)stats->header_timeouts,
-            (unsigned long long)stats->streams_refused_budget,
-            (unsigned long long)stats->accept_pauses);
+            "agenthub_log_lines_dropped_total %llu\n",
+            (unsigned long long)log_dropped_lines());
     grpc_server_write_metrics(server->grpc, out);
     hub_write_counters(&server->hub, out);
     hub_write_metrics(&server->hub, out);
@@ -866,14 +247,23 @@ int main(int argc, char **argv)
     struct server server;
     struct grpc_door *public_door, *runner_door = NULL;
     char err[256];
-    int rv, exit_code = 1;
+    int exit_code = 1;
 
     memset(&server, 0, sizeof(server));
     log_setup("agenthubd", LOG_LEVEL_INFO);
-    rv = parse_args(argc, argv, &server.config);
-    if (rv != 0)
-        return rv > 0 ? 0 : 2;
-    if (check_paths(&server.config) != 0)
+    switch (server_config_parse(argc, argv, &server.config)) {
+    case SERVER_CONFIG_RUN:
+        break;
+    case SERVER_CONFIG_DONE:
+        return 0;
+    case SERVER_CONFIG_USAGE:
+        return 2;
+    case SERVER_CONFIG_NOMEM:
+        return 1;
+    }
+    if (server.config.verbose)
+        log_setup("agenthubd", LOG_LEVEL_DEBUG);
+    if (server_config_check_paths(&server.config) != 0)
         return 2;
     signal(SIGPIPE, SIG_IGN);
     /* The hub writes some fields by number; a build whose proto/ moved one
@@ -898,10 +288,10 @@ int main(int argc, char **argv)
     server.hub.sessions = &server.sessions;
     server.hub.bus = &server.bus;
     hub_log_memory(&server.hub.log, &server.bus);
-    server.hub.config.command_timeout_ms = (uint32_t)server.config.command_timeout_ms;
+    server.hub.config.command_timeout_ms = server.config.command_timeout_ms;
     server.hub.config.runner_queue_bytes = server.config.runner_queue_bytes;
-    server.hub.config.max_report_sessions = (uint32_t)server.config.max_report_sessions;
-    server.hub.config.max_account_sessions = (uint32_t)server.config.max_account_sessions;
+    server.hub.config.max_report_sessions = server.config.max_report_sessions;
+    server.hub.config.max_account_sessions = server.config.max_account_sessions;
 
     server.base = event_base_new();
     if (!server.base)
@@ -947,7 +337,7 @@ int main(int argc, char **argv)
 
     public_door = grpc_door_new(server.grpc, "public", &server.rpc);
     if (public_door)
-        web_wire_install(public_door, server.config.web_off ? &no_web : &web_embedded_site);
+        web_wire_install(public_door, web_off(&server.config) ? &no_web : &web_embedded_site);
     if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
     grpc_door_serve_http1(public_door); /* browsers: gRPC-Web over HTTP/1.1 */
@@ -1007,9 +397,11 @@ int main(int argc, char **argv)
     event_base_dispatch(server.base);
     log_info("stopped");
     server_free(&server);
+    flags_release_copies();
     return 0;
 
 fail:
     server_free(&server);
+    flags_release_copies();
     return exit_code;
 }

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct event_base;
@@ -167,6 +168,10 @@ void h2_server_drain(struct h2_server *server);
 size_t h2_server_connection_count(const struct h2_server *server);
 
 const struct h2_stats *h2_server_stats(const struct h2_server *server);
+
+/* Prometheus text of h2_server_stats: connections, streams, bytes, and
+ * what the limits closed or refused. */
+void h2_server_write_metrics(const struct h2_server *server, FILE *out);
 
 /* --- Streams ------------------------------------------------------------- */
 

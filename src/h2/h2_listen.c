@@ -220,3 +220,54 @@ const struct h2_stats *h2_server_stats(const struct h2_server *server)
 {
     return &server->stats;
 }
+
+void h2_server_write_metrics(const struct h2_server *server, FILE *out)
+{
+    const struct h2_stats *stats = &server->stats;
+
+    fprintf(out,
+            "# TYPE agenthub_connections_open gauge\n"
+            "agenthub_connections_open %llu\n"
+            "# TYPE agenthub_connections_total counter\n"
+            "agenthub_connections_total %llu\n"
+            "# TYPE agenthub_streams_open gauge\n"
+            "agenthub_streams_open %llu\n"
+            "# TYPE agenthub_streams_total counter\n"
+            "agenthub_streams_total %llu\n"
+            "# TYPE agenthub_bytes_in_total counter\n"
+            "agenthub_bytes_in_total %llu\n"
+            "# TYPE agenthub_bytes_out_total counter\n"
+            "agenthub_bytes_out_total %llu\n",
+            (unsigned long long)stats->connections_open,
+            (unsigned long long)stats->connections_total, (unsigned long long)stats->streams_open,
+            (unsigned long long)stats->streams_total, (unsigned long long)stats->bytes_in,
+            (unsigned long long)stats->bytes_out);
+    fprintf(out,
+            "# HELP agenthub_recv_buffered_bytes request bytes received and not yet delivered.\n"
+            "# TYPE agenthub_recv_buffered_bytes gauge\n"
+            "agenthub_recv_buffered_bytes %llu\n"
+            "# HELP agenthub_connections_over_limit_total connections closed at accept: over "
+            "--max-connections.\n"
+            "# TYPE agenthub_connections_over_limit_total counter\n"
+            "agenthub_connections_over_limit_total %llu\n"
+            "# HELP agenthub_idle_closes_total connections closed: no stream progress.\n"
+            "# TYPE agenthub_idle_closes_total counter\n"
+            "agenthub_idle_closes_total %llu\n"
+            "# HELP agenthub_header_timeouts_total connections closed: handshake, preface or "
+            "header block unfinished.\n"
+            "# TYPE agenthub_header_timeouts_total counter\n"
+            "agenthub_header_timeouts_total %llu\n"
+            "# HELP agenthub_streams_refused_budget_total streams refused: a receive budget "
+            "was spent.\n"
+            "# TYPE agenthub_streams_refused_budget_total counter\n"
+            "agenthub_streams_refused_budget_total %llu\n"
+            "# HELP agenthub_accept_pauses_total accepting paused: accept() failed (out of "
+            "file descriptors).\n"
+            "# TYPE agenthub_accept_pauses_total counter\n"
+            "agenthub_accept_pauses_total %llu\n",
+            (unsigned long long)stats->recv_buffered,
+            (unsigned long long)stats->connections_over_limit,
+            (unsigned long long)stats->idle_closes, (unsigned long long)stats->header_timeouts,
+            (unsigned long long)stats->streams_refused_budget,
+            (unsigned long long)stats->accept_pauses);
+}

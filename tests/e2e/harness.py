@@ -330,7 +330,11 @@ class Server:
         full_env = dict(os.environ)
         full_env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
         full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-        full_env.pop("AGENTHUB_FAILPOINTS", None)
+        # agenthubd reads a flag from every AGENTHUB_<FLAG> variable
+        # (docs/configuration.md): the server sees only those the test
+        # gives, not whatever the shell running the suite exported.
+        for name in [n for n in full_env if n.startswith("AGENTHUB_")]:
+            del full_env[name]
         full_env.update(self.env_extra)
         self.lines = []
         self.addr = {}

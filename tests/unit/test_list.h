@@ -43,6 +43,7 @@
     TEST_SUITE(runner_frames)                                                                      \
     TEST_SUITE(runner_marks)                                                                       \
     TEST_SUITE(runner_uploader)                                                                    \
+    TEST_SUITE(server_flags)                                                                       \
     TEST_SUITE(session)                                                                            \
     TEST_SUITE(store)                                                                              \
     TEST_SUITE(store_pg)                                                                           \
