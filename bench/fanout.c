@@ -14,6 +14,11 @@
  * --streams-per-connection says otherwise (1: a connection each, as the
  * gRPC-Web ones have).
  *
+ * With --spread N the frames go round-robin to S and N-1 more sessions (S-2
+ * .. S-N, which the store must bind to the Runner's containers) while the
+ * subscribers follow S: ingest into many sessions, printed as frames/s and
+ * server CPU per frame.
+ *
  * With --idle it only opens K subscriptions, waits until the server holds
  * them, and prints the server's RSS.  --public may list several addresses
  * (h1:p1,h2:p2, a cluster's nodes): the subscribers are dealt out over
@@ -53,6 +58,7 @@ struct options {
     int server_pid;
     int web;
     int streams_per_connection; /* native subscribers per HTTP/2 connection */
+    int spread;                 /* sessions the frames go to in turn */
 };
 
 struct bench;
@@ -79,6 +85,8 @@ struct bench {
     struct grpc_client_call *publisher;
     int published;
     uint64_t runner_seq;
+    int per_subscriber;   /* frames each subscriber gets: those of --session */
+    char **session_names; /* --spread: the sessions frames go to in turn */
     uint64_t deliveries;
     uint64_t expected;
     uint64_t histogram[HISTOGRAM_BUCKETS + 1];
@@ -120,7 +128,7 @@ static void subscriber_on_message(void *arg, const uint8_t *data, size_t len)
         uint64_t bucket = (now - stamp) / 1000 / BUCKET_US;
         bench->histogram[bucket < HISTOGRAM_BUCKETS ? bucket : HISTOGRAM_BUCKETS]++;
     }
-    if (bench->opt.frames > 0 && sub->received == bench->opt.frames) {
+    if (bench->per_subscriber > 0 && sub->received == bench->per_subscriber) {
         bench->subscribers_done++;
         if (bench->subscribers_done == bench->opt.subscribers)
             event_base_loopbreak(bench->base);
@@ -140,7 +148,7 @@ static void subscriber_on_done(void *arg, const struct grpc_client_result *resul
     if (result->status != 0)
         fprintf(stderr, "fanout: a subscriber ended: %s: %s\n", grpc_status_name(result->status),
                 result->message);
-    if (bench->opt.frames > 0 && sub->received < bench->opt.frames) {
+    if (bench->per_subscriber > 0 && sub->received < bench->per_subscriber) {
         /* Dropped for lag (or refused): it will not reach the end. */
         bench->dropped++;
         bench->subscribers_done++;
@@ -162,7 +170,7 @@ static void web_subscriber_ended(struct subscriber *sub, const char *why)
         return;
     if (why)
         fprintf(stderr, "fanout: a gRPC-Web subscriber ended: %s\n", why);
-    if (bench->opt.frames > 0 && sub->received < bench->opt.frames) {
+    if (bench->per_subscriber > 0 && sub->received < bench->per_subscriber) {
         bench->dropped++;
         bench->subscribers_done++;
         if (bench->subscribers_done == bench->opt.subscribers)
@@ -277,7 +285,9 @@ static void publish_one(struct bench *bench)
     frame.frame_case = COMPASS__V1__AGENT_FRAME__FRAME_SESSION;
     frame.session = &session;
     request.runner_seq = ++bench->runner_seq;
-    request.session_id = (char *)bench->opt.session;
+    request.session_id = bench->session_names
+                             ? bench->session_names[bench->published % bench->opt.spread]
+                             : (char *)bench->opt.session;
     request.frame = &frame;
     if (!bench->first_publish_ns)
         bench->first_publish_ns = now;
@@ -388,12 +398,14 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"server-pid", required_argument, NULL, 'P'},
         {"web", no_argument, NULL, 'w'},
         {"streams-per-connection", required_argument, NULL, 'S'},
+        {"spread", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
 
     opt->subscribers = 100;
+    opt->spread = 1;
     opt->streams_per_connection = STREAMS_PER_CONNECTION;
     opt->frames = 10000;
     opt->size = 200;
@@ -437,19 +449,23 @@ static int parse_options(int argc, char **argv, struct options *opt)
         case 'k':
             opt->subscribers = atoi(optarg);
             break;
+        case 'D':
+            opt->spread = atoi(optarg);
+            break;
         case 'n':
             opt->frames = atoi(optarg);
             break;
         default:
             fputs("usage: fanout --public ADDR --runner ADDR --token T --runner-token RT "
                   "--session S [-k K] [-n N] [--size B] [--rate R] [--idle] [--server-pid PID] "
-                  "[--web] [--streams-per-connection N]\n",
+                  "[--web] [--streams-per-connection N] [--spread N]\n",
                   c == 'h' ? stdout : stderr);
             return c == 'h' ? 1 : -1;
         }
     }
     if (!opt->public_addr || !opt->token || !opt->session || opt->subscribers <= 0 ||
-        opt->size < 32 || (!opt->idle && (!opt->runner_addr || !opt->runner_token))) {
+        opt->spread < 1 || opt->size < 32 ||
+        (!opt->idle && (!opt->runner_addr || !opt->runner_token))) {
         fputs("fanout: --public, --token, --session (and --runner, --runner-token) are needed\n",
               stderr);
         return -1;
@@ -503,6 +519,18 @@ int main(int argc, char **argv)
                 fprintf(stderr, "fanout: %s\n", err);
                 return 1;
             }
+        }
+    }
+    bench.per_subscriber = (bench.opt.frames + bench.opt.spread - 1) / bench.opt.spread;
+    if (bench.opt.spread > 1) {
+        bench.session_names = calloc((size_t)bench.opt.spread, sizeof(*bench.session_names));
+        for (int i = 0; i < bench.opt.spread; i++) {
+            size_t n = strlen(bench.opt.session) + 16;
+            bench.session_names[i] = malloc(n);
+            if (i == 0)
+                snprintf(bench.session_names[i], n, "%s", bench.opt.session);
+            else
+                snprintf(bench.session_names[i], n, "%s-%d", bench.opt.session, i + 1);
         }
     }
     bench.subscribers = calloc((size_t)bench.opt.subscribers, sizeof(*bench.subscribers));
@@ -585,18 +613,23 @@ int main(int argc, char **argv)
            bench.opt.rate ? "paced" : "max", bench.opt.web ? "grpc-web/http1.1" : "grpc/h2",
            bench.opt.web ? 1 : bench.opt.streams_per_connection);
     printf("  deliveries: %" PRIu64 " of %" PRIu64 " in %.3f s = %.0f deliveries/s\n",
-           bench.deliveries, (uint64_t)bench.opt.frames * (uint64_t)bench.opt.subscribers, seconds,
-           seconds > 0 ? (double)bench.deliveries / seconds : 0.0);
+           bench.deliveries, (uint64_t)bench.per_subscriber * (uint64_t)bench.opt.subscribers,
+           seconds, seconds > 0 ? (double)bench.deliveries / seconds : 0.0);
+    if (bench.opt.spread > 1)
+        printf("  ingest: %d frames into %d sessions = %.0f frames/s\n", bench.published,
+               bench.opt.spread, seconds > 0 ? (double)bench.published / seconds : 0.0);
     if (bench.dropped)
         printf("  subscribers dropped for lag: %d\n", bench.dropped);
     printf("  publish-to-delivery: p50 %.0f us, p99 %.0f us\n", percentile_us(&bench, 0.50),
            percentile_us(&bench, 0.99));
     if (bench.opt.server_pid) {
         cpu_after = proc_cpu_ticks(bench.opt.server_pid);
-        if (cpu_before >= 0 && cpu_after >= 0 && bench.deliveries)
-            printf("  server CPU per delivery: %.2f us\n", (double)(cpu_after - cpu_before) * 1e6 /
-                                                               (double)sysconf(_SC_CLK_TCK) /
-                                                               (double)bench.deliveries);
+        if (cpu_before >= 0 && cpu_after >= 0 && bench.deliveries) {
+            double cpu_us = (double)(cpu_after - cpu_before) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+            printf("  server CPU per delivery: %.2f us\n", cpu_us / (double)bench.deliveries);
+            if (bench.opt.spread > 1 && bench.published)
+                printf("  server CPU per frame: %.2f us\n", cpu_us / (double)bench.published);
+        }
         printf("  server RSS: %ld KiB\n", proc_rss_kb(bench.opt.server_pid));
     }
 out:
@@ -616,5 +649,8 @@ out:
     free(bench.clients);
     free(bench.subscribers);
     free(bench.text);
+    for (int i = 0; bench.session_names && i < bench.opt.spread; i++)
+        free(bench.session_names[i]);
+    free(bench.session_names);
     return 0;
 }

@@ -2,7 +2,8 @@
 # The session log on disk (the default) against --log memory, measured in
 # the same run with the same load tool (build/bench/fanout): fan-out
 # deliveries/s and server CPU per delivery at K=10/100/1000, ingest into one
-# session with one subscriber, and latency at 1,000 frames/s into 100
+# session with one subscriber and into 1,000 sessions (fanout --spread), and
+# latency at 1,000 frames/s into 100
 # subscribers; then how long a restart with about 1 GiB on disk takes to
 # serve (it reads back only what memory holds).
 set -eu
@@ -17,10 +18,20 @@ trap cleanup EXIT INT TERM
 
 make -s -j2 all build/bench/fanout
 ulimit -n 16384 2>/dev/null || true
+# The demo world and 999 more sessions of runner-1's container for the
+# ingest into 1,000 sessions (sess-1-2 .. sess-1-1000).
+world="$work/world.json"
+python3 - "$world" <<'PY'
+import json, sys
+w = json.load(open("deploy/demo-world.json"))
+w["sessions"] += [{"id": "sess-1-%d" % i, "container": "ctr-1", "owner": "alice"}
+                  for i in range(2, 1001)]
+json.dump(w, open(sys.argv[1], "w"))
+PY
 
 start_agenthubd() { # extra flags...
     rm -f "$work/db" "$work/db"-* "$work/log.db" "$work/log.db"-*
-    build/agenthub admin --db "$work/db" import deploy/demo-world.json >/dev/null
+    build/agenthub admin --db "$work/db" import "$world" >/dev/null
     build/agenthubd --db "$work/db" --listen 127.0.0.1:0 --runner-listen 127.0.0.1:0 "$@" \
         2>"$work/server.log" &
     server_pid=$!
@@ -51,6 +62,11 @@ for log in memory disk; do
     done
     echo "== --log $log: ingest, one subscriber"
     load -k 1 -n 200000
+    stop_server
+    echo "== --log $log: ingest into 1,000 sessions, one subscriber on the first"
+    # shellcheck disable=SC2086
+    start_agenthubd $logflags --max-sessions-per-account 2000
+    load -k 1 -n 200000 --spread 1000
     stop_server
     echo "== --log $log: latency at 1,000 frames/s into 100 subscribers"
     # shellcheck disable=SC2086
