@@ -221,7 +221,7 @@ static void *ckpt_main(void *arg)
 static int ckpt_start(struct logdb *db, const char *path)
 {
     sigset_t all, old;
-    int rc = sqlite3_open_v2(path, &db->ckpt_db, SQLITE_OPEN_READWRITE, NULL);
+    int rc = sqlite3_open_v2(path, &db->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 
     if (rc != SQLITE_OK)
         return rc;
@@ -250,7 +250,7 @@ static int ckpt_start(struct logdb *db, const char *path)
  * what is committed while commits go on.  Returns SQLite's code. */
 static int reader_open(struct logdb *db, const char *path)
 {
-    int rc = sqlite3_open_v2(path, &db->read_db, SQLITE_OPEN_READONLY, NULL);
+    int rc = sqlite3_open_v2(path, &db->read_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
 
     if (rc != SQLITE_OK)
         return rc;
@@ -341,7 +341,8 @@ enum logdb_rc logdb_open(const char *path, enum logdb_sync sync, uint64_t new_ep
         return LOGDB_NOMEM;
     }
     db->sync = sync;
-    rc = sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    rc = sqlite3_open_v2(path, &db->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         lrc = fail(db, rc, err, errlen);
         goto fail_db;

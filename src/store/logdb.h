@@ -14,7 +14,9 @@
  * on the caller's, logdb_commit on whichever thread the caller chooses; a
  * second one, on a thread of its own, writes the WAL back into the file
  * (checkpoints) so that no commit waits for that fsync; a third, read-only,
- * serves logdb_read on one thread at a time (any one), beside commits. */
+ * serves logdb_read on one thread at a time (any one), beside commits.
+ * No connection is ever used by two threads at once, so each is opened
+ * without SQLite's own mutex. */
 #ifndef AGENTHUB_STORE_LOGDB_H
 #define AGENTHUB_STORE_LOGDB_H
 
