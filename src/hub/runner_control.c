@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/container_of.h"
 #include "common/log.h"
 #include "core/arbiter.h"
 #include "hub/hub.h"
@@ -76,8 +77,6 @@ struct runner_registry {
     const struct runner_remote_ops *remote;
     void *remote_impl;
 };
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 struct runner_registry *runner_registry_new(struct event_base *base)
 {

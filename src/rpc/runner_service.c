@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/container_of.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
 #include "core/jsonl.h"
@@ -166,8 +167,6 @@ struct publish_stream {
     struct stream_guard guard;
     struct hub_log_wait stored; /* the answer waits for the frames to be stored */
 };
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* The store changed: a revoked Runner token ends the stream
  * UNAUTHENTICATED; a binding that moved is noticed by the next frame,
