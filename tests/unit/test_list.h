@@ -29,6 +29,7 @@
     TEST_SUITE(grpc_wire)                                                                          \
     TEST_SUITE(h2_server)                                                                          \
     TEST_SUITE(hostport)                                                                           \
+    TEST_SUITE(intrusive_list)                                                                     \
     TEST_SUITE(jsonl)                                                                              \
     TEST_SUITE(keyset)                                                                             \
     TEST_SUITE(log)                                                                                \
