@@ -28,6 +28,7 @@
     TEST_SUITE(grpc_transport)                                                                     \
     TEST_SUITE(grpc_wire)                                                                          \
     TEST_SUITE(h2_server)                                                                          \
+    TEST_SUITE(hash_map)                                                                           \
     TEST_SUITE(hostport)                                                                           \
     TEST_SUITE(intrusive_list)                                                                     \
     TEST_SUITE(jsonl)                                                                              \
