@@ -61,11 +61,11 @@ void hub_log_js_waits_timer(evutil_socket_t fd, short what, void *arg)
     uint64_t now = clock_monotonic_ns();
     int waiting = 0;
 
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (struct js_session *e = js->table[i]; e; e = e->hnext) {
-            hub_log_js_waits_fail(js, e, now);
-            waiting |= e->waits != NULL;
-        }
+    for (struct js_session *e = hub_log_js_session_first(js); e;
+         e = hub_log_js_session_next(js, e)) {
+        hub_log_js_waits_fail(js, e, now);
+        waiting |= e->waits != NULL;
+    }
     if (waiting)
         event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
 }
