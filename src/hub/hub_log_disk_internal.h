@@ -10,13 +10,13 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "common/hash_map.h"
 #include "core/session.h"
 #include "hub/hub_log.h"
 #include "hub/hub_log_disk.h"
 #include "store/logdb.h"
 #include "store/store.h"
 
-#define DSK_BUCKETS 1024u
 /* Entry kinds on disk: 0 a frame, else an enum hub_log_mark + 1. */
 #define DSK_KIND_FRAME 0
 /* An operation of the batch that writes nothing itself: a Runner's
@@ -31,20 +31,20 @@
 
 /* What the backend knows of a session's log on disk. */
 struct dsk_session {
-    struct dsk_session *hnext;   /* by id */
-    struct dsk_session *sidnext; /* by sid */
-    uint64_t sid;                /* its key on disk */
-    uint64_t last_seq;           /* the seq its newest entry took, committed or not */
-    uint64_t trimmed;            /* entries below this seq are gone from the disk */
-    uint64_t pending;            /* operations of it not yet applied */
-    int64_t over_unix_ms;        /* loading: when its tail was last over */
+    struct hash_map_node by_id;
+    struct hash_map_node by_sid;
+    uint64_t sid;         /* its key on disk */
+    uint64_t last_seq;    /* the seq its newest entry took, committed or not */
+    uint64_t trimmed;     /* entries below this seq are gone from the disk */
+    uint64_t pending;     /* operations of it not yet applied */
+    int64_t over_unix_ms; /* loading: when its tail was last over */
     uint16_t len;
     char id[];
 };
 
 /* A Runner's run and its highest runner_seq committed in it. */
 struct dsk_runner {
-    struct dsk_runner *next;
+    struct hash_map_node by_id;
     uint64_t generation;
     uint64_t mark;
     uint64_t batch_mark; /* while a batch is made: the highest in it */
@@ -79,9 +79,9 @@ struct hub_log_disk {
     struct logdb *db;
     char *path;
     struct hub_log_disk_config config;
-    struct dsk_session *table[DSK_BUCKETS];
-    struct dsk_session *by_sid[DSK_BUCKETS];
-    struct dsk_runner *runners[DSK_BUCKETS];
+    struct hash_map by_id;   /* struct dsk_session by session id */
+    struct hash_map by_sid;  /* the same by sid */
+    struct hash_map runners; /* struct dsk_runner by Runner id */
     uint64_t sessions, next_sid;
     uint64_t epoch;
     uint64_t bus_last;    /* the seq the newest event took, committed or not */
