@@ -582,6 +582,7 @@ struct hub_log_disk *hub_log_disk_open(struct hub_log *log, struct event_base *b
         hash_map_init(&d->by_id);
         hash_map_init(&d->by_sid);
         hash_map_init(&d->runners);
+        list_init(&d->waits);
     }
     if (!d || !(d->path = strdup(config->path))) {
         free(d);

@@ -94,7 +94,7 @@ struct hub_log_disk {
     struct dsk_batch *inflight; /* the thread's, or refused and kept for a retry */
     uint64_t ord;               /* the last operation taken */
     uint64_t committed_ord;     /* every operation up to this one is committed */
-    struct hub_log_wait *waits;
+    struct list_node waits;     /* struct hub_log_wait, the newest first */
     struct event *flush_timer, *retry_timer, *wait_timer, *gc_timer, *done_event;
     int flush_armed;
     enum logdb_rc fault; /* LOGDB_OK while commits go */

@@ -32,6 +32,7 @@ struct js_session *hub_log_js_session_get(struct hub_log_js *js, const char *sub
         return NULL;
     snprintf(e->subject, sizeof(e->subject), "%s", subject);
     snprintf(e->id, sizeof(e->id), "%s", id);
+    list_init(&e->waits);
     if (hash_map_insert(&js->by_subject, &e->by_subject, e->subject, strlen(e->subject)) !=
         HASH_MAP_OK) {
         free(e);
@@ -384,8 +385,8 @@ void hub_log_js_free(struct hub_log_js *js)
         next = hub_log_js_session_next(js, e);
         /* Their calls are gone (the server closes them first); a wait left
          * behind is only let go, never answered. */
-        while (e->waits)
-            hub_log_wait_cancel(e->waits);
+        while (!list_is_empty(&e->waits))
+            hub_log_wait_cancel(hub_log_wait_of(list_first(&e->waits)));
         hub_log_js_entries_free(e->out_head);
         free(e->keys);
         hub_log_js_entries_free(e->fly);

@@ -103,11 +103,12 @@ struct js_session {
     uint8_t retry;    /* publish again at retry_at_ns, or once the copy moves on */
     uint8_t refusals; /* the batch's refusals with no message after its predecessor */
     uint64_t retry_at_ns;
-    uint64_t ords;              /* entries taken so far */
-    uint64_t ack_lost_nonce;    /* tests: the batch whose ack was dropped */
-    uint64_t acked;             /* the batch in flight is stored at this stream seq:
-                                 * done once the consumer applies it */
-    struct hub_log_wait *waits; /* producers waiting for their entries to be stored */
+    uint64_t ords;           /* entries taken so far */
+    uint64_t ack_lost_nonce; /* tests: the batch whose ack was dropped */
+    uint64_t acked;          /* the batch in flight is stored at this stream seq:
+                              * done once the consumer applies it */
+    struct list_node waits;  /* producers waiting for their entries to be stored
+                              * (struct hub_log_wait), the newest first */
     /* What readers take from this subject: the newest entry per Runner run
      * and the recent keyed calls.  Changed only by applying messages, in
      * stream order, so every node's copy decides alike. */

@@ -235,7 +235,7 @@ static uint64_t outbox_filter(struct hub_log_js *js, struct js_session *e)
             link = &p->next;
             continue;
         }
-        if (o.kind == CLUSTER_ORIGIN_KEY && e->waits &&
+        if (o.kind == CLUSTER_ORIGIN_KEY && !list_is_empty(&e->waits) &&
             hub_log_js_key_recall(e, hub_log_js_key_fp(o.id, o.id_len), &first, &last))
             hub_log_js_waits_number(e, p->ord, first, last);
         *link = p->next;
