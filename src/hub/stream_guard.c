@@ -13,11 +13,11 @@
 struct stream_guards {
     struct event_base *base;
     struct store *store;
-    struct stream_guard *head;
+    struct list_node guards; /* struct stream_guard, the newest first */
     size_t count;
-    struct event *poll;          /* persistent, pending while count > 0 */
-    struct event *step;          /* zero-delay: the next batch of a recheck pass */
-    struct stream_guard *cursor; /* next guard of the pass; NULL: none */
+    struct event *poll;       /* persistent, pending while count > 0 */
+    struct event *step;       /* zero-delay: the next batch of a recheck pass */
+    struct list_node *cursor; /* next guard of the pass; NULL: none */
     int in_pass;
     int again; /* the store moved again during the pass */
     uint64_t generation;
@@ -37,6 +37,7 @@ struct stream_guards *stream_guards_new(struct event_base *base, struct store *s
 
     if (!guards)
         return NULL;
+    list_init(&guards->guards);
     guards->base = base;
     guards->store = store;
     guards->poll = event_new(base, -1, EV_PERSIST, guards_on_poll, guards);
@@ -76,32 +77,20 @@ void stream_guard_add(struct stream_guards *guards, struct stream_guard *guard)
 {
     struct timeval every = {STREAM_GUARD_POLL_MS / 1000, (STREAM_GUARD_POLL_MS % 1000) * 1000};
 
-    if (!guards || guard->linked)
+    if (!guards || list_is_linked(&guard->link))
         return;
-    guard->prev = NULL;
-    guard->next = guards->head;
-    if (guards->head)
-        guards->head->prev = guard;
-    guards->head = guard;
-    guard->linked = 1;
+    list_insert_head(&guards->guards, &guard->link);
     if (guards->count++ == 0)
         evtimer_add(guards->poll, &every);
 }
 
 void stream_guard_remove(struct stream_guards *guards, struct stream_guard *guard)
 {
-    if (!guards || !guard->linked)
+    if (!guards || !list_is_linked(&guard->link))
         return;
-    if (guards->cursor == guard)
-        guards->cursor = guard->next;
-    if (guard->prev)
-        guard->prev->next = guard->next;
-    else
-        guards->head = guard->next;
-    if (guard->next)
-        guard->next->prev = guard->prev;
-    guard->prev = guard->next = NULL;
-    guard->linked = 0;
+    if (guards->cursor == &guard->link)
+        guards->cursor = list_next(&guards->guards, &guard->link);
+    list_remove(&guard->link);
     if (--guards->count == 0) {
         event_del(guards->poll);
         event_del(guards->step);
@@ -118,7 +107,7 @@ static void start_pass(struct stream_guards *guards)
         return;
     }
     guards->in_pass = 1;
-    guards->cursor = guards->head;
+    guards->cursor = list_first(&guards->guards);
     guards->passes++;
     schedule_step(guards);
 }
@@ -152,8 +141,8 @@ static void guards_on_step(evutil_socket_t fd, short what, void *arg)
     int n;
 
     for (n = 0; n < STREAM_GUARD_BATCH && guards->cursor; n++) {
-        struct stream_guard *guard = guards->cursor;
-        guards->cursor = guard->next;
+        struct stream_guard *guard = list_entry(guards->cursor, struct stream_guard, link);
+        guards->cursor = list_next(&guards->guards, guards->cursor);
         guard->recheck(guard); /* may unlink any guard: remove keeps cursor valid */
     }
     if (guards->cursor) {

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/list.h"
 #include "hub/hub_stream.h"
 
 struct event_base;
@@ -36,8 +37,7 @@ struct stream_guard {
      * stream_guard_end) when a fresh call would be refused.  May remove
      * any guard, its own included. */
     void (*recheck)(struct stream_guard *guard);
-    struct stream_guard *prev, *next;
-    int linked;
+    struct list_node link; /* on the guards' list while added */
 };
 
 /* Returns NULL when memory is short. */
