@@ -125,8 +125,7 @@ static void session_retain_enforce(struct session_registry *reg, int64_t now_ms)
 {
     struct list_node *node, *next;
 
-    list_for_each_safe(node, next, &reg->retained)
-    {
+    list_for_each_safe (node, next, &reg->retained) {
         struct session *s = session_of(node, retain_link); /* evicting S may free it */
         if (now_ms - s->over_at_ms >= reg->retain_ms)
             session_evict(s, SESSION_EVICT_AGE);
@@ -194,8 +193,7 @@ static void session_enforce_budget(struct session_registry *reg, const struct se
 {
     struct list_node *node, *next;
 
-    list_for_each_safe(node, next, &reg->lru)
-    {
+    list_for_each_safe (node, next, &reg->lru) {
         if (reg->log_bytes <= reg->log_budget)
             break;
         budget_trim(reg, session_of(node, lru_link), except); /* may free it */
@@ -220,7 +218,7 @@ void session_registry_set_retention(struct session_registry *reg, size_t bytes, 
     reg->retain_ms = age_ms > 0 ? age_ms : 0;
     if (bytes == 0 || reg->retain_ms == 0) {
         struct list_node *node, *next;
-        list_for_each_safe(node, next, &reg->retained)
+        list_for_each_safe (node, next, &reg->retained)
             session_evict(session_of(node, retain_link), SESSION_EVICT_BYTES);
         return;
     }
@@ -232,8 +230,7 @@ size_t session_registry_expire(struct session_registry *reg, int64_t now_ms)
     uint64_t before = reg->evictions[SESSION_EVICT_AGE];
     struct list_node *node, *next;
 
-    list_for_each_safe(node, next, &reg->retained)
-    {
+    list_for_each_safe (node, next, &reg->retained) {
         struct session *s = session_of(node, retain_link);
         if (now_ms - s->over_at_ms < reg->retain_ms)
             break;
@@ -246,8 +243,7 @@ void session_registry_free(struct session_registry *reg)
 {
     struct list_node *node, *next;
 
-    list_for_each_safe(node, next, &reg->all)
-    {
+    list_for_each_safe (node, next, &reg->all) {
         struct session *s = session_of(node, all_link);
         ring_free(&s->ring);
         free(s->runner_id);
@@ -273,7 +269,8 @@ size_t session_registry_memory_bytes(const struct session_registry *reg)
     size_t n = sizeof(*reg) + hash_map_memory_bytes(&reg->table);
     const struct list_node *node;
 
-    list_for_each(node, &reg->all) n += session_memory_bytes(session_of(node, all_link));
+    list_for_each (node, &reg->all)
+        n += session_memory_bytes(session_of(node, all_link));
     return n;
 }
 

@@ -71,8 +71,7 @@ static void client_break(void *arg, const char *why)
     struct list_node *node, *next;
 
     client->broken = 1;
-    list_for_each_safe(node, next, &client->calls)
-    {
+    list_for_each_safe (node, next, &client->calls) {
         struct grpc_client_call *call = list_entry(node, struct grpc_client_call, link);
         if (call->stream_id > 0 && client->h2)
             h2_client_stream_forget(client->h2, call->stream_id);

@@ -53,8 +53,7 @@ static void on_request_sweep(evutil_socket_t fd, short what, void *arg)
     struct list_node *node, *next;
 
     server->sweeps++;
-    list_for_each_safe(node, next, &server->calls)
-    {
+    list_for_each_safe (node, next, &server->calls) {
         struct grpc_call *call = list_entry(node, struct grpc_call, link);
         if (call->request_waiting && !call->finished &&
             server->sweeps - call->request_since_sweep > REQUEST_SWEEPS)

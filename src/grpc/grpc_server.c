@@ -381,8 +381,7 @@ void grpc_server_shutdown(struct grpc_server *server)
     struct list_node *node;
 
     server->shutting_down = 1;
-    list_for_each(node, &server->calls)
-    {
+    list_for_each (node, &server->calls) {
         struct grpc_call *call = list_entry(node, struct grpc_call, link);
         if (call->started && !call->finished && call->entry->method->kind != GRPC_METHOD_UNARY)
             grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "server shutting down");

@@ -73,8 +73,7 @@ void hub_log_js_waits_number(struct js_session *e, uint64_t ord, uint64_t first_
 {
     struct list_node *node;
 
-    list_for_each(node, &e->waits)
-    {
+    list_for_each (node, &e->waits) {
         struct hub_log_wait *w = hub_log_wait_of(node);
         if (w->first_ord == ord)
             w->first_seq = first_seq;

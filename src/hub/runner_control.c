@@ -251,8 +251,7 @@ static struct runner_link *link_find(const struct runner_registry *runners, cons
 {
     const struct list_node *node;
 
-    list_for_each(node, &runners->links)
-    {
+    list_for_each (node, &runners->links) {
         struct runner_link *link = list_entry(node, struct runner_link, registry_link);
         if (strcmp(link->id, runner_id) == 0)
             return link;

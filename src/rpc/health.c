@@ -132,8 +132,7 @@ void health_set_draining(struct health_state *health)
     health->draining = 1;
     /* The safe walk: it still holds should a send ever close its call at
      * once, which unlinks and frees that watcher. */
-    list_for_each_safe(node, next, &health->watchers)
-    {
+    list_for_each_safe (node, next, &health->watchers) {
         struct health_watcher *w = list_entry(node, struct health_watcher, link);
         if (w->last_status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING) {
             w->last_status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
@@ -150,8 +149,7 @@ void health_recheck(struct rpc_context *ctx)
     if (!ctx->health || list_is_empty(&ctx->health->watchers))
         return;
     store_ok = store_ping(ctx->hub->store) == STORE_OK; /* once for every watcher */
-    list_for_each_safe(node, next, &ctx->health->watchers)
-    {
+    list_for_each_safe (node, next, &ctx->health->watchers) {
         struct health_watcher *w = list_entry(node, struct health_watcher, link);
         status = status_for(w->call, ctx, w->service, store_ok);
         if (status != w->last_status) {

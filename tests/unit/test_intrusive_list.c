@@ -16,8 +16,7 @@ static int values_of(const struct list_node *head, int *out, int max)
     const struct list_node *node;
     int n = 0;
 
-    list_for_each(node, head)
-    {
+    list_for_each (node, head) {
         if (n < max)
             out[n] = list_entry(node, const struct item, link)->value;
         n++;
@@ -116,8 +115,7 @@ START_TEST(test_the_safe_walk_may_free_the_node_it_stands_on)
         list_insert_tail(&head, &it->link);
     }
     /* drop the odd ones while walking */
-    list_for_each_safe(node, next, &head)
-    {
+    list_for_each_safe (node, next, &head) {
         struct item *it = list_entry(node, struct item, link);
         if (it->value % 2) {
             list_remove(node);
@@ -127,8 +125,7 @@ START_TEST(test_the_safe_walk_may_free_the_node_it_stands_on)
     ck_assert_int_eq(values_of(&head, got, 8), 4);
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(got[i], 2 * i);
-    list_for_each_safe(node, next, &head)
-    {
+    list_for_each_safe (node, next, &head) {
         list_remove(node);
         free(list_entry(node, struct item, link));
         kept++;
