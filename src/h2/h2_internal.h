@@ -81,7 +81,7 @@ struct h2_listener {
     size_t connection_count;
     h2_fallback_fn fallback; /* h2_listener_set_fallback */
     void *fallback_arg;
-    struct h2_sniff *sniffs; /* accepted sockets not yet told apart */
+    struct list_node sniffs; /* accepted sockets not yet told apart (struct h2_sniff) */
     struct h2_listener *next;
 };
 

@@ -134,6 +134,7 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
+    list_init(&listener->sniffs);
     listener->server = server;
     snprintf(listener->name, sizeof(listener->name), "%s", name);
     listener->handler = *handler;
