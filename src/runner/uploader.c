@@ -9,8 +9,6 @@
 #define STATUS_OK            0
 #define STATUS_UNIMPLEMENTED 12
 
-static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 char *uploader_base64_encode(const uint8_t *data, size_t len)
 {
     size_t size = base64_encoded_length(len) + 1;
@@ -21,43 +19,18 @@ char *uploader_base64_encode(const uint8_t *data, size_t len)
     return out;
 }
 
-static int b64_value(char c)
-{
-    const char *at = c ? strchr(b64_chars, c) : NULL;
-
-    return at ? (int)(at - b64_chars) : -1;
-}
-
 int uploader_base64_decode(const char *text, size_t len, uint8_t **out, size_t *out_len)
 {
-    uint8_t *buf;
-    uint32_t acc = 0;
-    size_t i, n = 0, pad = 0, bits = 0;
+    /* Images come padded, in the standard alphabet (the Messages API's). */
+    uint8_t *buf = malloc(base64_decoded_max_length(len));
 
-    while (len > 0 && text[len - 1] == '=' && pad < 2) {
-        len--;
-        pad++;
-    }
-    if ((len + pad) % 4 != 0)
-        return -1;
-    buf = malloc(len * 3 / 4 + 1);
     if (!buf)
         return -1;
-    for (i = 0; i < len; i++) {
-        int v = b64_value(text[i]);
-        if (v < 0) {
-            free(buf);
-            return -1;
-        }
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[n++] = (uint8_t)(acc >> bits);
-        }
+    if (base64_decode(text, len, BASE64_STRICT, buf, out_len) != BASE64_OK) {
+        free(buf);
+        return -1;
     }
     *out = buf;
-    *out_len = n;
     return 0;
 }
 
