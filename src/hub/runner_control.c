@@ -551,7 +551,7 @@ struct runner_link *runner_link_open(struct hub *ctx, struct hub_stream stream,
         stream_guard_remove(ctx->guards, &old->guard);
         link_fail_commands(old, "the runner's control stream was replaced");
         link_unlink(ctx->runners, old);
-        old->stream.ops->finish(old->stream.call, HUB_STATUS_ABORTED,
+        old->stream.ops->finish(old->stream.call, GRPC_STATUS_ABORTED,
                                 "replaced by a newer Sessions stream from the same runner");
         free(old);
     } else if (ctx->runners->remote) {
@@ -607,7 +607,7 @@ static int sessions_report(struct hub *ctx, struct runner_link *link, char *cons
         snprintf(message, sizeof(message),
                  "the live-sessions report lists %zu sessions; at most %u are accepted", n,
                  ctx->config.max_report_sessions);
-        link->stream.ops->finish(link->stream.call, HUB_STATUS_RESOURCE_EXHAUSTED, message);
+        link->stream.ops->finish(link->stream.call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
         runner_link_close(ctx, link, "the runner's control stream was ended");
         return -1;
     }

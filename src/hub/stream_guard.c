@@ -157,12 +157,12 @@ static void guards_on_step(evutil_socket_t fd, short what, void *arg)
 }
 
 void stream_guard_end(struct stream_guards *guards, struct hub_stream stream,
-                      enum hub_status status, const char *message)
+                      enum grpc_status status, const char *message)
 {
     if (guards) {
-        if (status == HUB_STATUS_UNAUTHENTICATED)
+        if (status == GRPC_STATUS_UNAUTHENTICATED)
             guards->ended_unauthenticated++;
-        else if (status == HUB_STATUS_NOT_FOUND)
+        else if (status == GRPC_STATUS_NOT_FOUND)
             guards->ended_not_found++;
         else
             guards->ended_other++;
@@ -179,18 +179,18 @@ int stream_guard_reauthenticate(struct stream_guards *guards, struct hub_stream 
     int rv;
 
     if (!guards || !guards->store) {
-        stream_guard_end(guards, stream, HUB_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
+        stream_guard_end(guards, stream, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
         return -1;
     }
     rv = auth_authenticate(guards->store, door, header, header ? strlen(header) : 0, &fresh);
     if (rv == AUTH_FAULT) {
-        stream_guard_end(guards, stream, HUB_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        stream_guard_end(guards, stream, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return -1;
     }
     /* A token is bound to one subject for good, so a different answer can
      * only mean the token no longer stands for the caller. */
     if (rv != AUTH_OK || fresh.kind != subject->kind || strcmp(fresh.id, subject->id) != 0) {
-        stream_guard_end(guards, stream, HUB_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
+        stream_guard_end(guards, stream, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
         return -1;
     }
     *subject = fresh; /* is_admin may have changed */

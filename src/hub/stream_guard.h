@@ -59,7 +59,7 @@ int stream_guard_reauthenticate(struct stream_guards *guards, struct hub_stream 
  * counts it by status.  No trailers are added: the client sees the status
  * and message a fresh call would get. */
 void stream_guard_end(struct stream_guards *guards, struct hub_stream stream,
-                      enum hub_status status, const char *message);
+                      enum grpc_status status, const char *message);
 
 /* Prometheus text: guarded streams, recheck passes, streams ended. */
 void stream_guards_write_metrics(const struct stream_guards *guards, FILE *out);

@@ -2,12 +2,10 @@
 #include "runner/uploader.h"
 
 #include "common/base64.h"
+#include "common/status.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define STATUS_OK            0
-#define STATUS_UNIMPLEMENTED 12
 
 char *uploader_base64_encode(const uint8_t *data, size_t len)
 {
@@ -81,7 +79,7 @@ static void upload_one(struct walk *w, json_t *source)
     status = w->u->ops.upload(w->u->ctx, w->session_id, content_type, bytes, len, ref, sizeof(ref));
     free(bytes);
     w->u->last_status = status;
-    if (status == STATUS_OK && ref[0]) {
+    if (status == GRPC_STATUS_OK && ref[0]) {
         json_t *media_copy = json_string(content_type);
         json_object_clear(source);
         json_object_set_new(source, "type", json_string("blob"));
@@ -91,7 +89,7 @@ static void upload_one(struct walk *w, json_t *source)
         w->rewritten++;
         return;
     }
-    if (status == STATUS_UNIMPLEMENTED)
+    if (status == GRPC_STATUS_UNIMPLEMENTED)
         w->u->disabled = 1; /* no blob storage on this server: for good */
     else
         w->u->failed++; /* retryable: a later transcript line tries again */
@@ -113,7 +111,7 @@ static void resume_one(struct walk *w, json_t *source)
     status = w->u->ops.fetch(w->u->ctx, w->session_id, json_string_value(ref), &content_type, &data,
                              &len);
     w->u->last_status = status;
-    text = status == STATUS_OK ? uploader_base64_encode(data, len) : NULL;
+    text = status == GRPC_STATUS_OK ? uploader_base64_encode(data, len) : NULL;
     if (text) {
         json_t *media = json_object_get(source, "media_type");
         json_t *media_copy = json_string(
