@@ -78,22 +78,12 @@ static int grow(struct hash_map *map)
     return 0;
 }
 
-enum hash_map_result hash_map_insert(struct hash_map *map, struct hash_map_node *node,
-                                     const void *key, size_t len)
+enum hash_map_result hash_map_reserve(struct hash_map *map)
 {
-    struct hash_map_node **slot;
-
     /* Load factor at most 1; a failed doubling of a table that has buckets
      * only lengthens its chains. */
     if (map->count >= map->bucket_count && grow(map) != 0 && map->bucket_count == 0)
         return HASH_MAP_NO_MEMORY;
-    node->key = key;
-    node->key_len = len;
-    node->hash = hash_fnv1a(key, len);
-    slot = &map->buckets[bucket_of(map, node->hash)];
-    node->next = *slot;
-    *slot = node;
-    map->count++;
     return HASH_MAP_OK;
 }
 

@@ -64,12 +64,33 @@ void hash_map_free(struct hash_map *map);
 /* The node under the LEN bytes at KEY, or NULL. */
 struct hash_map_node *hash_map_find(const struct hash_map *map, const void *key, size_t len);
 
+/* Makes room for one more node: doubles the bucket array when MAP holds
+ * as many nodes as buckets.  Returns HASH_MAP_OK (a failed doubling of an
+ * array that exists only lengthens chains), or HASH_MAP_NO_MEMORY when MAP
+ * had no buckets and none could be allocated. */
+enum hash_map_result hash_map_reserve(struct hash_map *map);
+
 /* Links NODE under the LEN bytes at KEY, which must stay valid and
  * unchanged while NODE is linked; KEY must not be in MAP yet.  Returns
  * HASH_MAP_OK, or HASH_MAP_NO_MEMORY (NODE not linked) when MAP had no
- * buckets and none could be allocated. */
-enum hash_map_result hash_map_insert(struct hash_map *map, struct hash_map_node *node,
-                                     const void *key, size_t len);
+ * buckets and none could be allocated.  Inline so that static analysis
+ * sees the owner of NODE kept by MAP rather than leaked. */
+static inline enum hash_map_result hash_map_insert(struct hash_map *map, struct hash_map_node *node,
+                                                   const void *key, size_t len)
+{
+    struct hash_map_node **slot;
+
+    if (hash_map_reserve(map) != HASH_MAP_OK)
+        return HASH_MAP_NO_MEMORY;
+    node->key = key;
+    node->key_len = len;
+    node->hash = hash_fnv1a(key, len);
+    slot = &map->buckets[node->hash & (map->bucket_count - 1)];
+    node->next = *slot;
+    *slot = node;
+    map->count++;
+    return HASH_MAP_OK;
+}
 
 /* Unlinks NODE, which must be in MAP. */
 void hash_map_remove(struct hash_map *map, struct hash_map_node *node);
