@@ -593,6 +593,9 @@ static void conn_process(struct http1_conn *conn)
             }
             if (r) {
                 conn->server->handler.request_close(r->data, 1);
+                /* Said outright (request_free clears it too, through
+                 * r->conn): the analyzer cannot tell r->conn is CONN. */
+                conn->request = NULL;
                 request_free(r);
             }
             break;

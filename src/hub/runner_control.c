@@ -234,11 +234,12 @@ static void link_fail_commands(struct runner_link *link, const char *why)
 
 void runner_registry_free(struct runner_registry *runners)
 {
+    struct list_node *node, *next;
+
     if (!runners)
         return;
-    while (!list_is_empty(&runners->links)) {
-        struct runner_link *link =
-            list_entry(list_first(&runners->links), struct runner_link, registry_link);
+    list_for_each_safe (node, next, &runners->links) {
+        struct runner_link *link = list_entry(node, struct runner_link, registry_link);
         list_remove(&link->registry_link);
         link_fail_commands(link, "the server is stopping");
         free(link);
