@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
+
 enum {
     ST_TOP,          /* before the object: '{' */
     ST_VALUE,        /* a value */
@@ -72,17 +74,6 @@ void hook_input_free(struct hook_input *in)
 static int is_space(unsigned char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* A byte a string may hold as it is, one code point. */
@@ -421,7 +412,7 @@ static int escape_byte(struct hook_input *in, unsigned char c)
         in->state = ST_HEX;
         return 0;
     default: /* ST_HEX */
-        v = hex_value(c);
+        v = hex_value((char)c);
         if (v < 0)
             return -1;
         in->code = in->code * 16 + (uint32_t)v;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash_map.h"
 #include "common/utf8.h"
 
 /* A strict single-pass JSON validator for one line (RFC 8259 grammar,
@@ -198,18 +199,6 @@ size_t jsonv_decode(const uint8_t *raw, size_t len, uint8_t *out)
     return (size_t)(o - out);
 }
 
-static uint32_t jsonv_fnv(const uint8_t *p, size_t n)
-{
-    uint32_t h = 2166136261u;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
 /* Decoded bytes of K: K's own raw bytes, or a malloc'd copy in *FREEME.
  * Returns NULL (nomem) only when a copy was needed and failed. */
 static const uint8_t *jsonv_key_bytes(const struct jsonv_key *k, size_t *n, uint8_t **freeme)
@@ -254,7 +243,7 @@ int jsonv_key_is(const struct jsonv_key *k, const char *word)
 
     w.raw = (const uint8_t *)word;
     w.len = (uint32_t)strlen(word);
-    w.hash = jsonv_fnv(w.raw, w.len);
+    w.hash = hash_fnv1a(w.raw, w.len);
     w.esc = 0;
     return jsonv_key_equal(k, &w) == 1;
 }
@@ -303,10 +292,10 @@ int jsonv_push_key(struct jsonv_parser *jp, size_t base, const uint8_t *raw, siz
             jp->nomem = 1;
             return jsonv_fail(jp, "out of memory");
         }
-        k->hash = jsonv_fnv(d, n);
+        k->hash = hash_fnv1a(d, n);
         free(tmp);
     } else {
-        k->hash = jsonv_fnv(raw, len);
+        k->hash = hash_fnv1a(raw, len);
     }
     if (jp->nkeys - base < JSONV_LINEAR_KEYS) {
         for (i = base; i < jp->nkeys; i++) {

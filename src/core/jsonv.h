@@ -21,7 +21,7 @@
 struct jsonv_key {
     const uint8_t *raw; /* between the quotes, escapes undecoded */
     uint32_t len;
-    uint32_t hash; /* FNV-1a of the decoded bytes */
+    uint64_t hash; /* FNV-1a of the decoded bytes */
     uint32_t esc;  /* raw contains a backslash */
 };
 

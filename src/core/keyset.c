@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash_map.h"
+
 /* The 64-bit finalizer of MurmurHash3: spreads every input bit. */
 static uint64_t mix64(uint64_t h)
 {
@@ -16,41 +18,31 @@ static uint64_t mix64(uint64_t h)
     return h;
 }
 
-/* FNV-1a over BYTES, from H. */
-static uint64_t fnv1a(uint64_t h, const uint8_t *bytes, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        h ^= bytes[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-/* FNV-1a over the eight bytes of V, from H. */
+/* FNV-1a over the eight bytes of V, least significant first, from H. */
 static uint64_t fnv1a_u64(uint64_t h, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) {
-        h ^= (v >> (8 * i)) & 0xff;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
+    uint8_t bytes[8];
+
+    for (int i = 0; i < 8; i++)
+        bytes[i] = (uint8_t)(v >> (8 * i));
+    return hash_fnv1a_extend(h, bytes, sizeof(bytes));
 }
 
 struct keyset_fp keyset_fingerprint(const void *scope, size_t scope_len, const void *key,
                                     size_t key_len)
 {
-    uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
+    uint64_t a = HASH_FNV1A_OFFSET_BASIS, b = 0x84222325cbf29ce4ULL;
     struct keyset_fp fp;
 
     /* The lengths go in first, so the split between scope and key counts. */
     a = fnv1a_u64(fnv1a_u64(a, scope_len), key_len);
-    a = fnv1a(a, scope, scope_len);
-    a = fnv1a(a, key, key_len);
+    a = hash_fnv1a_extend(a, scope, scope_len);
+    a = hash_fnv1a_extend(a, key, key_len);
     /* The second lane reads the bytes in another order from another start, so the two
      * halves do not collide together. */
-    b = fnv1a(b, key, key_len);
+    b = hash_fnv1a_extend(b, key, key_len);
     b = fnv1a_u64(fnv1a_u64(b, key_len), scope_len);
-    b = fnv1a(b, scope, scope_len);
+    b = hash_fnv1a_extend(b, scope, scope_len);
     fp.a = mix64(a) | 1u;
     fp.b = mix64(b ^ (a << 1));
     return fp;

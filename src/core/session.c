@@ -5,56 +5,26 @@
 
 #include "common/clock.h"
 
-#define SESSION_MIN_BUCKETS 64u
-
 void session_registry_init(struct session_registry *reg, size_t ring_bound)
 {
     memset(reg, 0, sizeof(*reg));
     reg->ring_bound = ring_bound ? ring_bound : RING_DEFAULT_BOUND;
     reg->retain_bytes = SESSION_DEFAULT_RETAIN_BYTES;
     reg->retain_ms = SESSION_DEFAULT_RETAIN_MS;
+    hash_map_init(&reg->table);
+    list_init(&reg->all);
+    list_init(&reg->lru);
+    list_init(&reg->retained);
 }
 
-static uint64_t session_hash(const char *id, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        h ^= (unsigned char)id[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-/* Unlinks S from the LRU list. */
-static void lru_unlink(struct session *s)
-{
-    struct session_registry *reg = s->reg;
-
-    if (s->lru_prev != NULL)
-        s->lru_prev->lru_next = s->lru_next;
-    else
-        reg->lru_head = s->lru_next;
-    if (s->lru_next != NULL)
-        s->lru_next->lru_prev = s->lru_prev;
-    else
-        reg->lru_tail = s->lru_prev;
-    s->lru_prev = s->lru_next = NULL;
-}
+/* The session whose list node MEMBER is NODE. */
+#define session_of(node, member) list_entry(node, struct session, member)
 
 /* Makes S the most recently appended-to session. */
-static void lru_push(struct session *s)
+static void lru_touch(struct session *s)
 {
-    struct session_registry *reg = s->reg;
-
-    s->lru_prev = reg->lru_tail;
-    s->lru_next = NULL;
-    if (reg->lru_tail != NULL)
-        reg->lru_tail->lru_next = s;
-    else
-        reg->lru_head = s;
-    reg->lru_tail = s;
+    list_remove(&s->lru_link);
+    list_insert_tail(&s->reg->lru, &s->lru_link);
 }
 
 /* Charges the change of S's ring heap since it was BEFORE bytes to the
@@ -69,25 +39,13 @@ static void session_account(struct session *s, size_t before)
         reg->retained_bytes = reg->retained_bytes - before + now;
 }
 
-static struct session **session_slot(const struct session_registry *reg, uint64_t h)
-{
-    return &reg->buckets[h & (reg->nbuckets - 1)];
-}
-
 /* Takes S out of the hash table: its id can be opened afresh. */
 static void table_unlink(struct session *s)
 {
-    struct session **pp;
-
     if (!s->in_table)
         return;
-    pp = session_slot(s->reg, s->hash);
-    while (*pp != s)
-        pp = &(*pp)->hnext;
-    *pp = s->hnext;
-    s->hnext = NULL;
+    hash_map_remove(&s->reg->table, &s->by_id);
     s->in_table = 0;
-    s->reg->in_table--;
 }
 
 /* Adds S to the retained list at NOW_MS (the newest end last). */
@@ -96,13 +54,7 @@ static void ret_push(struct session *s, int64_t now_ms)
     struct session_registry *reg = s->reg;
 
     s->over_at_ms = now_ms;
-    s->ret_prev = reg->ret_tail;
-    s->ret_next = NULL;
-    if (reg->ret_tail != NULL)
-        reg->ret_tail->ret_next = s;
-    else
-        reg->ret_head = s;
-    reg->ret_tail = s;
+    list_insert_tail(&reg->retained, &s->retain_link);
     s->retained = 1;
     reg->retained_count++;
     reg->retained_bytes += ring_heap_bytes(&s->ring);
@@ -114,15 +66,7 @@ static void ret_unlink(struct session *s)
 
     if (!s->retained)
         return;
-    if (s->ret_prev != NULL)
-        s->ret_prev->ret_next = s->ret_next;
-    else
-        reg->ret_head = s->ret_next;
-    if (s->ret_next != NULL)
-        s->ret_next->ret_prev = s->ret_prev;
-    else
-        reg->ret_tail = s->ret_prev;
-    s->ret_prev = s->ret_next = NULL;
+    list_remove(&s->retain_link);
     s->retained = 0;
     reg->retained_count--;
     reg->retained_bytes -= ring_heap_bytes(&s->ring);
@@ -132,16 +76,11 @@ static void session_destroy(struct session *s)
 {
     struct session_registry *reg = s->reg;
 
-    lru_unlink(s);
+    list_remove(&s->lru_link);
     ret_unlink(s);
     table_unlink(s);
     reg->log_bytes -= ring_heap_bytes(&s->ring);
-    if (s->prev != NULL)
-        s->prev->next = s->next;
-    else
-        reg->all = s->next;
-    if (s->next != NULL)
-        s->next->prev = s->prev;
+    list_remove(&s->all_link);
     ring_free(&s->ring);
     free(s->runner_id);
     free(s);
@@ -184,10 +123,10 @@ static void session_evict(struct session *s, enum session_evict_reason reason)
  * logs fit the retention bytes and none is older than the retention age. */
 static void session_retain_enforce(struct session_registry *reg, int64_t now_ms)
 {
-    struct session *s, *next;
+    struct list_node *node, *next;
 
-    for (s = reg->ret_head; s != NULL; s = next) {
-        next = s->ret_next; /* evicting S may free it */
+    list_for_each_safe (node, next, &reg->retained) {
+        struct session *s = session_of(node, retain_link); /* evicting S may free it */
         if (now_ms - s->over_at_ms >= reg->retain_ms)
             session_evict(s, SESSION_EVICT_AGE);
         else if (reg->retained_bytes > reg->retain_bytes)
@@ -252,11 +191,12 @@ static void budget_trim(struct session_registry *reg, struct session *v,
  * registry's rings fit its budget. */
 static void session_enforce_budget(struct session_registry *reg, const struct session *except)
 {
-    struct session *v, *next;
+    struct list_node *node, *next;
 
-    for (v = reg->lru_head; v != NULL && reg->log_bytes > reg->log_budget; v = next) {
-        next = v->lru_next; /* budget_trim may free V */
-        budget_trim(reg, v, except);
+    list_for_each_safe (node, next, &reg->lru) {
+        if (reg->log_bytes <= reg->log_budget)
+            break;
+        budget_trim(reg, session_of(node, lru_link), except); /* may free it */
     }
 }
 
@@ -277,10 +217,9 @@ void session_registry_set_retention(struct session_registry *reg, size_t bytes, 
     reg->retain_bytes = bytes;
     reg->retain_ms = age_ms > 0 ? age_ms : 0;
     if (bytes == 0 || reg->retain_ms == 0) {
-        for (struct session *s = reg->ret_head, *next; s != NULL; s = next) {
-            next = s->ret_next;
-            session_evict(s, SESSION_EVICT_BYTES);
-        }
+        struct list_node *node, *next;
+        list_for_each_safe (node, next, &reg->retained)
+            session_evict(session_of(node, retain_link), SESSION_EVICT_BYTES);
         return;
     }
     session_retain_enforce(reg, clock_monotonic_ms());
@@ -289,36 +228,35 @@ void session_registry_set_retention(struct session_registry *reg, size_t bytes, 
 size_t session_registry_expire(struct session_registry *reg, int64_t now_ms)
 {
     uint64_t before = reg->evictions[SESSION_EVICT_AGE];
-    struct session *s, *next;
+    struct list_node *node, *next;
 
-    for (s = reg->ret_head; s != NULL && now_ms - s->over_at_ms >= reg->retain_ms; s = next) {
-        next = s->ret_next; /* evicting S may free it */
-        session_evict(s, SESSION_EVICT_AGE);
+    list_for_each_safe (node, next, &reg->retained) {
+        struct session *s = session_of(node, retain_link);
+        if (now_ms - s->over_at_ms < reg->retain_ms)
+            break;
+        session_evict(s, SESSION_EVICT_AGE); /* may free S */
     }
     return (size_t)(reg->evictions[SESSION_EVICT_AGE] - before);
 }
 
 void session_registry_free(struct session_registry *reg)
 {
-    struct session *s = reg->all, *next;
+    struct list_node *node, *next;
 
-    for (; s != NULL; s = next) {
-        next = s->next;
+    list_for_each_safe (node, next, &reg->all) {
+        struct session *s = session_of(node, all_link);
         ring_free(&s->ring);
         free(s->runner_id);
         free(s);
     }
-    reg->all = NULL;
-    reg->lru_head = reg->lru_tail = NULL;
-    reg->ret_head = reg->ret_tail = NULL;
+    list_init(&reg->all);
+    list_init(&reg->lru);
+    list_init(&reg->retained);
     reg->retained_count = 0;
     reg->retained_bytes = 0;
     reg->log_bytes = 0;
-    free(reg->buckets);
-    reg->buckets = NULL;
-    reg->nbuckets = 0;
+    hash_map_free(&reg->table);
     reg->count = 0;
-    reg->in_table = 0;
 }
 
 size_t session_registry_count(const struct session_registry *reg)
@@ -328,28 +266,20 @@ size_t session_registry_count(const struct session_registry *reg)
 
 size_t session_registry_memory_bytes(const struct session_registry *reg)
 {
-    size_t n = sizeof(*reg) + reg->nbuckets * sizeof(*reg->buckets);
-    const struct session *s;
+    size_t n = sizeof(*reg) + hash_map_memory_bytes(&reg->table);
+    const struct list_node *node;
 
-    for (s = reg->all; s != NULL; s = s->next)
-        n += session_memory_bytes(s);
+    list_for_each (node, &reg->all)
+        n += session_memory_bytes(session_of(node, all_link));
     return n;
 }
 
 /* The session in the table under ID (live or retained ended), or NULL. */
 static struct session *table_find(const struct session_registry *reg, const char *id, size_t len)
 {
-    uint64_t h;
-    struct session *s;
+    struct hash_map_node *node = hash_map_find(&reg->table, id, len);
 
-    if (reg->nbuckets == 0)
-        return NULL;
-    h = session_hash(id, len);
-    for (s = *session_slot(reg, h); s != NULL; s = s->hnext) {
-        if (s->hash == h && s->id_len == len && memcmp(s->id, id, len) == 0)
-            return s;
-    }
-    return NULL;
+    return node != NULL ? hash_map_entry(node, struct session, by_id) : NULL;
 }
 
 struct session *session_find(const struct session_registry *reg, const char *id, size_t len)
@@ -361,33 +291,9 @@ struct session *session_find(const struct session_registry *reg, const char *id,
 
 struct session *session_lookup(struct session_registry *reg, const char *id, size_t len)
 {
-    if (reg->ret_head != NULL)
+    if (!list_is_empty(&reg->retained))
         session_registry_expire(reg, clock_monotonic_ms());
     return table_find(reg, id, len);
-}
-
-/* Doubles the table (or creates it).  Returns -1, table unchanged, on
- * memory exhaustion. */
-static int session_grow(struct session_registry *reg)
-{
-    size_t n = reg->nbuckets ? reg->nbuckets * 2 : SESSION_MIN_BUCKETS;
-    struct session **nb = calloc(n, sizeof(*nb));
-    size_t i;
-
-    if (nb == NULL)
-        return -1;
-    for (i = 0; i < reg->nbuckets; i++) {
-        struct session *s = reg->buckets[i], *next;
-        for (; s != NULL; s = next) {
-            next = s->hnext;
-            s->hnext = nb[s->hash & (n - 1)];
-            nb[s->hash & (n - 1)] = s;
-        }
-    }
-    free(reg->buckets);
-    reg->buckets = nb;
-    reg->nbuckets = n;
-    return 0;
 }
 
 /* Starts a new tail of S at the next append. */
@@ -413,7 +319,6 @@ static void session_reopen(struct session *s)
 int session_open(struct session_registry *reg, const char *id, size_t len, struct session **out)
 {
     struct session *s;
-    struct session **slot;
 
     *out = NULL;
     if (len == 0 || len > SESSION_MAX_ID)
@@ -427,31 +332,23 @@ int session_open(struct session_registry *reg, const char *id, size_t len, struc
         session_reopen(s);
         return SESSION_REOPENED;
     }
-    /* Keep the load factor at most 1 so chains stay short; a failed growth
-     * of an existing table only lengthens chains. */
-    if (reg->in_table >= reg->nbuckets && session_grow(reg) != 0 && reg->nbuckets == 0)
-        return SESSION_NOMEM;
     s = calloc(1, sizeof(*s) + len + 1);
     if (s == NULL)
         return SESSION_NOMEM;
     s->reg = reg;
-    s->hash = session_hash(id, len);
     s->id_len = (uint16_t)len;
     memcpy(s->id, id, len);
     ring_init(&s->ring, reg->ring_bound);
     arbiter_init(&s->arb, ARBITER_STARTING);
     watch_list_init(&s->watchers);
     s->tail_start = 1;
-    slot = session_slot(reg, s->hash);
-    s->hnext = *slot;
-    *slot = s;
+    if (hash_map_insert(&reg->table, &s->by_id, s->id, len) != HASH_MAP_OK) {
+        free(s);
+        return SESSION_NOMEM;
+    }
     s->in_table = 1;
-    reg->in_table++;
-    s->next = reg->all;
-    if (reg->all != NULL)
-        reg->all->prev = s;
-    reg->all = s;
-    lru_push(s);
+    list_insert_head(&reg->all, &s->all_link);
+    list_insert_tail(&reg->lru, &s->lru_link);
     reg->count++;
     *out = s;
     return SESSION_CREATED;
@@ -527,10 +424,8 @@ uint64_t session_append(struct session *s, const void *frame, size_t len, int64_
     seq = ring_append(&s->ring, frame, len, at_unix_ms);
     session_account(s, before);
     if (seq != 0) {
-        if (reg->lru_tail != s) {
-            lru_unlink(s);
-            lru_push(s);
-        }
+        if (list_last(&reg->lru) != &s->lru_link)
+            lru_touch(s);
         if (reg->log_budget != 0 && reg->log_bytes > reg->log_budget)
             session_enforce_budget(reg, s);
         /* A frame after the end (a repeated terminal state) of a log no
@@ -612,19 +507,24 @@ size_t session_memory_bytes(const struct session *s)
     return n;
 }
 
-static struct session *session_live_from(struct session *s)
+/* The first live session from NODE on (NODE included), or NULL. */
+static struct session *session_live_from(const struct session_registry *reg,
+                                         const struct list_node *node)
 {
-    while (s != NULL && s->ended)
-        s = s->next;
-    return s;
+    for (; node != NULL; node = list_next(&reg->all, node)) {
+        struct session *s = session_of(node, all_link);
+        if (!s->ended)
+            return s;
+    }
+    return NULL;
 }
 
 struct session *session_first(const struct session_registry *reg)
 {
-    return session_live_from(reg->all);
+    return session_live_from(reg, list_first(&reg->all));
 }
 
 struct session *session_next(const struct session *s)
 {
-    return session_live_from(s->next);
+    return session_live_from(s->reg, list_next(&s->reg->all, &s->all_link));
 }

@@ -46,6 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/hash_map.h"
+#include "common/list.h"
 #include "core/arbiter.h"
 #include "core/ring.h"
 #include "core/watch.h"
@@ -61,12 +63,11 @@
 struct session_registry;
 
 struct session {
-    struct session *hnext;               /* hash chain */
-    struct session *prev, *next;         /* every session, ended ones included */
-    struct session *lru_prev, *lru_next; /* by last append, least recent first */
-    struct session *ret_prev, *ret_next; /* retained, by tail end, oldest first */
+    struct hash_map_node by_id;   /* in the registry's table while in_table */
+    struct list_node all_link;    /* every session, ended ones included */
+    struct list_node lru_link;    /* by last append, least recent first */
+    struct list_node retain_link; /* retained, by tail end, oldest first */
     struct session_registry *reg;
-    uint64_t hash;
     struct ring ring;
     struct arbiter arb;
     struct watch_list watchers;
@@ -90,18 +91,16 @@ enum session_evict_reason {
 };
 
 struct session_registry {
-    struct session **buckets;
-    struct session *all; /* list of every session, for iteration and teardown */
-    size_t nbuckets;     /* power of two, or 0 before the first open */
-    size_t count;        /* live (not ended) sessions */
-    size_t in_table;     /* sessions findable by id: live and retained ended */
-    size_t ring_bound;   /* --agent-log-bytes */
-    struct session *lru_head, *lru_tail;
+    struct hash_map table; /* sessions findable by id: live and retained ended */
+    struct list_node all;  /* every session, for iteration and teardown */
+    size_t count;          /* live (not ended) sessions */
+    size_t ring_bound;     /* --agent-log-bytes */
+    struct list_node lru;
     size_t log_bytes;          /* heap bytes of every held session's ring */
     size_t log_budget;         /* 0: unbounded */
     uint64_t trimmed_bytes;    /* heap bytes given back to keep the budget */
     uint64_t trimmed_sessions; /* sessions trimmed to keep the budget */
-    struct session *ret_head, *ret_tail;
+    struct list_node retained; /* oldest tail end first */
     size_t retained_count;
     size_t retained_bytes; /* ring heap bytes of retained sessions */
     size_t retain_bytes;   /* 0: nothing is retained */

@@ -2,8 +2,7 @@
 
 void watch_list_init(struct watch_list *l)
 {
-    l->head = NULL;
-    l->tail = NULL;
+    list_init(&l->watchers);
     l->iter_next = NULL;
     l->count = 0;
     l->waking = 0;
@@ -13,36 +12,21 @@ void watch_list_init(struct watch_list *l)
 void watch_list_add(struct watch_list *l, struct watcher *w)
 {
     /* Appending at the tail keeps wake order equal to join order. */
-    w->next = NULL;
-    w->prev = l->tail;
-    if (l->tail == NULL)
-        l->head = w;
-    else
-        l->tail->next = w;
-    l->tail = w;
+    list_insert_tail(&l->watchers, &w->link);
     l->count++;
 }
 
 void watch_list_remove(struct watch_list *l, struct watcher *w)
 {
-    if (l->iter_next == w)
-        l->iter_next = w->next;
-    if (w->prev != NULL)
-        w->prev->next = w->next;
-    else
-        l->head = w->next;
-    if (w->next != NULL)
-        w->next->prev = w->prev;
-    else
-        l->tail = w->prev;
-    w->prev = NULL;
-    w->next = NULL;
+    if (l->iter_next == &w->link)
+        l->iter_next = list_next(&l->watchers, &w->link);
+    list_remove(&w->link);
     l->count--;
 }
 
 void watch_list_wake(struct watch_list *l)
 {
-    struct watcher *w;
+    struct list_node *node;
 
     if (l->waking) {
         /* Re-entered from a wake(): the outer pass runs once more instead. */
@@ -52,8 +36,9 @@ void watch_list_wake(struct watch_list *l)
     l->waking = 1;
     do {
         l->rewake = 0;
-        for (w = l->head; w != NULL; w = l->iter_next) {
-            l->iter_next = w->next;
+        for (node = list_first(&l->watchers); node != NULL; node = l->iter_next) {
+            struct watcher *w = list_entry(node, struct watcher, link);
+            l->iter_next = list_next(&l->watchers, node);
             w->wake(w);
         }
     } while (l->rewake);

@@ -11,16 +11,16 @@
 
 #include <stddef.h>
 
+#include "common/list.h"
+
 struct watcher {
     void (*wake)(struct watcher *w);
-    struct watcher *prev;
-    struct watcher *next;
+    struct list_node link;
 };
 
 struct watch_list {
-    struct watcher *head;
-    struct watcher *tail;
-    struct watcher *iter_next; /* next watcher of a running wake pass */
+    struct list_node watchers;   /* in join order */
+    struct list_node *iter_next; /* next watcher of a running wake pass */
     size_t count;
     int waking;
     int rewake;

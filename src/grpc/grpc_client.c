@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/byte_queue.h"
+#include "common/list.h"
 #include "h2/h2.h"
 #include "h2/h2_client.h"
 
@@ -27,13 +28,13 @@ struct grpc_client_call {
     int reported; /* on_done ran (the deadline may report before the stream closes) */
     struct event *deadline;
     struct grpc_client_result result;
-    struct grpc_client_call *prev, *next;
+    struct list_node link; /* on the client's calls until finished */
 };
 
 struct grpc_client {
     struct event_base *base;
     struct h2_client *h2;
-    struct grpc_client_call *calls;
+    struct list_node calls; /* struct grpc_client_call, the newest first */
     char authority[256];
     int broken;
 };
@@ -50,17 +51,10 @@ static void call_report(struct grpc_client_call *call)
 
 static void call_finish(struct grpc_client_call *call)
 {
-    struct grpc_client *client = call->client;
-
     if (call->done)
         return;
     call->done = 1;
-    if (call->prev)
-        call->prev->next = call->next;
-    else
-        client->calls = call->next;
-    if (call->next)
-        call->next->prev = call->prev;
+    list_remove(&call->link);
     call_report(call);
     if (call->deadline)
         event_free(call->deadline);
@@ -74,11 +68,11 @@ static void call_finish(struct grpc_client_call *call)
 static void client_break(void *arg, const char *why)
 {
     struct grpc_client *client = arg;
-    struct grpc_client_call *call, *next;
+    struct list_node *node, *next;
 
     client->broken = 1;
-    for (call = client->calls; call; call = next) {
-        next = call->next;
+    list_for_each_safe (node, next, &client->calls) {
+        struct grpc_client_call *call = list_entry(node, struct grpc_client_call, link);
         if (call->stream_id > 0 && client->h2)
             h2_client_stream_forget(client->h2, call->stream_id);
         call->result.status = GRPC_STATUS_UNAVAILABLE;
@@ -221,6 +215,7 @@ struct grpc_client *grpc_client_new(struct event_base *base, const char *host_po
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
+    list_init(&client->calls);
     client->base = base;
     snprintf(client->authority, sizeof(client->authority), "%s", host_port);
     memset(&h2_options, 0, sizeof(h2_options));
@@ -319,10 +314,7 @@ struct grpc_client_call *grpc_client_call_start(struct grpc_client *client, cons
         free(call);
         return NULL;
     }
-    call->next = client->calls;
-    if (call->next)
-        call->next->prev = call;
-    client->calls = call;
+    list_insert_head(&client->calls, &call->link);
     if (timeout_ms > 0) {
         struct timeval tv = {(time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000};
         call->deadline = evtimer_new(client->base, on_call_deadline, call);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/byte_queue.h"
+#include "common/list.h"
 #include "grpc/grpc_compress.h"
 #include "grpc/grpc.h"
 #include "grpc/grpc_protocol.h"
@@ -63,7 +64,7 @@ struct grpc_server {
     struct grpc_limits limits;
     struct grpc_door *doors;
     grpc_request_check request_check; /* NULL: none */
-    struct grpc_call *calls;
+    struct list_node calls;           /* struct grpc_call, the newest first */
     size_t call_count;
     int shutting_down;
     struct event *request_sweep; /* enforces limits.request_timeout_ms */
@@ -84,7 +85,7 @@ struct grpc_call {
     const struct grpc_transport *transport;
     void *stream; /* the transport's; NULL once the transport closed it */
     struct door_method *entry;
-    struct grpc_call *prev, *next;
+    struct list_node link; /* on the server's calls */
 
     struct header_list request_headers;
     /* What the request's content-type selected (grpc_protocol.h); native

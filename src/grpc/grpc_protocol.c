@@ -196,44 +196,6 @@ int grpc_web_trailer_frame(struct byte_queue *out, const char *const *names,
 
 /* --- base64 -------------------------------------------------------------- */
 
-/* The 6-bit value of C, 64 for '=', or -1. */
-static int b64_value(uint8_t c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    if (c == '=')
-        return 64;
-    return -1;
-}
-
-/* Decodes one whole group of four characters.  Returns the byte count (1
- * to 3), or -1 when malformed. */
-static int b64_group(const uint8_t g[4], uint8_t out[3])
-{
-    int v[4];
-
-    for (int i = 0; i < 4; i++)
-        v[i] = b64_value(g[i]);
-    if (v[0] >= 64 || v[1] >= 64 || v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0)
-        return -1;
-    out[0] = (uint8_t)(v[0] << 2 | v[1] >> 4);
-    if (v[2] == 64)
-        return v[3] == 64 ? 1 : -1;
-    out[1] = (uint8_t)((v[1] & 0xf) << 4 | v[2] >> 2);
-    if (v[3] == 64)
-        return 2;
-    out[2] = (uint8_t)((v[2] & 0x3) << 6 | v[3]);
-    return 3;
-}
-
 int grpc_base64_decoder_feed(struct grpc_base64_decoder *dec, const uint8_t *in, size_t len,
                              struct byte_queue *out)
 {
@@ -249,7 +211,7 @@ int grpc_base64_decoder_feed(struct grpc_base64_decoder *dec, const uint8_t *in,
         if (dec->carry_len < 4)
             continue;
         dec->carry_len = 0;
-        n = b64_group(dec->carry, bytes);
+        n = base64_decode_group((const char *)dec->carry, bytes);
         if (n < 0) {
             out->end = (size_t)(at - out->data) + produced;
             return -1;

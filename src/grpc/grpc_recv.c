@@ -50,10 +50,11 @@ static void request_timeout(struct grpc_call *call)
 static void on_request_sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct grpc_server *server = arg;
+    struct list_node *node, *next;
 
     server->sweeps++;
-    for (struct grpc_call *call = server->calls, *next; call; call = next) {
-        next = call->next;
+    list_for_each_safe (node, next, &server->calls) {
+        struct grpc_call *call = list_entry(node, struct grpc_call, link);
         if (call->request_waiting && !call->finished &&
             server->sweeps - call->request_since_sweep > REQUEST_SWEEPS)
             request_timeout(call);
@@ -123,10 +124,7 @@ void *grpc_transport_call_open(struct grpc_door *door, const struct grpc_transpo
     call->protocol = &grpc_protocol_grpc;
     call->stream = stream;
     grpc_reader_init(&call->reader, door->server->limits.max_recv_bytes);
-    call->next = door->server->calls;
-    if (call->next)
-        call->next->prev = call;
-    door->server->calls = call;
+    list_insert_head(&door->server->calls, &call->link);
     door->server->call_count++;
     return call;
 }
@@ -751,12 +749,7 @@ static void call_stream_close(void *data, uint32_t error_code)
     }
     if (call->started && call->entry->method->on_close)
         call->entry->method->on_close(call);
-    if (call->prev)
-        call->prev->next = call->next;
-    else
-        server->calls = call->next;
-    if (call->next)
-        call->next->prev = call->prev;
+    list_remove(&call->link);
     server->call_count--;
     if (call->resume)
         event_free(call->resume);

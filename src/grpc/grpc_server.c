@@ -20,6 +20,7 @@ struct grpc_server *grpc_server_new(struct event_base *base, struct h2_server *h
 
     if (!server)
         return NULL;
+    list_init(&server->calls);
     server->base = base;
     server->h2 = h2;
     server->limits = *limits;
@@ -377,9 +378,13 @@ const char *grpc_door_address(const struct grpc_door *door)
 
 void grpc_server_shutdown(struct grpc_server *server)
 {
+    struct list_node *node;
+
     server->shutting_down = 1;
-    for (struct grpc_call *call = server->calls; call; call = call->next)
+    list_for_each (node, &server->calls) {
+        struct grpc_call *call = list_entry(node, struct grpc_call, link);
         if (call->started && !call->finished && call->entry->method->kind != GRPC_METHOD_UNARY)
             grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "server shutting down");
+    }
     h2_server_drain(server->h2);
 }

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/byte_queue.h"
+#include "common/hex.h"
 
 static const char *const status_names[GRPC_STATUS_COUNT] = {
     "OK",
@@ -183,17 +185,6 @@ size_t grpc_message_encode(const char *msg, size_t len, char *out, size_t out_si
     return need;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 size_t grpc_message_decode(const char *in, size_t len, char *out)
 {
     size_t n = 0;
@@ -251,41 +242,12 @@ int grpc_timeout_parse(const char *value, size_t len, uint64_t *nanoseconds)
     return 0;
 }
 
-static int b64_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
-
 long grpc_base64_decode(const char *in, size_t len, uint8_t *out)
 {
-    uint32_t acc = 0;
-    int bits = 0;
-    long n = 0;
+    size_t n;
 
-    while (len > 0 && in[len - 1] == '=')
-        len--;
-    if (len % 4 == 1)
+    /* gRPC's peers send either alphabet, padded or not. */
+    if (base64_decode(in, len, BASE64_URL_ALPHABET | BASE64_PADDING_OPTIONAL, out, &n) != BASE64_OK)
         return -1;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64_value(in[i]);
-        if (v < 0)
-            return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[n++] = (uint8_t)(acc >> bits);
-        }
-    }
-    return n;
+    return (long)n;
 }

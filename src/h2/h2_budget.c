@@ -38,11 +38,13 @@ void h2_stream_credit(struct h2_stream *stream)
 
 static void conn_credit_waiting(struct h2_conn *conn)
 {
+    struct list_node *node;
+
     if (!conn->credit_waiting)
         return;
     conn->credit_waiting = 0;
-    for (struct h2_stream *s = conn->streams; s; s = s->next)
-        h2_stream_credit(s);
+    list_for_each (node, &conn->streams)
+        h2_stream_credit(list_entry(node, struct h2_stream, link));
     h2_conn_schedule_flush(conn);
 }
 
@@ -50,8 +52,9 @@ void h2_budget_server_freed(struct h2_server *server)
 {
     if (server->credit_waiting && server->stats.recv_buffered < server->limits.server_recv_budget) {
         server->credit_waiting = 0;
-        for (struct h2_conn *c = server->conns; c; c = c->next)
-            conn_credit_waiting(c);
+        struct list_node *node;
+        list_for_each (node, &server->conns)
+            conn_credit_waiting(list_entry(node, struct h2_conn, link));
     }
 }
 

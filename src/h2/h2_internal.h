@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/time.h>
 
+#include "common/list.h"
 #include "h2/h2.h"
 
 struct bufferevent;
@@ -65,7 +66,7 @@ struct h2_stream {
     unsigned answered : 1;     /* response headers were submitted */
     unsigned deferred : 1;     /* its data provider waits for the handler */
     unsigned input_paused : 1; /* h2_stream_pause_input */
-    struct h2_stream *prev, *next;
+    struct list_node link;     /* on its connection's streams */
 };
 
 struct h2_listener {
@@ -80,7 +81,7 @@ struct h2_listener {
     size_t connection_count;
     h2_fallback_fn fallback; /* h2_listener_set_fallback */
     void *fallback_arg;
-    struct h2_sniff *sniffs; /* accepted sockets not yet told apart */
+    struct list_node sniffs; /* accepted sockets not yet told apart (struct h2_sniff) */
     struct h2_listener *next;
 };
 
@@ -101,7 +102,7 @@ struct h2_conn {
     struct event *flush_event;
     struct event *idle_event;
     struct event *header_event; /* armed while a request header block is open */
-    struct h2_stream *streams;
+    struct list_node streams;   /* struct h2_stream, the newest first */
     size_t stream_count;
     size_t held;              /* sum of its streams' held bytes */
     struct h2_stream *grant;  /* the one stream credited while over a budget */
@@ -114,14 +115,14 @@ struct h2_conn {
     int in_callback;                  /* >0 while nghttp2 is calling us: never free then */
     int close_pending;                /* close as soon as we are out of callbacks */
     int closing;                      /* writing out a last GOAWAY; closes once it is sent */
-    struct h2_conn *prev, *next;
+    struct list_node link;            /* on the server's connections */
 };
 
 struct h2_server {
     struct event_base *base;
     struct h2_limits limits;
     struct h2_listener *listeners;
-    struct h2_conn *conns;
+    struct list_node conns; /* struct h2_conn, the newest first */
     int draining;
     int credit_waiting; /* some connection waits for the server budget */
     struct timeval idle_timeout;

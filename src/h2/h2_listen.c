@@ -76,6 +76,7 @@ struct h2_server *h2_server_new(struct event_base *base, const struct h2_limits 
 
     if (!server)
         return NULL;
+    list_init(&server->conns);
     server->base = base;
     server->limits = *limits;
     if (!server->limits.header_timeout_ms)
@@ -108,8 +109,8 @@ void h2_server_free(struct h2_server *server)
 {
     if (!server)
         return;
-    while (server->conns)
-        h2_conn_free(server->conns);
+    while (!list_is_empty(&server->conns))
+        h2_conn_free(list_entry(list_first(&server->conns), struct h2_conn, link));
     while (server->listeners) {
         struct h2_listener *listener = server->listeners;
         server->listeners = listener->next;
@@ -133,6 +134,7 @@ struct h2_listener *h2_listen(struct h2_server *server, const char *name, const 
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
+    list_init(&listener->sniffs);
     listener->server = server;
     snprintf(listener->name, sizeof(listener->name), "%s", name);
     listener->handler = *handler;
@@ -193,7 +195,7 @@ const char *h2_listener_address(const struct h2_listener *listener)
 
 void h2_server_drain(struct h2_server *server)
 {
-    struct h2_conn *conn, *next;
+    struct list_node *node, *next;
 
     server->draining = 1;
     for (struct h2_listener *l = server->listeners; l; l = l->next) {
@@ -202,8 +204,8 @@ void h2_server_drain(struct h2_server *server)
         event_del(l->accept_pause);
         h2_sniff_free_all(l);
     }
-    for (conn = server->conns; conn; conn = next) {
-        next = conn->next;
+    list_for_each_safe (node, next, &server->conns) {
+        struct h2_conn *conn = list_entry(node, struct h2_conn, link);
         nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
                               nghttp2_session_get_last_proc_stream_id(conn->session),
                               NGHTTP2_NO_ERROR, NULL, 0);

@@ -106,6 +106,7 @@ static int stream_waits_on_server(const struct h2_stream *stream)
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
     struct h2_conn *conn = arg;
+    struct list_node *node;
 
     if (conn->closing) { /* the peer never read its GOAWAY */
         conn_close(conn);
@@ -116,11 +117,12 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
         event_add(conn->idle_event, &conn->server->idle_timeout);
         return;
     }
-    for (struct h2_stream *s = conn->streams; s; s = s->next)
-        if (stream_waits_on_server(s)) {
+    list_for_each (node, &conn->streams) {
+        if (stream_waits_on_server(list_entry(node, struct h2_stream, link))) {
             event_add(conn->idle_event, &conn->server->idle_timeout);
             return;
         }
+    }
     conn->server->stats.idle_closes++;
     nghttp2_submit_goaway(conn->session, NGHTTP2_FLAG_NONE,
                           nghttp2_session_get_last_proc_stream_id(conn->session), NGHTTP2_NO_ERROR,
@@ -157,10 +159,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
                                   NGHTTP2_REFUSED_STREAM);
         return 0;
     }
-    stream->next = conn->streams;
-    if (conn->streams)
-        conn->streams->prev = stream;
-    conn->streams = stream;
+    list_insert_head(&conn->streams, &stream->link);
     conn->stream_count++;
     conn->server->stats.streams_open++;
     conn->server->stats.streams_total++;
@@ -271,12 +270,7 @@ static int on_data_chunk_recv(nghttp2_session *session, uint8_t flags, int32_t s
 static void stream_unlink_and_free(struct h2_conn *conn, struct h2_stream *stream,
                                    uint32_t error_code, int live)
 {
-    if (stream->prev)
-        stream->prev->next = stream->next;
-    else
-        conn->streams = stream->next;
-    if (stream->next)
-        stream->next->prev = stream->prev;
+    list_remove(&stream->link);
     conn->stream_count--;
     conn->server->stats.streams_open--;
     conn->held -= stream->held;
@@ -409,19 +403,15 @@ size_t h2_stream_connection_backlog(const struct h2_stream *stream)
 void h2_conn_free(struct h2_conn *conn)
 {
     struct h2_server *server = conn->server;
+    struct list_node *node, *next;
 
     /* nghttp2_session_del does not report open streams: tell the handler. */
-    for (struct h2_stream *stream = conn->streams, *next; stream; stream = next) {
-        next = stream->next;
+    list_for_each_safe (node, next, &conn->streams) {
+        struct h2_stream *stream = list_entry(node, struct h2_stream, link);
         nghttp2_session_set_stream_user_data(conn->session, stream->stream_id, NULL);
         stream_unlink_and_free(conn, stream, NGHTTP2_CANCEL, 0);
     }
-    if (conn->prev)
-        conn->prev->next = conn->next;
-    else
-        server->conns = conn->next;
-    if (conn->next)
-        conn->next->prev = conn->prev;
+    list_remove(&conn->link);
     conn->listener->connection_count--;
     server->stats.connections_open--;
     nghttp2_session_del(conn->session);
@@ -624,6 +614,7 @@ void h2_conn_accept(struct h2_listener *listener, evutil_socket_t fd)
         evutil_closesocket(fd);
         return;
     }
+    list_init(&conn->streams);
     conn->server = server;
     conn->listener = listener;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -646,10 +637,7 @@ void h2_conn_accept(struct h2_listener *listener, evutil_socket_t fd)
     listener->connection_count++;
     server->stats.connections_open++;
     server->stats.connections_total++;
-    conn->next = server->conns;
-    if (server->conns)
-        server->conns->prev = conn;
-    server->conns = conn;
+    list_insert_head(&server->conns, &conn->link);
     event_add(conn->idle_event, &server->idle_timeout);
     /* The TLS handshake and the client's preface are bounded like a header
      * block: the first frame (SETTINGS) ends it. */

@@ -26,19 +26,12 @@ struct h2_sniff {
     struct event *readable;
     struct event *retry;
     struct event *deadline;
-    struct h2_sniff *prev, *next;
+    struct list_node link; /* on its listener's sniffs */
 };
 
 static void sniff_unlink_free(struct h2_sniff *sniff)
 {
-    struct h2_listener *listener = sniff->listener;
-
-    if (sniff->prev)
-        sniff->prev->next = sniff->next;
-    else
-        listener->sniffs = sniff->next;
-    if (sniff->next)
-        sniff->next->prev = sniff->prev;
+    list_remove(&sniff->link);
     if (sniff->readable)
         event_free(sniff->readable);
     if (sniff->retry)
@@ -117,10 +110,7 @@ void h2_sniff_start(struct h2_listener *listener, evutil_socket_t fd)
     }
     sniff->listener = listener;
     sniff->fd = fd;
-    sniff->next = listener->sniffs;
-    if (listener->sniffs)
-        listener->sniffs->prev = sniff;
-    listener->sniffs = sniff;
+    list_insert_head(&listener->sniffs, &sniff->link);
     evutil_make_socket_nonblocking(fd);
     sniff->readable = event_new(server->base, fd, EV_READ | EV_PERSIST, on_readable, sniff);
     sniff->retry = evtimer_new(server->base, on_retry, sniff);
@@ -135,8 +125,9 @@ void h2_sniff_start(struct h2_listener *listener, evutil_socket_t fd)
 
 void h2_sniff_free_all(struct h2_listener *listener)
 {
-    for (struct h2_sniff *sniff = listener->sniffs, *next; sniff; sniff = next) {
-        next = sniff->next;
-        sniff_close(sniff);
+    struct list_node *node, *next;
+
+    list_for_each_safe (node, next, &listener->sniffs) {
+        sniff_close(list_entry(node, struct h2_sniff, link));
     }
 }

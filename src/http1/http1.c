@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/list.h"
+
 /* Stop pulling response bytes while this much is unwritten (as h2 does). */
 #define HTTP1_OUTPUT_HIGH_WATER (256 * 1024)
 #define HTTP1_OUTPUT_LOW_WATER  (64 * 1024)
@@ -75,7 +77,7 @@ struct http1_conn {
     int refused_status; /* an HTTP error to answer with, or 0 */
     void (*on_close)(void *arg);
     void *close_arg;
-    struct http1_conn *prev, *next;
+    struct list_node link; /* on the server's connections */
 };
 
 struct http1_server {
@@ -83,7 +85,7 @@ struct http1_server {
     struct http1_limits limits;
     struct http1_handler handler;
     void *server_data;
-    struct http1_conn *conns;
+    struct list_node conns; /* struct http1_conn, the newest first */
     struct http1_stats stats;
     struct timeval request_timeout;
     struct timeval write_timeout;
@@ -591,6 +593,9 @@ static void conn_process(struct http1_conn *conn)
             }
             if (r) {
                 conn->server->handler.request_close(r->data, 1);
+                /* Said outright (request_free clears it too, through
+                 * r->conn): the analyzer cannot tell r->conn is CONN. */
+                conn->request = NULL;
                 request_free(r);
             }
             break;
@@ -667,12 +672,7 @@ static void conn_free(struct http1_conn *conn, int aborted)
         event_free(r->pump);
         free(r);
     }
-    if (conn->prev)
-        conn->prev->next = conn->next;
-    else
-        server->conns = conn->next;
-    if (conn->next)
-        conn->next->prev = conn->prev;
+    list_remove(&conn->link);
     server->stats.connections_open--;
     bufferevent_free(conn->bev);
     event_free(conn->timer);
@@ -710,10 +710,7 @@ int http1_server_adopt(struct http1_server *server, int fd, struct bufferevent *
     conn->parser.data = conn;
     conn->on_close = on_close;
     conn->close_arg = arg;
-    conn->next = server->conns;
-    if (server->conns)
-        server->conns->prev = conn;
-    server->conns = conn;
+    list_insert_head(&server->conns, &conn->link);
     server->stats.connections_open++;
     server->stats.connections_total++;
     bufferevent_setwatermark(bev, EV_READ, 0, HTTP1_INPUT_HIGH_WATER);
@@ -753,6 +750,7 @@ struct http1_server *http1_server_new(struct event_base *base, const struct http
 
     if (!server)
         return NULL;
+    list_init(&server->conns);
     server->base = base;
     server->limits = *limits;
     if (!server->limits.request_timeout_ms)
@@ -781,10 +779,12 @@ const struct http1_stats *http1_server_stats(const struct http1_server *server)
 
 void http1_server_free(struct http1_server *server)
 {
+    struct list_node *node, *next;
+
     if (!server)
         return;
-    for (struct http1_conn *conn = server->conns, *next; conn; conn = next) {
-        next = conn->next;
+    list_for_each_safe (node, next, &server->conns) {
+        struct http1_conn *conn = list_entry(node, struct http1_conn, link);
         /* The listener that handed it over is going away too. */
         conn->on_close = NULL;
         conn_free(conn, 1);

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char hex[] = "0123456789abcdef";
+#include "common/hex.h"
 
 static int token_char(char c)
 {
@@ -29,18 +29,13 @@ void cluster_wire_subject(const char *id, int runner, char *out)
         return;
     }
     *p++ = '~';
-    for (i = 0; i < n; i++) {
-        *p++ = hex[(uint8_t)id[i] >> 4];
-        *p++ = hex[(uint8_t)id[i] & 15];
-    }
-    *p = '\0';
+    hex_encode((const uint8_t *)id, n, p);
 }
 
-static int hex_value(char c)
+/* A subject's hex digit: lowercase only, so one id has one subject. */
+static int subject_hex_value(char c)
 {
-    const char *at = c ? strchr(hex, c) : NULL;
-
-    return at ? (int)(at - hex) : -1;
+    return c >= 'A' && c <= 'F' ? -1 : hex_value(c);
 }
 
 int cluster_wire_session_id(const char *subject, char *out)
@@ -66,7 +61,7 @@ int cluster_wire_session_id(const char *subject, char *out)
     if (n == 0 || n % 2 || n / 2 > SESSION_MAX_ID)
         return -1;
     for (i = 0; i < n / 2; i++) {
-        int hi = hex_value(t[2 * i]), lo = hex_value(t[2 * i + 1]);
+        int hi = subject_hex_value(t[2 * i]), lo = subject_hex_value(t[2 * i + 1]);
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
             return -1;
         out[i] = (char)(hi << 4 | lo);

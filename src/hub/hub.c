@@ -29,7 +29,7 @@ int hub_session_quota(struct hub *ctx, struct hub_stream stream, const char *age
         return 0;
     rv = store_session_count_open(ctx->store, agent_account_id, &open);
     if (rv != STORE_OK) {
-        stream.ops->finish(stream.call, HUB_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        stream.ops->finish(stream.call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return -1;
     }
     if (open < ctx->config.max_account_sessions)
@@ -38,7 +38,7 @@ int hub_session_quota(struct hub *ctx, struct hub_stream stream, const char *age
     snprintf(message, sizeof(message),
              "the agent account has %llu open sessions, the most allowed; close one first",
              (unsigned long long)open);
-    stream.ops->finish(stream.call, HUB_STATUS_RESOURCE_EXHAUSTED, message);
+    stream.ops->finish(stream.call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
     return -1;
 }
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/list.h"
 #include "core/bus.h"
 #include "core/ring.h"
 #include "core/session.h"
@@ -53,8 +54,8 @@ struct hub_log_wait {
     uint64_t first_seq, last_seq; /* the tracked frames' seqs (final once stored) */
     uint64_t first_ord, last_ord; /* the backend's names for those frames */
     hub_log_done_fn done;
-    /* the backend's, while it holds W */
-    struct hub_log_wait *next, **pprev;
+    /* the backend's, while it holds W: linked only then */
+    struct list_node link;
     uint64_t deadline_ns;
 };
 
@@ -275,13 +276,14 @@ static inline void hub_log_wait(const struct hub_log *log, struct session *s,
  * away); nothing when the backend no longer holds it. */
 static inline void hub_log_wait_cancel(struct hub_log_wait *w)
 {
-    if (!w->pprev)
-        return;
-    *w->pprev = w->next;
-    if (w->next)
-        w->next->pprev = w->pprev;
-    w->next = NULL;
-    w->pprev = NULL;
+    list_remove(&w->link); /* nothing when W is not linked */
+}
+
+/* The wait whose backend link is NODE, or NULL when NODE is NULL (a
+ * backend's walk over the waits it holds). */
+static inline struct hub_log_wait *hub_log_wait_of(struct list_node *node)
+{
+    return node ? list_entry(node, struct hub_log_wait, link) : NULL;
 }
 
 static inline int hub_log_writable(const struct hub_log *log)

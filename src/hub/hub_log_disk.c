@@ -14,23 +14,27 @@
 #include "hub/hub_log_disk_internal.h"
 #include "hub/hub_wire.h"
 
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-    return h;
-}
-
 static struct dsk_session *entry_find(struct hub_log_disk *d, const char *id, size_t len)
 {
-    struct dsk_session *e = d->table[hash_bytes(id, len) % DSK_BUCKETS];
+    struct hash_map_node *node = hash_map_find(&d->by_id, id, len);
 
-    for (; e; e = e->hnext)
-        if (e->len == len && memcmp(e->id, id, len) == 0)
-            return e;
-    return NULL;
+    return node ? hash_map_entry(node, struct dsk_session, by_id) : NULL;
+}
+
+/* The first entry of D's walk, or NULL; with entry_after, every entry once.
+ * The walker may remove the entry it stands on once it has the next. */
+struct dsk_session *hub_log_disk_first(const struct hub_log_disk *d)
+{
+    struct hash_map_node *node = hash_map_first(&d->by_id);
+
+    return node ? hash_map_entry(node, struct dsk_session, by_id) : NULL;
+}
+
+struct dsk_session *hub_log_disk_after(const struct hub_log_disk *d, const struct dsk_session *e)
+{
+    struct hash_map_node *node = hash_map_next(&d->by_id, &e->by_id);
+
+    return node ? hash_map_entry(node, struct dsk_session, by_id) : NULL;
 }
 
 /* A new entry for ID with key SID.  NULL when memory is short. */
@@ -38,19 +42,21 @@ static struct dsk_session *entry_add(struct hub_log_disk *d, const char *id, siz
                                      uint64_t sid)
 {
     struct dsk_session *e = calloc(1, sizeof(*e) + len + 1);
-    struct dsk_session **slot;
 
     if (!e)
         return NULL;
     e->sid = sid;
     e->len = (uint16_t)len;
     memcpy(e->id, id, len);
-    slot = &d->table[hash_bytes(id, len) % DSK_BUCKETS];
-    e->hnext = *slot;
-    *slot = e;
-    slot = &d->by_sid[sid % DSK_BUCKETS];
-    e->sidnext = *slot;
-    *slot = e;
+    if (hash_map_insert(&d->by_id, &e->by_id, e->id, len) != HASH_MAP_OK) {
+        free(e);
+        return NULL;
+    }
+    if (hash_map_insert(&d->by_sid, &e->by_sid, &e->sid, sizeof(e->sid)) != HASH_MAP_OK) {
+        hash_map_remove(&d->by_id, &e->by_id);
+        free(e);
+        return NULL;
+    }
     if (sid >= d->next_sid)
         d->next_sid = sid + 1;
     d->sessions++;
@@ -64,15 +70,8 @@ struct dsk_session *hub_log_disk_find(struct hub_log_disk *d, const char *id, si
 
 static void entry_remove(struct hub_log_disk *d, struct dsk_session *e)
 {
-    struct dsk_session **pp = &d->table[hash_bytes(e->id, e->len) % DSK_BUCKETS];
-
-    while (*pp != e)
-        pp = &(*pp)->hnext;
-    *pp = e->hnext;
-    pp = &d->by_sid[e->sid % DSK_BUCKETS];
-    while (*pp != e)
-        pp = &(*pp)->sidnext;
-    *pp = e->sidnext;
+    hash_map_remove(&d->by_id, &e->by_id);
+    hash_map_remove(&d->by_sid, &e->by_sid);
     d->sessions--;
     d->disk_bytes -= e->disk_bytes;
     hub_log_disk_reader_forget(d, e);
@@ -161,17 +160,19 @@ static struct dsk_session *entry_of(struct hub_log_disk *d, struct session *s)
 static struct dsk_runner *runner_find(struct hub_log_disk *d, const char *id, size_t len,
                                       int create)
 {
-    struct dsk_runner **slot = &d->runners[hash_bytes(id, len) % DSK_BUCKETS], *r;
+    struct hash_map_node *node = hash_map_find(&d->runners, id, len);
+    struct dsk_runner *r;
 
-    for (r = *slot; r; r = r->next)
-        if (r->len == len && memcmp(r->id, id, len) == 0)
-            return r;
+    if (node)
+        return hash_map_entry(node, struct dsk_runner, by_id);
     if (!create || len > STORE_ID_MAX || !(r = calloc(1, sizeof(*r) + len + 1)))
         return NULL;
     r->len = (uint16_t)len;
     memcpy(r->id, id, len);
-    r->next = *slot;
-    *slot = r;
+    if (hash_map_insert(&d->runners, &r->by_id, r->id, len) != HASH_MAP_OK) {
+        free(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -574,13 +575,12 @@ static void retain_budget(struct hub_log_disk *d)
 {
     for (int round = 0; round < 256 && d->disk_bytes > d->config.budget_bytes; round++) {
         struct dsk_session *oldest = NULL;
-        for (size_t i = 0; i < DSK_BUCKETS; i++)
-            for (struct dsk_session *e = d->table[i]; e; e = e->hnext) {
-                struct session *s = session_lookup(d->reg, e->id, e->len);
-                if (s && chunk_may_go(e, ring_floor(s, e)) &&
-                    (!oldest || e->chunks[0].newest_at < oldest->chunks[0].newest_at))
-                    oldest = e;
-            }
+        for (struct dsk_session *e = hub_log_disk_first(d); e; e = hub_log_disk_after(d, e)) {
+            struct session *s = session_lookup(d->reg, e->id, e->len);
+            if (s && chunk_may_go(e, ring_floor(s, e)) &&
+                (!oldest || e->chunks[0].newest_at < oldest->chunks[0].newest_at))
+                oldest = e;
+        }
         if (!oldest)
             return;
         chunk_drop_oldest(d, oldest);
@@ -596,11 +596,10 @@ static void on_gc(evutil_socket_t fd, short what, void *arg)
     int64_t now = clock_unix_ms();
     uint64_t oldest;
 
-    for (size_t i = 0; i < DSK_BUCKETS; i++)
-        for (struct dsk_session *e = d->table[i], *next; e; e = next) {
-            next = e->hnext;
-            retain_session(d, e, now);
-        }
+    for (struct dsk_session *e = hub_log_disk_first(d), *next; e; e = next) {
+        next = hub_log_disk_after(d, e);
+        retain_session(d, e, now);
+    }
     retain_budget(d);
     oldest = ring_oldest_seq(&d->bus->ring);
     if (oldest > d->bus_trimmed &&
@@ -634,11 +633,9 @@ static int load_runner(void *arg, const char *name, size_t len, uint64_t generat
 
 static struct dsk_session *entry_by_sid(struct hub_log_disk *d, uint64_t sid)
 {
-    struct dsk_session *e = d->by_sid[sid % DSK_BUCKETS];
+    struct hash_map_node *node = hash_map_find(&d->by_sid, &sid, sizeof(sid));
 
-    while (e && e->sid != sid)
-        e = e->sidnext;
-    return e;
+    return node ? hash_map_entry(node, struct dsk_session, by_sid) : NULL;
 }
 
 static int load_chunk(void *arg, uint64_t sid, uint64_t first_seq, uint64_t bytes, int64_t at)
@@ -732,9 +729,8 @@ static enum logdb_rc load_sessions(struct hub_log_disk *d, const struct logdb_lo
         snprintf(err, errlen, "out of memory");
         return LOGDB_NOMEM;
     }
-    for (size_t i = 0; i < DSK_BUCKETS; i++)
-        for (struct dsk_session *e = d->table[i]; e; e = e->hnext)
-            all[n++] = e;
+    for (struct dsk_session *e = hub_log_disk_first(d); e; e = hub_log_disk_after(d, e))
+        all[n++] = e;
     qsort(all, n, sizeof(*all), by_mark_order);
     for (size_t i = 0; i < n && rc == LOGDB_OK; i++) {
         struct dsk_session *e = all[i];
@@ -751,13 +747,12 @@ static void load_backdate(struct hub_log_disk *d)
 {
     int64_t now = clock_unix_ms();
 
-    for (size_t i = 0; i < DSK_BUCKETS; i++)
-        for (struct dsk_session *e = d->table[i]; e; e = e->hnext) {
-            struct session *s = session_lookup(d->reg, e->id, e->len);
-            if (s && session_tail_over(s) && e->over_unix_ms && e->over_unix_ms < now)
-                session_backdate_over(s, now - e->over_unix_ms);
-            e->over_unix_ms = 0;
-        }
+    for (struct dsk_session *e = hub_log_disk_first(d); e; e = hub_log_disk_after(d, e)) {
+        struct session *s = session_lookup(d->reg, e->id, e->len);
+        if (s && session_tail_over(s) && e->over_unix_ms && e->over_unix_ms < now)
+            session_backdate_over(s, now - e->over_unix_ms);
+        e->over_unix_ms = 0;
+    }
     session_registry_expire(d->reg, clock_monotonic_ms());
 }
 
@@ -787,6 +782,12 @@ struct hub_log_disk *hub_log_disk_open(struct hub_log *log, struct event_base *b
     struct hub_log_disk *d = calloc(1, sizeof(*d));
     uint64_t started = clock_monotonic_ns();
 
+    if (d) {
+        hash_map_init(&d->by_id);
+        hash_map_init(&d->by_sid);
+        hash_map_init(&d->runners);
+        list_init(&d->waits);
+    }
     if (!d || !(d->path = strdup(config->path))) {
         free(d);
         *rc = LOGDB_NOMEM;
@@ -842,19 +843,18 @@ void hub_log_disk_free(struct hub_log_disk *d)
     if (d->gc_timer)
         event_free(d->gc_timer);
     logdb_close(d->db);
-    for (size_t i = 0; i < DSK_BUCKETS; i++) {
-        while (d->table[i]) {
-            struct dsk_session *e = d->table[i];
-            d->table[i] = e->hnext;
-            free(e->chunks);
-            free(e);
-        }
-        while (d->runners[i]) {
-            struct dsk_runner *r = d->runners[i];
-            d->runners[i] = r->next;
-            free(r);
-        }
+    for (struct dsk_session *e = hub_log_disk_first(d), *next; e; e = next) {
+        next = hub_log_disk_after(d, e);
+        free(e->chunks);
+        free(e);
     }
+    for (struct hash_map_node *node = hash_map_first(&d->runners), *next; node; node = next) {
+        next = hash_map_next(&d->runners, node);
+        free(hash_map_entry(node, struct dsk_runner, by_id));
+    }
+    hash_map_free(&d->by_id);
+    hash_map_free(&d->by_sid);
+    hash_map_free(&d->runners);
     free(d->path);
     free(d);
 }

@@ -10,13 +10,13 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "common/hash_map.h"
 #include "core/session.h"
 #include "hub/hub_log.h"
 #include "hub/hub_log_disk.h"
 #include "store/logdb.h"
 #include "store/store.h"
 
-#define DSK_BUCKETS 1024u
 /* Entry kinds on disk: 0 a frame, else an enum hub_log_mark + 1. */
 #define DSK_KIND_FRAME 0
 /* An operation of the batch that writes nothing itself: a Runner's
@@ -57,8 +57,8 @@ struct dsk_cold {
 
 /* What the backend knows of a session's log on disk. */
 struct dsk_session {
-    struct dsk_session *hnext;      /* by id */
-    struct dsk_session *sidnext;    /* by sid */
+    struct hash_map_node by_id;
+    struct hash_map_node by_sid;
     struct dsk_session *fetch_next; /* waiting for the reading thread */
     uint64_t sid;                   /* its key on disk */
     uint64_t last_seq;              /* the seq its newest entry took, committed or not */
@@ -79,7 +79,7 @@ struct dsk_session {
 
 /* A Runner's run and its highest runner_seq committed in it. */
 struct dsk_runner {
-    struct dsk_runner *next;
+    struct hash_map_node by_id;
     uint64_t generation;
     uint64_t mark;
     uint64_t batch_mark; /* while a batch is made: the highest in it */
@@ -114,9 +114,9 @@ struct hub_log_disk {
     struct logdb *db;
     char *path;
     struct hub_log_disk_config config;
-    struct dsk_session *table[DSK_BUCKETS];
-    struct dsk_session *by_sid[DSK_BUCKETS];
-    struct dsk_runner *runners[DSK_BUCKETS];
+    struct hash_map by_id;   /* struct dsk_session by session id */
+    struct hash_map by_sid;  /* the same by sid */
+    struct hash_map runners; /* struct dsk_runner by Runner id */
     uint64_t sessions, next_sid;
     uint64_t epoch;
     uint64_t bus_last;    /* the seq the newest event took, committed or not */
@@ -129,7 +129,7 @@ struct hub_log_disk {
     struct dsk_batch *inflight; /* the thread's, or refused and kept for a retry */
     uint64_t ord;               /* the last operation taken */
     uint64_t committed_ord;     /* every operation up to this one is committed */
-    struct hub_log_wait *waits;
+    struct list_node waits;     /* struct hub_log_wait, the newest first */
     struct event *flush_timer, *retry_timer, *wait_timer, *gc_timer, *done_event;
     int flush_armed;
     enum logdb_rc fault; /* LOGDB_OK while commits go */
@@ -183,6 +183,11 @@ int hub_log_disk_writable(void *impl);
 void hub_log_disk_state_changed(struct hub_log_disk *d);
 
 struct dsk_session *hub_log_disk_find(struct hub_log_disk *d, const char *id, size_t len);
+/* The first session of D's walk, or NULL; with hub_log_disk_after, every
+ * one once.  The walker may remove the one it stands on once it has the
+ * next. */
+struct dsk_session *hub_log_disk_first(const struct hub_log_disk *d);
+struct dsk_session *hub_log_disk_after(const struct hub_log_disk *d, const struct dsk_session *e);
 /* Counts a frame of LEN bytes at SEQ, taken at AT, in E's chunks (a new
  * one past the chunk size, whose predecessor's row is written then).
  * Returns 0, or -1 when memory is short. */

@@ -188,12 +188,11 @@ void hub_log_disk_span(void *impl, struct session *s, struct hub_log_span *out)
 
 void hub_log_disk_cold_expire(struct hub_log_disk *d, int64_t now_ms)
 {
-    for (size_t i = 0; i < DSK_BUCKETS; i++)
-        for (struct dsk_session *e = d->table[i]; e; e = e->hnext)
-            if (e->cold && (now_ms == 0 || now_ms - e->cold->used_ms >= DSK_COLD_IDLE_MS)) {
-                cold_free(e->cold);
-                e->cold = NULL;
-            }
+    for (struct dsk_session *e = hub_log_disk_first(d); e; e = hub_log_disk_after(d, e))
+        if (e->cold && (now_ms == 0 || now_ms - e->cold->used_ms >= DSK_COLD_IDLE_MS)) {
+            cold_free(e->cold);
+            e->cold = NULL;
+        }
 }
 
 /* --- the thread ------------------------------------------------------------------ */

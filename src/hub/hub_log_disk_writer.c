@@ -194,11 +194,12 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 static void waits_fail(struct hub_log_disk *d, uint64_t now)
 {
     for (;;) {
-        struct hub_log_wait *w = d->waits;
+        struct list_node *node = list_first(&d->waits);
+        struct hub_log_wait *w;
 
-        while (w && now && w->deadline_ns > now)
-            w = w->next;
-        if (!w)
+        while (node && now && hub_log_wait_of(node)->deadline_ns > now)
+            node = list_next(&d->waits, node);
+        if (!(w = hub_log_wait_of(node)))
             return;
         hub_log_wait_cancel(w);
         d->waits_failed++;
@@ -212,11 +213,12 @@ static void waits_fail(struct hub_log_disk *d, uint64_t now)
 static void waits_stored(struct hub_log_disk *d)
 {
     for (;;) {
-        struct hub_log_wait *w = d->waits;
+        struct list_node *node = list_first(&d->waits);
+        struct hub_log_wait *w;
 
-        while (w && w->last_ord > d->committed_ord)
-            w = w->next;
-        if (!w)
+        while (node && hub_log_wait_of(node)->last_ord > d->committed_ord)
+            node = list_next(&d->waits, node);
+        if (!(w = hub_log_wait_of(node)))
             return;
         hub_log_wait_cancel(w);
         w->done(w, 1);
@@ -228,7 +230,7 @@ static void on_wait_timer(evutil_socket_t fd, short what, void *arg)
     struct hub_log_disk *d = arg;
 
     waits_fail(d, clock_monotonic_ns());
-    if (d->waits)
+    if (!list_is_empty(&d->waits))
         event_add(d->wait_timer, &(struct timeval){0, 500 * 1000});
 }
 
@@ -261,11 +263,7 @@ void hub_log_disk_wait(void *impl, struct session *s, struct hub_log_wait *w)
         return;
     }
     w->deadline_ns = clock_monotonic_ns() + (uint64_t)DSK_WAIT_MS * 1000000;
-    w->next = d->waits;
-    if (w->next)
-        w->next->pprev = &w->next;
-    w->pprev = &d->waits;
-    d->waits = w;
+    list_insert_head(&d->waits, &w->link);
     if (!evtimer_pending(d->wait_timer, NULL))
         event_add(d->wait_timer, &(struct timeval){0, 500 * 1000});
 }
@@ -482,8 +480,8 @@ void hub_log_disk_writer_stop(struct hub_log_disk *d)
         commit_now(d, &d->pending);
     hub_log_disk_batch_clear(&d->pending);
     /* Their calls are gone (the server closes them first). */
-    while (d->waits)
-        hub_log_wait_cancel(d->waits);
+    while (!list_is_empty(&d->waits))
+        hub_log_wait_cancel(hub_log_wait_of(list_first(&d->waits)));
     if (d->done_event)
         event_free(d->done_event);
     if (d->flush_timer)

@@ -15,25 +15,16 @@
 
 #include "hub/hub_log_js_internal.h"
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 /* The entry for SUBJECT (made with ID when CREATE).  NULL when absent or
  * memory is short. */
 struct js_session *hub_log_js_session_get(struct hub_log_js *js, const char *subject,
                                           const char *id, int create)
 {
-    struct js_session **slot = &js->table[hash_str(subject) % TABLE_BUCKETS], *e;
+    struct hash_map_node *node = hash_map_find(&js->by_subject, subject, strlen(subject));
+    struct js_session *e;
 
-    for (e = *slot; e; e = e->hnext)
-        if (strcmp(e->subject, subject) == 0)
-            return e;
+    if (node)
+        return hash_map_entry(node, struct js_session, by_subject);
     if (!create)
         return NULL;
     e = calloc(1, sizeof(*e));
@@ -41,8 +32,13 @@ struct js_session *hub_log_js_session_get(struct hub_log_js *js, const char *sub
         return NULL;
     snprintf(e->subject, sizeof(e->subject), "%s", subject);
     snprintf(e->id, sizeof(e->id), "%s", id);
-    e->hnext = *slot;
-    *slot = e;
+    list_init(&e->waits);
+    if (hash_map_insert(&js->by_subject, &e->by_subject, e->subject, strlen(e->subject)) !=
+        HASH_MAP_OK) {
+        free(e);
+        return NULL;
+    }
+    list_insert_tail(&js->sessions, &e->link);
     return e;
 }
 
@@ -70,9 +66,8 @@ static void on_connection(void *arg, int up)
      * on a node that still reaches JetStream. */
     for (struct session *s = session_first(js->reg); s; s = session_next(s))
         watch_list_wake(&s->watchers);
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (struct js_session *e = js->table[i]; e; e = e->hnext)
-            hub_log_js_waits_fail(js, e, 0);
+    for (struct js_session *e = hub_log_js_session_first(js); e; e = hub_log_js_session_next(js, e))
+        hub_log_js_waits_fail(js, e, 0);
     hub_log_js_state_changed(js);
 }
 
@@ -211,12 +206,12 @@ static void js_write_metrics(void *impl, FILE *out)
     uint64_t waiting = 0, in_flight = 0, retrying = 0;
 
     js_link_stats(js->link, &st);
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (const struct js_session *e = js->table[i]; e; e = e->hnext) {
-            waiting += e->out_frames + e->fly_frames;
-            in_flight += e->in_flight;
-            retrying += e->retry;
-        }
+    for (const struct js_session *e = hub_log_js_session_first(js); e;
+         e = hub_log_js_session_next(js, e)) {
+        waiting += e->out_frames + e->fly_frames;
+        in_flight += e->in_flight;
+        retrying += e->retry;
+    }
     fprintf(out,
             "# HELP agenthub_cluster_frames_waiting Frames taken and not yet acknowledged by "
             "JetStream.\n"
@@ -333,6 +328,8 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    hash_map_init(&js->by_subject);
+    list_init(&js->sessions);
     js->base = base;
     js->reg = reg;
     js->bus = bus;
@@ -384,22 +381,19 @@ void hub_log_js_free(struct hub_log_js *js)
     event_free(js->hold_timer);
     hub_log_js_held_free(js);
     runner_marks_free(js->marks);
-    for (size_t i = 0; i < TABLE_BUCKETS; i++) {
-        struct js_session *e = js->table[i];
-        while (e) {
-            struct js_session *next = e->hnext;
-            /* Their calls are gone (the server closes them first); a wait
-             * left behind is only let go, never answered. */
-            while (e->waits)
-                hub_log_wait_cancel(e->waits);
-            hub_log_js_entries_free(e->out_head);
-            free(e->keys);
-            hub_log_js_entries_free(e->fly);
-            free(e->fly_buf);
-            free(e);
-            e = next;
-        }
+    for (struct js_session *e = hub_log_js_session_first(js), *next; e; e = next) {
+        next = hub_log_js_session_next(js, e);
+        /* Their calls are gone (the server closes them first); a wait left
+         * behind is only let go, never answered. */
+        while (!list_is_empty(&e->waits))
+            hub_log_wait_cancel(hub_log_wait_of(list_first(&e->waits)));
+        hub_log_js_entries_free(e->out_head);
+        free(e->keys);
+        hub_log_js_entries_free(e->fly);
+        free(e->fly_buf);
+        free(e);
     }
+    hash_map_free(&js->by_subject);
     free(js);
 }
 

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "cluster/js_link.h"
+#include "common/hash_map.h"
+#include "common/list.h"
 #include "core/keyset.h"
 #include "core/session.h"
 #include "hub/cluster_wire.h"
@@ -31,7 +33,6 @@ struct runner_marks;
  * always naming a last sequence older than the predecessor, a batch
  * follows what the stream holds. */
 #define PREDECESSOR_GONE_REFUSALS 11
-#define TABLE_BUCKETS             1024u
 /* Runner runs whose newest entry a session's copy remembers (one Runner
  * hosts a session at a time; a few more cover moves and new runs). */
 #define ORIGINS_KEPT 4u
@@ -82,7 +83,8 @@ struct js_key_seen {
 /* A session as JetStream sees it: where its subject stands and what this
  * node is writing into it. */
 struct js_session {
-    struct js_session *hnext;
+    struct hash_map_node by_subject;
+    struct list_node link;                /* every session, in the order they were made */
     struct js_entry *out_head, *out_tail; /* waiting */
     struct js_entry *fly;                 /* published, not yet acknowledged */
     uint32_t out_frames, fly_frames;
@@ -101,11 +103,12 @@ struct js_session {
     uint8_t retry;    /* publish again at retry_at_ns, or once the copy moves on */
     uint8_t refusals; /* the batch's refusals with no message after its predecessor */
     uint64_t retry_at_ns;
-    uint64_t ords;              /* entries taken so far */
-    uint64_t ack_lost_nonce;    /* tests: the batch whose ack was dropped */
-    uint64_t acked;             /* the batch in flight is stored at this stream seq:
-                                 * done once the consumer applies it */
-    struct hub_log_wait *waits; /* producers waiting for their entries to be stored */
+    uint64_t ords;           /* entries taken so far */
+    uint64_t ack_lost_nonce; /* tests: the batch whose ack was dropped */
+    uint64_t acked;          /* the batch in flight is stored at this stream seq:
+                              * done once the consumer applies it */
+    struct list_node waits;  /* producers waiting for their entries to be stored
+                              * (struct hub_log_wait), the newest first */
     /* What readers take from this subject: the newest entry per Runner run
      * and the recent keyed calls.  Changed only by applying messages, in
      * stream order, so every node's copy decides alike. */
@@ -128,9 +131,10 @@ struct hub_log_js {
     uint64_t retry_due_ns; /* when retry_timer fires, or 0 when it is not armed */
     struct event *watch_timer;
     struct event *wait_timer;
-    uint64_t wait_ns;  /* how long a producer waits for its frames to be stored */
-    uint64_t last_ord; /* the entry enqueue took last */
-    struct js_session *table[TABLE_BUCKETS];
+    uint64_t wait_ns;           /* how long a producer waits for its frames to be stored */
+    uint64_t last_ord;          /* the entry enqueue took last */
+    struct hash_map by_subject; /* struct js_session by subject */
+    struct list_node sessions;  /* the same, to walk: a walk may add one */
     struct runner_marks *marks;
     /* The origin of the frames being taken (hub_log_origin): a Runner's
      * frame, a keyed call, or none; parts counts the entries it made. */
@@ -165,6 +169,25 @@ struct hub_log_js {
     uint64_t renumbered;     /* batches whose header seq readers corrected */
     uint64_t waits_failed;   /* producers told their frames could not be stored */
 };
+
+/* The first session JS knows, or NULL; with hub_log_js_session_next, a walk
+ * over all of them in the order they were made (one made during the walk
+ * is visited too). */
+static inline struct js_session *hub_log_js_session_first(const struct hub_log_js *js)
+{
+    struct list_node *node = list_first(&js->sessions);
+
+    return node ? list_entry(node, struct js_session, link) : NULL;
+}
+
+/* The session after E, or NULL. */
+static inline struct js_session *hub_log_js_session_next(const struct hub_log_js *js,
+                                                         const struct js_session *e)
+{
+    struct list_node *node = list_next(&js->sessions, &e->link);
+
+    return node ? list_entry(node, struct js_session, link) : NULL;
+}
 
 /* --- hub_log_jetstream.c ---------------------------------------------------- */
 

@@ -395,7 +395,7 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
             apply_mark(js, id, w.kind);
         }
         if (mine) {
-            if (e->waits)
+            if (!list_is_empty(&e->waits))
                 hub_log_js_waits_number(e, mine->ord, first, last);
             mine = mine->next;
         }

@@ -10,11 +10,7 @@
 void hub_log_js_waits_hold(struct hub_log_js *js, struct js_session *e, struct hub_log_wait *w)
 {
     w->deadline_ns = clock_monotonic_ns() + js->wait_ns;
-    w->next = e->waits;
-    if (w->next)
-        w->next->pprev = &w->next;
-    w->pprev = &e->waits;
-    e->waits = w;
+    list_insert_head(&e->waits, &w->link);
     if (!evtimer_pending(js->wait_timer, NULL))
         event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
 }
@@ -25,11 +21,12 @@ void hub_log_js_waits_hold(struct hub_log_js *js, struct js_session *e, struct h
 void hub_log_js_waits_stored(struct js_session *e, uint64_t ord)
 {
     for (;;) {
-        struct hub_log_wait *w = e->waits;
+        struct list_node *node = list_first(&e->waits);
+        struct hub_log_wait *w;
 
-        while (w && w->last_ord > ord)
-            w = w->next;
-        if (!w)
+        while (node && hub_log_wait_of(node)->last_ord > ord)
+            node = list_next(&e->waits, node);
+        if (!(w = hub_log_wait_of(node)))
             return;
         hub_log_wait_cancel(w);
         w->done(w, 1);
@@ -43,11 +40,12 @@ void hub_log_js_waits_stored(struct js_session *e, uint64_t ord)
 void hub_log_js_waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t now)
 {
     for (;;) {
-        struct hub_log_wait *w = e->waits;
+        struct list_node *node = list_first(&e->waits);
+        struct hub_log_wait *w;
 
-        while (w && now && w->deadline_ns > now)
-            w = w->next;
-        if (!w)
+        while (node && now && hub_log_wait_of(node)->deadline_ns > now)
+            node = list_next(&e->waits, node);
+        if (!(w = hub_log_wait_of(node)))
             return;
         hub_log_wait_cancel(w);
         js->waits_failed++;
@@ -61,11 +59,11 @@ void hub_log_js_waits_timer(evutil_socket_t fd, short what, void *arg)
     uint64_t now = clock_monotonic_ns();
     int waiting = 0;
 
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (struct js_session *e = js->table[i]; e; e = e->hnext) {
-            hub_log_js_waits_fail(js, e, now);
-            waiting |= e->waits != NULL;
-        }
+    for (struct js_session *e = hub_log_js_session_first(js); e;
+         e = hub_log_js_session_next(js, e)) {
+        hub_log_js_waits_fail(js, e, now);
+        waiting |= !list_is_empty(&e->waits);
+    }
     if (waiting)
         event_add(js->wait_timer, &(struct timeval){0, 100 * 1000});
 }
@@ -73,7 +71,10 @@ void hub_log_js_waits_timer(evutil_socket_t fd, short what, void *arg)
 void hub_log_js_waits_number(struct js_session *e, uint64_t ord, uint64_t first_seq,
                              uint64_t last_seq)
 {
-    for (struct hub_log_wait *w = e->waits; w; w = w->next) {
+    struct list_node *node;
+
+    list_for_each (node, &e->waits) {
+        struct hub_log_wait *w = hub_log_wait_of(node);
         if (w->first_ord == ord)
             w->first_seq = first_seq;
         if (w->last_ord == ord)

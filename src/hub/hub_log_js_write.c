@@ -235,7 +235,7 @@ static uint64_t outbox_filter(struct hub_log_js *js, struct js_session *e)
             link = &p->next;
             continue;
         }
-        if (o.kind == CLUSTER_ORIGIN_KEY && e->waits &&
+        if (o.kind == CLUSTER_ORIGIN_KEY && !list_is_empty(&e->waits) &&
             hub_log_js_key_recall(e, hub_log_js_key_fp(o.id, o.id_len), &first, &last))
             hub_log_js_waits_number(e, p->ord, first, last);
         *link = p->next;
@@ -344,12 +344,11 @@ void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg)
     uint64_t now = clock_monotonic_ns();
     int waiting = 0, stale = 0;
 
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (struct js_session *e = js->table[i]; e; e = e->hnext)
-            if (e->dup_wait || e->acked) {
-                waiting = 1;
-                stale |= now - e->dup_since_ns >= (uint64_t)WATCH_MS * 1000000;
-            }
+    for (struct js_session *e = hub_log_js_session_first(js); e; e = hub_log_js_session_next(js, e))
+        if (e->dup_wait || e->acked) {
+            waiting = 1;
+            stale |= now - e->dup_since_ns >= (uint64_t)WATCH_MS * 1000000;
+        }
     if (js->got_ready && !js->caught_up && js->connected) {
         /* Replaying the streams after a start: a consumer that stops
          * delivering (its server lost, a leader change) is made again from
@@ -367,9 +366,9 @@ void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg)
     if (stale) {
         log_warn("cluster: the frames consumer is silent; making it again");
         js_link_refresh(js->link);
-        for (size_t i = 0; i < TABLE_BUCKETS; i++)
-            for (struct js_session *e = js->table[i]; e; e = e->hnext)
-                e->dup_since_ns = now;
+        for (struct js_session *e = hub_log_js_session_first(js); e;
+             e = hub_log_js_session_next(js, e))
+            e->dup_since_ns = now;
     }
     if (waiting)
         hub_log_js_watch_later(js);
@@ -381,18 +380,18 @@ void hub_log_js_on_retry(evutil_socket_t fd, short what, void *arg)
     uint64_t now = clock_monotonic_ns(), next = 0;
 
     js->retry_due_ns = 0;
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (struct js_session *e = js->table[i]; e; e = e->hnext) {
-            if (!e->retry || e->in_flight)
-                continue;
-            if (e->retry_at_ns > now) {
-                if (!next || e->retry_at_ns < next)
-                    next = e->retry_at_ns;
-                continue;
-            }
-            e->retry = 0;
-            hub_log_js_pump(js, e);
+    for (struct js_session *e = hub_log_js_session_first(js); e;
+         e = hub_log_js_session_next(js, e)) {
+        if (!e->retry || e->in_flight)
+            continue;
+        if (e->retry_at_ns > now) {
+            if (!next || e->retry_at_ns < next)
+                next = e->retry_at_ns;
+            continue;
         }
+        e->retry = 0;
+        hub_log_js_pump(js, e);
+    }
     if (next)
         retry_arm(js, next, now);
 }

@@ -19,23 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
 #include "store/auth.h"
-
-enum hub_status {
-    HUB_STATUS_OK = 0,
-    HUB_STATUS_NOT_FOUND = 5,
-    HUB_STATUS_PERMISSION_DENIED = 7,
-    HUB_STATUS_RESOURCE_EXHAUSTED = 8,
-    HUB_STATUS_FAILED_PRECONDITION = 9,
-    HUB_STATUS_ABORTED = 10,
-    HUB_STATUS_UNAVAILABLE = 14,
-    HUB_STATUS_UNAUTHENTICATED = 16,
-};
 
 struct hub_stream_ops {
     /* Ends CALL with STATUS and MESSAGE (NULL: none).  Safe on a call that
      * has already ended. */
-    void (*finish)(void *call, enum hub_status status, const char *message);
+    void (*finish)(void *call, enum grpc_status status, const char *message);
     /* Queues one encoded message of LEN bytes on CALL.  Returns 0, or -1
      * when the call cannot take it (it has ended, or memory is short). */
     int (*send)(void *call, const uint8_t *bytes, size_t len);

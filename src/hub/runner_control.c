@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/container_of.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "core/arbiter.h"
 #include "hub/hub.h"
@@ -37,13 +39,13 @@ struct runner_command {
     size_t charge;
     void *remote; /* sent to another node (no link): runner_remote_ops's handle */
     unsigned written : 1;
-    unsigned answered : 1; /* its waiter was told before the Runner answered */
-    struct runner_command *prev, *next;
+    unsigned answered : 1;    /* its waiter was told before the Runner answered */
+    struct list_node in_list; /* on its link's queue or inflight list */
 };
 
-/* A doubly linked list of commands. */
+/* A list of commands, oldest first. */
 struct command_list {
-    struct runner_command *head, *tail;
+    struct list_node commands;
     size_t count;
 };
 
@@ -56,13 +58,13 @@ struct runner_link {
     struct command_list queue;    /* not yet written, oldest first */
     struct command_list inflight; /* written, unanswered, oldest first */
     size_t queued_bytes;
-    unsigned heard : 1; /* its first message arrived */
-    struct runner_link *prev, *next;
+    unsigned heard : 1;             /* its first message arrived */
+    struct list_node registry_link; /* on the registry's links */
 };
 
 struct runner_registry {
     struct event_base *base;
-    struct runner_link *links;
+    struct list_node links; /* struct runner_link, the newest first */
     struct runner_runs *runs;
     uint64_t next_id;
     size_t queued_bytes; /* over every Runner */
@@ -77,14 +79,13 @@ struct runner_registry {
     void *remote_impl;
 };
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
 struct runner_registry *runner_registry_new(struct event_base *base)
 {
     struct runner_registry *runners = calloc(1, sizeof(*runners));
 
     if (!runners)
         return NULL;
+    list_init(&runners->links);
     runners->base = base;
     runners->runs = runner_runs_new();
     if (!runners->runs) {
@@ -108,46 +109,48 @@ struct runner_runs *runner_registry_runs(const struct runner_registry *runners)
 
 /* --- Command lists --------------------------------------------------------- */
 
-static void list_push(struct command_list *list, struct runner_command *c)
+static void command_list_init(struct command_list *list)
 {
-    c->next = NULL;
-    c->prev = list->tail;
-    if (list->tail)
-        list->tail->next = c;
-    else
-        list->head = c;
-    list->tail = c;
+    list_init(&list->commands);
+    list->count = 0;
+}
+
+/* The oldest command of LIST, or NULL. */
+static struct runner_command *command_list_first(const struct command_list *list)
+{
+    struct list_node *node = list_first(&list->commands);
+
+    return node ? list_entry(node, struct runner_command, in_list) : NULL;
+}
+
+/* The command after C on LIST, or NULL. */
+static struct runner_command *command_list_next(const struct command_list *list,
+                                                const struct runner_command *c)
+{
+    struct list_node *node = list_next(&list->commands, &c->in_list);
+
+    return node ? list_entry(node, struct runner_command, in_list) : NULL;
+}
+
+static void command_list_push(struct command_list *list, struct runner_command *c)
+{
+    list_insert_tail(&list->commands, &c->in_list);
     list->count++;
 }
 
-static void list_unlink(struct command_list *list, struct runner_command *c)
+static void command_list_unlink(struct command_list *list, struct runner_command *c)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        list->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        list->tail = c->prev;
-    c->prev = c->next = NULL;
+    list_remove(&c->in_list);
     list->count--;
 }
 
 /* Unlinks and returns the oldest command of LIST, or NULL. */
-static struct runner_command *list_pop(struct command_list *list)
+static struct runner_command *command_list_pop(struct command_list *list)
 {
-    struct runner_command *c = list->head;
+    struct runner_command *c = command_list_first(list);
 
-    if (!c)
-        return NULL;
-    list->head = c->next;
-    if (list->head)
-        list->head->prev = NULL;
-    else
-        list->tail = NULL;
-    c->next = NULL;
-    list->count--;
+    if (c)
+        command_list_unlink(list, c);
     return c;
 }
 
@@ -162,9 +165,9 @@ static void command_free(struct runner_command *c)
     struct runner_link *link = c->link;
 
     if (c->written) {
-        list_unlink(&link->inflight, c);
+        command_list_unlink(&link->inflight, c);
     } else {
-        list_unlink(&link->queue, c);
+        command_list_unlink(&link->queue, c);
         link->queued_bytes -= c->charge;
         link_registry(link)->queued_bytes -= c->charge;
         link_registry(link)->queued--;
@@ -202,7 +205,7 @@ static void link_fail_commands(struct runner_link *link, const char *why)
     struct runner_registry *runners = link_registry(link);
     struct runner_command *c;
 
-    while ((c = list_pop(&link->queue)) != NULL) {
+    while ((c = command_list_pop(&link->queue)) != NULL) {
         runner_command_done done = c->done;
         void *arg = c->arg;
         link->queued_bytes -= c->charge;
@@ -217,7 +220,7 @@ static void link_fail_commands(struct runner_link *link, const char *why)
             done(arg, RUNNER_NOT_SENT, 0, why);
         }
     }
-    while ((c = list_pop(&link->inflight)) != NULL) {
+    while ((c = command_list_pop(&link->inflight)) != NULL) {
         runner_command_done done = c->answered ? NULL : c->done;
         void *arg = c->arg;
         if (c->timer)
@@ -231,11 +234,13 @@ static void link_fail_commands(struct runner_link *link, const char *why)
 
 void runner_registry_free(struct runner_registry *runners)
 {
+    struct list_node *node, *next;
+
     if (!runners)
         return;
-    while (runners->links) {
-        struct runner_link *link = runners->links;
-        runners->links = link->next;
+    list_for_each_safe (node, next, &runners->links) {
+        struct runner_link *link = list_entry(node, struct runner_link, registry_link);
+        list_remove(&link->registry_link);
         link_fail_commands(link, "the server is stopping");
         free(link);
     }
@@ -245,9 +250,13 @@ void runner_registry_free(struct runner_registry *runners)
 
 static struct runner_link *link_find(const struct runner_registry *runners, const char *runner_id)
 {
-    for (struct runner_link *link = runners->links; link; link = link->next)
+    const struct list_node *node;
+
+    list_for_each (node, &runners->links) {
+        struct runner_link *link = list_entry(node, struct runner_link, registry_link);
         if (strcmp(link->id, runner_id) == 0)
             return link;
+    }
     return NULL;
 }
 
@@ -273,7 +282,7 @@ static void on_command_timeout(evutil_socket_t fd, short what, void *arg)
     log_warn("runner %s: request %" PRIu64 " was sent but not answered in time", link->id, c->id);
     command_complete(c, RUNNER_UNANSWERED, 0, "the runner did not answer in time");
     /* Its in-flight slot may now be reused. */
-    if (link->queue.head)
+    if (link->queue.count)
         link->stream.ops->want_writable(link->stream.call);
 }
 
@@ -409,7 +418,7 @@ int runner_command_send(struct hub *ctx, const char *runner_id,
     c->arg = arg;
     c->len = len;
     c->charge = charge;
-    list_push(&link->queue, c);
+    command_list_push(&link->queue, c);
     link->queued_bytes += charge;
     runners->queued_bytes += charge;
     runners->queued++;
@@ -442,7 +451,7 @@ void runner_command_abandon(struct hub *ctx, struct runner_command *c)
         return;
     }
     c->answered = 1;
-    if (c->link->queue.head)
+    if (c->link->queue.count)
         c->link->stream.ops->want_writable(c->link->stream.call);
 }
 
@@ -450,14 +459,14 @@ void runner_command_abandon(struct hub *ctx, struct runner_command *c)
  * Called when the stream's send queue is empty and HTTP/2 wants bytes. */
 void runner_link_write_next(struct runner_link *link)
 {
-    struct runner_command *c = link->queue.head;
+    struct runner_command *c = command_list_first(&link->queue);
 
     if (!c)
         return;
     if (link->inflight.count >= INFLIGHT_MAX) {
-        struct runner_command *old = link->inflight.head;
+        struct runner_command *old = command_list_first(&link->inflight);
         while (old && old->done)
-            old = old->next;
+            old = command_list_next(&link->inflight, old);
         if (!old)
             return; /* every slot has a waiter: an answer or a timeout frees one */
         command_free(old);
@@ -468,27 +477,21 @@ void runner_link_write_next(struct runner_link *link)
         command_complete(c, RUNNER_NOT_SENT, 0, "the runner's control stream cannot take it");
         return;
     }
-    list_unlink(&link->queue, c);
+    command_list_unlink(&link->queue, c);
     link->queued_bytes -= c->charge;
     link_registry(link)->queued_bytes -= c->charge;
     link_registry(link)->queued--;
     free(c->bytes);
     c->bytes = NULL;
     c->written = 1;
-    list_push(&link->inflight, c);
+    command_list_push(&link->inflight, c);
 }
 
 /* --- Control streams ------------------------------------------------------ */
 
 static void link_unlink(struct runner_registry *runners, struct runner_link *link)
 {
-    if (link->prev)
-        link->prev->next = link->next;
-    else
-        runners->links = link->next;
-    if (link->next)
-        link->next->prev = link->prev;
-    link->prev = link->next = NULL;
+    list_remove(&link->registry_link);
 }
 
 /* LINK's stream is over: its commands end, and every session its Runner
@@ -539,10 +542,9 @@ struct runner_link *runner_link_open(struct hub *ctx, struct hub_stream stream,
     link->ctx = ctx;
     link->subject = *subject;
     link->guard.recheck = sessions_recheck;
-    link->next = ctx->runners->links;
-    if (link->next)
-        link->next->prev = link;
-    ctx->runners->links = link;
+    command_list_init(&link->queue);
+    command_list_init(&link->inflight);
+    list_insert_head(&ctx->runners->links, &link->registry_link);
     if (old) {
         /* One control stream per Runner: the newest wins. */
         log_info("runner %s opened a second Sessions stream; closing the first", subject->id);
@@ -550,7 +552,7 @@ struct runner_link *runner_link_open(struct hub *ctx, struct hub_stream stream,
         stream_guard_remove(ctx->guards, &old->guard);
         link_fail_commands(old, "the runner's control stream was replaced");
         link_unlink(ctx->runners, old);
-        old->stream.ops->finish(old->stream.call, HUB_STATUS_ABORTED,
+        old->stream.ops->finish(old->stream.call, GRPC_STATUS_ABORTED,
                                 "replaced by a newer Sessions stream from the same runner");
         free(old);
     } else if (ctx->runners->remote) {
@@ -606,7 +608,7 @@ static int sessions_report(struct hub *ctx, struct runner_link *link, char *cons
         snprintf(message, sizeof(message),
                  "the live-sessions report lists %zu sessions; at most %u are accepted", n,
                  ctx->config.max_report_sessions);
-        link->stream.ops->finish(link->stream.call, HUB_STATUS_RESOURCE_EXHAUSTED, message);
+        link->stream.ops->finish(link->stream.call, GRPC_STATUS_RESOURCE_EXHAUSTED, message);
         runner_link_close(ctx, link, "the runner's control stream was ended");
         return -1;
     }
@@ -691,7 +693,8 @@ static int link_answer(struct hub *ctx, struct runner_link *link,
     char *end;
     uint64_t id = strtoull(answer->request_id, &end, 10);
 
-    for (struct runner_command *c = link->inflight.head; c && *end == '\0'; c = c->next) {
+    for (struct runner_command *c = command_list_first(&link->inflight); c && *end == '\0';
+         c = command_list_next(&link->inflight, c)) {
         if (c->id != id)
             continue;
         if (c->answered) {
@@ -708,7 +711,7 @@ static int link_answer(struct hub *ctx, struct runner_link *link,
                          runner_error_name(code), detail);
             command_free(c);
         }
-        if (link->queue.head)
+        if (link->queue.count)
             link->stream.ops->want_writable(link->stream.call);
         if (answer->result_case == COMPASS__V1__SESSIONS_REQUEST__RESULT_STATUS)
             return sessions_report_statuses(ctx, link, answer->status);

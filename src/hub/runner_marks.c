@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MARK_BUCKETS 256u
+#include "common/hash_map.h"
+
 /* Runs remembered per Runner: the current one and a few others whose
  * frames can still arrive (another node's, before its reset is read). */
 #define RUNS_KEPT 4u
@@ -17,7 +18,7 @@ struct run_track {
 };
 
 struct mark {
-    struct mark *next;
+    struct hash_map_node by_id;
     uint64_t generation;
     uint64_t nonce; /* the current run */
     struct run_track runs[RUNS_KEPT];
@@ -26,34 +27,28 @@ struct mark {
 };
 
 struct runner_marks {
-    struct mark *buckets[MARK_BUCKETS];
+    struct hash_map by_id; /* struct mark by Runner id */
     uint64_t uses;
 };
 
-static unsigned bucket_of(const char *id, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)id[i]) * 1099511628211ull;
-    return (unsigned)(h % MARK_BUCKETS);
-}
-
 struct runner_marks *runner_marks_new(void)
 {
-    return calloc(1, sizeof(struct runner_marks));
+    struct runner_marks *marks = calloc(1, sizeof(*marks));
+
+    if (marks)
+        hash_map_init(&marks->by_id);
+    return marks;
 }
 
 void runner_marks_free(struct runner_marks *marks)
 {
     if (!marks)
         return;
-    for (unsigned i = 0; i < MARK_BUCKETS; i++)
-        while (marks->buckets[i]) {
-            struct mark *m = marks->buckets[i];
-            marks->buckets[i] = m->next;
-            free(m);
-        }
+    for (struct hash_map_node *n = hash_map_first(&marks->by_id), *next; n; n = next) {
+        next = hash_map_next(&marks->by_id, n);
+        free(hash_map_entry(n, struct mark, by_id));
+    }
+    hash_map_free(&marks->by_id);
     free(marks);
 }
 
@@ -61,12 +56,11 @@ void runner_marks_free(struct runner_marks *marks)
  * short. */
 static struct mark *find(struct runner_marks *marks, const char *id, size_t len, int create)
 {
-    struct mark **slot = &marks->buckets[bucket_of(id, len)];
+    struct hash_map_node *n = hash_map_find(&marks->by_id, id, len);
     struct mark *m;
 
-    for (m = *slot; m; m = m->next)
-        if (m->len == len && memcmp(m->id, id, len) == 0)
-            return m;
+    if (n)
+        return hash_map_entry(n, struct mark, by_id);
     if (!create)
         return NULL;
     m = calloc(1, sizeof(*m) + len + 1);
@@ -74,8 +68,10 @@ static struct mark *find(struct runner_marks *marks, const char *id, size_t len,
         return NULL;
     memcpy(m->id, id, len);
     m->len = len;
-    m->next = *slot;
-    *slot = m;
+    if (hash_map_insert(&marks->by_id, &m->by_id, m->id, len) != HASH_MAP_OK) {
+        free(m);
+        return NULL;
+    }
     return m;
 }
 

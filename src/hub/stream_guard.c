@@ -13,11 +13,11 @@
 struct stream_guards {
     struct event_base *base;
     struct store *store;
-    struct stream_guard *head;
+    struct list_node guards; /* struct stream_guard, the newest first */
     size_t count;
-    struct event *poll;          /* persistent, pending while count > 0 */
-    struct event *step;          /* zero-delay: the next batch of a recheck pass */
-    struct stream_guard *cursor; /* next guard of the pass; NULL: none */
+    struct event *poll;       /* persistent, pending while count > 0 */
+    struct event *step;       /* zero-delay: the next batch of a recheck pass */
+    struct list_node *cursor; /* next guard of the pass; NULL: none */
     int in_pass;
     int again; /* the store moved again during the pass */
     uint64_t generation;
@@ -37,6 +37,7 @@ struct stream_guards *stream_guards_new(struct event_base *base, struct store *s
 
     if (!guards)
         return NULL;
+    list_init(&guards->guards);
     guards->base = base;
     guards->store = store;
     guards->poll = event_new(base, -1, EV_PERSIST, guards_on_poll, guards);
@@ -76,32 +77,20 @@ void stream_guard_add(struct stream_guards *guards, struct stream_guard *guard)
 {
     struct timeval every = {STREAM_GUARD_POLL_MS / 1000, (STREAM_GUARD_POLL_MS % 1000) * 1000};
 
-    if (!guards || guard->linked)
+    if (!guards || list_is_linked(&guard->link))
         return;
-    guard->prev = NULL;
-    guard->next = guards->head;
-    if (guards->head)
-        guards->head->prev = guard;
-    guards->head = guard;
-    guard->linked = 1;
+    list_insert_head(&guards->guards, &guard->link);
     if (guards->count++ == 0)
         evtimer_add(guards->poll, &every);
 }
 
 void stream_guard_remove(struct stream_guards *guards, struct stream_guard *guard)
 {
-    if (!guards || !guard->linked)
+    if (!guards || !list_is_linked(&guard->link))
         return;
-    if (guards->cursor == guard)
-        guards->cursor = guard->next;
-    if (guard->prev)
-        guard->prev->next = guard->next;
-    else
-        guards->head = guard->next;
-    if (guard->next)
-        guard->next->prev = guard->prev;
-    guard->prev = guard->next = NULL;
-    guard->linked = 0;
+    if (guards->cursor == &guard->link)
+        guards->cursor = list_next(&guards->guards, &guard->link);
+    list_remove(&guard->link);
     if (--guards->count == 0) {
         event_del(guards->poll);
         event_del(guards->step);
@@ -118,7 +107,7 @@ static void start_pass(struct stream_guards *guards)
         return;
     }
     guards->in_pass = 1;
-    guards->cursor = guards->head;
+    guards->cursor = list_first(&guards->guards);
     guards->passes++;
     schedule_step(guards);
 }
@@ -152,8 +141,8 @@ static void guards_on_step(evutil_socket_t fd, short what, void *arg)
     int n;
 
     for (n = 0; n < STREAM_GUARD_BATCH && guards->cursor; n++) {
-        struct stream_guard *guard = guards->cursor;
-        guards->cursor = guard->next;
+        struct stream_guard *guard = list_entry(guards->cursor, struct stream_guard, link);
+        guards->cursor = list_next(&guards->guards, guards->cursor);
         guard->recheck(guard); /* may unlink any guard: remove keeps cursor valid */
     }
     if (guards->cursor) {
@@ -168,12 +157,12 @@ static void guards_on_step(evutil_socket_t fd, short what, void *arg)
 }
 
 void stream_guard_end(struct stream_guards *guards, struct hub_stream stream,
-                      enum hub_status status, const char *message)
+                      enum grpc_status status, const char *message)
 {
     if (guards) {
-        if (status == HUB_STATUS_UNAUTHENTICATED)
+        if (status == GRPC_STATUS_UNAUTHENTICATED)
             guards->ended_unauthenticated++;
-        else if (status == HUB_STATUS_NOT_FOUND)
+        else if (status == GRPC_STATUS_NOT_FOUND)
             guards->ended_not_found++;
         else
             guards->ended_other++;
@@ -190,18 +179,18 @@ int stream_guard_reauthenticate(struct stream_guards *guards, struct hub_stream 
     int rv;
 
     if (!guards || !guards->store) {
-        stream_guard_end(guards, stream, HUB_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
+        stream_guard_end(guards, stream, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
         return -1;
     }
     rv = auth_authenticate(guards->store, door, header, header ? strlen(header) : 0, &fresh);
     if (rv == AUTH_FAULT) {
-        stream_guard_end(guards, stream, HUB_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        stream_guard_end(guards, stream, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return -1;
     }
     /* A token is bound to one subject for good, so a different answer can
      * only mean the token no longer stands for the caller. */
     if (rv != AUTH_OK || fresh.kind != subject->kind || strcmp(fresh.id, subject->id) != 0) {
-        stream_guard_end(guards, stream, HUB_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
+        stream_guard_end(guards, stream, GRPC_STATUS_UNAUTHENTICATED, AUTH_UNAUTHENTICATED_MESSAGE);
         return -1;
     }
     *subject = fresh; /* is_admin may have changed */

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/list.h"
 #include "hub/hub_stream.h"
 
 struct event_base;
@@ -36,8 +37,7 @@ struct stream_guard {
      * stream_guard_end) when a fresh call would be refused.  May remove
      * any guard, its own included. */
     void (*recheck)(struct stream_guard *guard);
-    struct stream_guard *prev, *next;
-    int linked;
+    struct list_node link; /* on the guards' list while added */
 };
 
 /* Returns NULL when memory is short. */
@@ -59,7 +59,7 @@ int stream_guard_reauthenticate(struct stream_guards *guards, struct hub_stream 
  * counts it by status.  No trailers are added: the client sees the status
  * and message a fresh call would get. */
 void stream_guard_end(struct stream_guards *guards, struct hub_stream stream,
-                      enum hub_status status, const char *message);
+                      enum grpc_status status, const char *message);
 
 /* Prometheus text: guarded streams, recheck passes, streams ended. */
 void stream_guards_write_metrics(const struct stream_guards *guards, FILE *out);

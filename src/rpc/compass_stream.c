@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/container_of.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
@@ -37,8 +38,6 @@
 /* Pull at most this much per data-provider round: enough to fill frames,
  * small enough that a lag drop loses little already-queued output. */
 #define PULL_CHUNK_BYTES (64 * 1024)
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 struct pane_subscriber {
     struct session_watcher watcher;

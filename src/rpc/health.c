@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "grpc/grpc.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "hub/hub.h"
@@ -12,12 +13,12 @@ struct health_watcher {
     struct grpc_call *call;
     char *service;
     int last_status;
-    struct health_watcher *prev, *next;
+    struct list_node link; /* on the state's watchers */
 };
 
 struct health_state {
     int draining;
-    struct health_watcher *watchers;
+    struct list_node watchers; /* struct health_watcher, the newest first */
 };
 
 struct service_lookup {
@@ -27,7 +28,11 @@ struct service_lookup {
 
 struct health_state *health_new(void)
 {
-    return calloc(1, sizeof(struct health_state));
+    struct health_state *health = calloc(1, sizeof(*health));
+
+    if (health)
+        list_init(&health->watchers);
+    return health;
 }
 
 void health_free(struct health_state *health)
@@ -104,35 +109,31 @@ static void watch_on_message(struct grpc_call *call, const ProtobufCMessage *mes
     }
     watcher->call = call;
     watcher->last_status = health_status(call, ctx, request->service);
-    watcher->next = ctx->health->watchers;
-    if (watcher->next)
-        watcher->next->prev = watcher;
-    ctx->health->watchers = watcher;
+    list_insert_head(&ctx->health->watchers, &watcher->link);
     grpc_call_set_user(call, watcher);
     send_status(call, watcher->last_status);
 }
 
 static void watch_on_close(struct grpc_call *call)
 {
-    struct rpc_context *ctx = grpc_call_door_data(call);
     struct health_watcher *watcher = grpc_call_user(call);
 
     if (!watcher)
         return;
-    if (watcher->prev)
-        watcher->prev->next = watcher->next;
-    else
-        ctx->health->watchers = watcher->next;
-    if (watcher->next)
-        watcher->next->prev = watcher->prev;
+    list_remove(&watcher->link);
     free(watcher->service);
     free(watcher);
 }
 
 void health_set_draining(struct health_state *health)
 {
+    struct list_node *node, *next;
+
     health->draining = 1;
-    for (struct health_watcher *w = health->watchers; w; w = w->next) {
+    /* The safe walk: it still holds should a send ever close its call at
+     * once, which unlinks and frees that watcher. */
+    list_for_each_safe (node, next, &health->watchers) {
+        struct health_watcher *w = list_entry(node, struct health_watcher, link);
         if (w->last_status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING) {
             w->last_status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
             send_status(w->call, w->last_status);
@@ -142,13 +143,14 @@ void health_set_draining(struct health_state *health)
 
 void health_recheck(struct rpc_context *ctx)
 {
-    struct health_watcher *w;
+    struct list_node *node, *next;
     int store_ok, status;
 
-    if (!ctx->health || !ctx->health->watchers)
+    if (!ctx->health || list_is_empty(&ctx->health->watchers))
         return;
     store_ok = store_ping(ctx->hub->store) == STORE_OK; /* once for every watcher */
-    for (w = ctx->health->watchers; w; w = w->next) {
+    list_for_each_safe (node, next, &ctx->health->watchers) {
+        struct health_watcher *w = list_entry(node, struct health_watcher, link);
         status = status_for(w->call, ctx, w->service, store_ok);
         if (status != w->last_status) {
             w->last_status = status;

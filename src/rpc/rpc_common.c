@@ -8,19 +8,6 @@
 #include "store/auth.h"
 #include "store/gate.h"
 
-/* The hub's statuses are gRPC's numbers: a hub module's status goes to
- * the wire unchanged. */
-#define SAME(x) _Static_assert((int)HUB_STATUS_##x == (int)GRPC_STATUS_##x, #x)
-SAME(OK);
-SAME(NOT_FOUND);
-SAME(PERMISSION_DENIED);
-SAME(RESOURCE_EXHAUSTED);
-SAME(FAILED_PRECONDITION);
-SAME(ABORTED);
-SAME(UNAVAILABLE);
-SAME(UNAUTHENTICATED);
-#undef SAME
-
 struct hub *rpc_hub(const struct grpc_call *call)
 {
     const struct rpc_context *rpc = grpc_call_door_data(call);
@@ -42,7 +29,7 @@ enum auth_door rpc_door(const struct grpc_call *call)
 
 /* --- The hub's view of a call (hub/hub_stream.h) -------------------------- */
 
-static void stream_finish(void *call, enum hub_status status, const char *message)
+static void stream_finish(void *call, enum grpc_status status, const char *message)
 {
     grpc_call_finish(call, (int)status, message);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/container_of.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
@@ -157,8 +158,6 @@ struct publish_stream {
     struct grpc_call *call;
     struct hub_log_wait stored; /* the answer waits for the frames to be stored */
 };
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 static void publish_on_start(struct grpc_call *call)
 {

@@ -2,14 +2,10 @@
 #include "runner/uploader.h"
 
 #include "common/base64.h"
+#include "common/status.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define STATUS_OK            0
-#define STATUS_UNIMPLEMENTED 12
-
-static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *uploader_base64_encode(const uint8_t *data, size_t len)
 {
@@ -21,43 +17,18 @@ char *uploader_base64_encode(const uint8_t *data, size_t len)
     return out;
 }
 
-static int b64_value(char c)
-{
-    const char *at = c ? strchr(b64_chars, c) : NULL;
-
-    return at ? (int)(at - b64_chars) : -1;
-}
-
 int uploader_base64_decode(const char *text, size_t len, uint8_t **out, size_t *out_len)
 {
-    uint8_t *buf;
-    uint32_t acc = 0;
-    size_t i, n = 0, pad = 0, bits = 0;
+    /* Images come padded, in the standard alphabet (the Messages API's). */
+    uint8_t *buf = malloc(base64_decoded_max_length(len));
 
-    while (len > 0 && text[len - 1] == '=' && pad < 2) {
-        len--;
-        pad++;
-    }
-    if ((len + pad) % 4 != 0)
-        return -1;
-    buf = malloc(len * 3 / 4 + 1);
     if (!buf)
         return -1;
-    for (i = 0; i < len; i++) {
-        int v = b64_value(text[i]);
-        if (v < 0) {
-            free(buf);
-            return -1;
-        }
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[n++] = (uint8_t)(acc >> bits);
-        }
+    if (base64_decode(text, len, BASE64_STRICT, buf, out_len) != BASE64_OK) {
+        free(buf);
+        return -1;
     }
     *out = buf;
-    *out_len = n;
     return 0;
 }
 
@@ -108,7 +79,7 @@ static void upload_one(struct walk *w, json_t *source)
     status = w->u->ops.upload(w->u->ctx, w->session_id, content_type, bytes, len, ref, sizeof(ref));
     free(bytes);
     w->u->last_status = status;
-    if (status == STATUS_OK && ref[0]) {
+    if (status == GRPC_STATUS_OK && ref[0]) {
         json_t *media_copy = json_string(content_type);
         json_object_clear(source);
         json_object_set_new(source, "type", json_string("blob"));
@@ -118,7 +89,7 @@ static void upload_one(struct walk *w, json_t *source)
         w->rewritten++;
         return;
     }
-    if (status == STATUS_UNIMPLEMENTED)
+    if (status == GRPC_STATUS_UNIMPLEMENTED)
         w->u->disabled = 1; /* no blob storage on this server: for good */
     else
         w->u->failed++; /* retryable: a later transcript line tries again */
@@ -140,7 +111,7 @@ static void resume_one(struct walk *w, json_t *source)
     status = w->u->ops.fetch(w->u->ctx, w->session_id, json_string_value(ref), &content_type, &data,
                              &len);
     w->u->last_status = status;
-    text = status == STATUS_OK ? uploader_base64_encode(data, len) : NULL;
+    text = status == GRPC_STATUS_OK ? uploader_base64_encode(data, len) : NULL;
     if (text) {
         json_t *media = json_object_get(source, "media_type");
         json_t *media_copy = json_string(

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "common/hostport.h"
+#include "common/list.h"
 #include "common/log.h"
 
 /* The longest request head (request line and headers) read. */
@@ -29,7 +30,7 @@ struct metrics_conn {
     struct metrics_http *metrics;
     struct bufferevent *bev;
     int answered;
-    struct metrics_conn *prev, *next;
+    struct list_node link; /* on the listener's connections */
 };
 
 struct metrics_http {
@@ -40,7 +41,7 @@ struct metrics_http {
     metrics_http_health health;
     void *arg;
     struct metrics_http_limits limits;
-    struct metrics_conn *conns;
+    struct list_node conns; /* struct metrics_conn, the newest first */
     size_t conn_count;
     uint64_t refused;       /* closed at accept: over the connection cap */
     uint64_t idle_closes;   /* closed by the idle timeout */
@@ -52,12 +53,7 @@ static void conn_free(struct metrics_conn *conn)
 {
     struct metrics_http *metrics = conn->metrics;
 
-    if (conn->prev)
-        conn->prev->next = conn->next;
-    else
-        metrics->conns = conn->next;
-    if (conn->next)
-        conn->next->prev = conn->prev;
+    list_remove(&conn->link);
     metrics->conn_count--;
     bufferevent_free(conn->bev);
     free(conn);
@@ -217,10 +213,7 @@ static void on_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
         free(conn);
         return;
     }
-    conn->next = metrics->conns;
-    if (conn->next)
-        conn->next->prev = conn;
-    metrics->conns = conn;
+    list_insert_head(&metrics->conns, &conn->link);
     metrics->conn_count++;
     /* One timeout for reading the request and writing the answer: a client
      * that sends nothing, or sends slowly, or does not read, is closed. */
@@ -262,6 +255,7 @@ struct metrics_http *metrics_http_new(struct event_base *base, const char *host_
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
+    list_init(&metrics->conns);
     if (hostport_resolve_listen(host_port, &res, err, err_size) != 0)
         goto fail;
     metrics->base = base;
@@ -300,10 +294,12 @@ const char *metrics_http_address(const struct metrics_http *metrics)
 
 void metrics_http_free(struct metrics_http *metrics)
 {
+    struct list_node *node, *next;
+
     if (!metrics)
         return;
-    for (struct metrics_conn *conn = metrics->conns, *next; conn; conn = next) {
-        next = conn->next;
+    list_for_each_safe (node, next, &metrics->conns) {
+        struct metrics_conn *conn = list_entry(node, struct metrics_conn, link);
         bufferevent_free(conn->bev);
         free(conn);
     }

@@ -8,6 +8,8 @@
 
 #include "store/auth.h"
 
+#include "common/hex.h"
+
 const char AUTH_UNAUTHENTICATED_MESSAGE[] = "missing or invalid credentials";
 
 int auth_parse_bearer(const char *value, size_t len, const char **token, size_t *token_len)
@@ -109,4 +111,17 @@ int auth_mint_token(char *out, size_t outlen, uint8_t hash[STORE_HASH_LEN])
     out[AUTH_TOKEN_TEXT_LEN] = '\0';
     OPENSSL_cleanse(b64, sizeof(b64));
     return auth_hash_token(out, AUTH_TOKEN_TEXT_LEN, hash);
+}
+
+int auth_mint_session_id(char out[STORE_ID_MAX])
+{
+    uint8_t raw[(AUTH_SESSION_ID_LEN - 2) / 2];
+
+    _Static_assert(AUTH_SESSION_ID_LEN < STORE_ID_MAX, "a minted id fits a store id");
+    if (auth_random(raw, sizeof(raw)) != 0)
+        return -1;
+    out[0] = 's';
+    out[1] = '-';
+    hex_encode(raw, sizeof(raw), out + 2);
+    return 0;
 }

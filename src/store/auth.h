@@ -64,4 +64,12 @@ int auth_authenticate(struct store *s, enum auth_door door, const char *header_v
  * OUTLEN is too small. */
 int auth_mint_token(char *out, size_t outlen, uint8_t hash[STORE_HASH_LEN]);
 
+/* A minted session id: "s-" and 32 lowercase hex digits (16 random bytes). */
+#define AUTH_SESSION_ID_LEN 34
+
+/* Writes a fresh session id (AUTH_SESSION_ID_LEN chars and a NUL) into OUT,
+ * for both store backends.  Returns 0, or -1 when the random generator
+ * fails (OUT then unspecified). */
+int auth_mint_session_id(char out[STORE_ID_MAX]);
+
 #endif

@@ -9,13 +9,13 @@ const char GATE_NOT_PRODUCER_MESSAGE[] = "NOT_PRODUCER: caller may not produce i
 const char GATE_RESOURCE_NOT_FOUND_MESSAGE[] = "resource not found";
 const char GATE_FAULT_MESSAGE[] = "ownership store unavailable";
 
-static const struct gate_refusal refuse_not_found = {GATE_STATUS_NOT_FOUND, GATE_NOT_FOUND_MESSAGE};
-static const struct gate_refusal refuse_not_bound = {GATE_STATUS_FAILED_PRECONDITION,
+static const struct gate_refusal refuse_not_found = {GRPC_STATUS_NOT_FOUND, GATE_NOT_FOUND_MESSAGE};
+static const struct gate_refusal refuse_not_bound = {GRPC_STATUS_FAILED_PRECONDITION,
                                                      GATE_NOT_BOUND_MESSAGE};
-static const struct gate_refusal refuse_fault = {GATE_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE};
-static const struct gate_refusal refuse_not_producer = {GATE_STATUS_PERMISSION_DENIED,
+static const struct gate_refusal refuse_fault = {GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE};
+static const struct gate_refusal refuse_not_producer = {GRPC_STATUS_PERMISSION_DENIED,
                                                         GATE_NOT_PRODUCER_MESSAGE};
-static const struct gate_refusal refuse_no_resource = {GATE_STATUS_NOT_FOUND,
+static const struct gate_refusal refuse_no_resource = {GRPC_STATUS_NOT_FOUND,
                                                        GATE_RESOURCE_NOT_FOUND_MESSAGE};
 
 const struct gate_refusal *gate_refusal(int result)

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "common/status.h"
 #include "store/store.h"
 
 enum gate_result {
@@ -26,15 +27,9 @@ enum gate_result {
     GATE_NOT_PRODUCER = 5, /* the resource exists, the caller may not append */
 };
 
-/* gRPC status codes (the numbers are the gRPC wire contract). */
-#define GATE_STATUS_NOT_FOUND           5
-#define GATE_STATUS_PERMISSION_DENIED   7
-#define GATE_STATUS_FAILED_PRECONDITION 9
-#define GATE_STATUS_UNAVAILABLE         14
-
 /* One refusal: the gRPC status and grpc-message to answer with. */
 struct gate_refusal {
-    int status;
+    enum grpc_status status;
     const char *message;
 };
 

@@ -327,26 +327,6 @@ int pq_session_count_open(void *impl, const char *agent_account_id, uint64_t *ou
 
 /* --- writes --- */
 
-/* Writes a fresh session id ("s-" and 32 hex digits) into OUT; returns
- * STORE_FAULT when the random generator fails. */
-static int mint_session_id(char out[STORE_ID_MAX])
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char r[16];
-    size_t i;
-
-    if (auth_random(r, sizeof(r)) != 0)
-        return STORE_FAULT;
-    out[0] = 's';
-    out[1] = '-';
-    for (i = 0; i < sizeof(r); i++) {
-        out[2 + 2 * i] = hex[r[i] >> 4];
-        out[3 + 2 * i] = hex[r[i] & 15];
-    }
-    out[2 + 2 * sizeof(r)] = '\0';
-    return STORE_OK;
-}
-
 int pq_session_create(void *impl, const struct store_session_spec *spec, char out_id[STORE_ID_MAX])
 {
     struct pg_params p = {0};
@@ -354,7 +334,7 @@ int pq_session_create(void *impl, const struct store_session_spec *spec, char ou
     int rv;
 
     if (spec->session_id[0] == '\0') {
-        rv = mint_session_id(id);
+        rv = auth_mint_session_id(id) == 0 ? STORE_OK : STORE_FAULT;
         if (rv != STORE_OK)
             return rv;
     } else {
@@ -449,7 +429,7 @@ int pq_agent_session_create(void *impl, uint64_t parent_id, const char *provider
         return STORE_INVALID;
     if (parent_id == 0 || parent_id > INT64_MAX)
         return STORE_NOT_FOUND;
-    rv = mint_session_id(id);
+    rv = auth_mint_session_id(id) == 0 ? STORE_OK : STORE_FAULT;
     if (rv != STORE_OK)
         return rv;
     pg_param_int(&p, (int64_t)parent_id);

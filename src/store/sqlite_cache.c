@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash_map.h"
 #include "store/sqlite_cache.h"
 #include "store/sqlite_internal.h"
 
@@ -21,7 +22,7 @@
 struct cache_entry {
     char *key; /* NULL = empty slot */
     size_t keylen;
-    uint32_t hash;
+    uint64_t hash;
     int present; /* session: exists */
     void *value; /* struct store_session, or a member_set; NULL when absent */
 };
@@ -50,18 +51,6 @@ struct sq_cache {
     int scope_probed;  /* the file header was checked inside the scope */
 };
 
-static uint32_t fnv1a(const char *p, size_t n)
-{
-    uint32_t h = 2166136261u;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
 static void table_clear(struct cache_table *t)
 {
     unsigned i;
@@ -82,9 +71,9 @@ static void table_clear(struct cache_table *t)
 
 /* Returns the slot holding KEY, or the empty slot where it would go. */
 static struct cache_entry *table_slot(struct cache_table *t, const char *key, size_t keylen,
-                                      uint32_t hash)
+                                      uint64_t hash)
 {
-    unsigned i = hash & (CACHE_SLOTS - 1);
+    unsigned i = (unsigned)(hash & (CACHE_SLOTS - 1));
 
     for (;;) {
         struct cache_entry *e = &t->slots[i];
@@ -100,7 +89,7 @@ static struct cache_entry *table_find(struct cache_table *t, const char *key, si
 
     if (!t->slots || t->count == 0)
         return NULL;
-    e = table_slot(t, key, keylen, fnv1a(key, keylen));
+    e = table_slot(t, key, keylen, hash_fnv1a(key, keylen));
     return e->key ? e : NULL;
 }
 
@@ -108,7 +97,7 @@ static struct cache_entry *table_find(struct cache_table *t, const char *key, si
 static struct cache_entry *table_put(struct cache_table *t, const char *key, size_t keylen)
 {
     struct cache_entry *e;
-    uint32_t hash = fnv1a(key, keylen);
+    uint64_t hash = hash_fnv1a(key, keylen);
 
     if (!t->slots) {
         t->slots = calloc(CACHE_SLOTS, sizeof(*t->slots));

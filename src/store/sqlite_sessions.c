@@ -8,26 +8,6 @@
 #include "store/auth.h"
 #include "store/sqlite_internal.h"
 
-/* Writes a fresh session id ("s-" and 32 hex digits) into OUT; returns
- * STORE_FAULT when the random generator fails. */
-static int mint_session_id(char out[STORE_ID_MAX])
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char r[16];
-    size_t i;
-
-    if (auth_random(r, sizeof(r)) != 0)
-        return STORE_FAULT;
-    out[0] = 's';
-    out[1] = '-';
-    for (i = 0; i < sizeof(r); i++) {
-        out[2 + 2 * i] = hex[r[i] >> 4];
-        out[3 + 2 * i] = hex[r[i] & 15];
-    }
-    out[2 + 2 * sizeof(r)] = '\0';
-    return STORE_OK;
-}
-
 /* Inserts one session row.  RESOURCE_ID 0 = none.  OUT_ID receives the id. */
 static int insert_session(struct sqlite_store *st, const struct store_session_spec *spec,
                           uint64_t resource_id, char out_id[STORE_ID_MAX])
@@ -37,7 +17,7 @@ static int insert_session(struct sqlite_store *st, const struct store_session_sp
     int rv;
 
     if (spec->session_id[0] == '\0') {
-        rv = mint_session_id(id);
+        rv = auth_mint_session_id(id) == 0 ? STORE_OK : STORE_FAULT;
         if (rv != STORE_OK)
             return rv;
     } else {

@@ -10,7 +10,7 @@
 #include "hub/runner_control.h"
 #include "hub/stream_guard.h"
 
-static void fake_finish(void *call, enum hub_status status, const char *message)
+static void fake_finish(void *call, enum grpc_status status, const char *message)
 {
     struct fake_call *c = call;
 

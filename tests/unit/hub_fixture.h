@@ -19,7 +19,7 @@ struct event_base;
 /* What the hub did to one call. */
 struct fake_call {
     int finished;
-    enum hub_status status;
+    enum grpc_status status;
     char message[256];
     int sent;                                /* messages queued */
     uint8_t *sent_bytes[FAKE_CALL_SENT_MAX]; /* the first ones, copied */

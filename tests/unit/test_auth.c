@@ -198,6 +198,19 @@ START_TEST(token_failpoint_faults_authentication)
 END_TEST
 #endif
 
+START_TEST(minted_session_ids_are_s_dash_and_32_lowercase_hex_digits)
+{
+    char a[STORE_ID_MAX], b[STORE_ID_MAX];
+
+    ck_assert_int_eq(auth_mint_session_id(a), 0);
+    ck_assert_int_eq(auth_mint_session_id(b), 0);
+    ck_assert_uint_eq(strlen(a), AUTH_SESSION_ID_LEN);
+    ck_assert(strncmp(a, "s-", 2) == 0);
+    ck_assert_uint_eq(strspn(a + 2, "0123456789abcdef"), AUTH_SESSION_ID_LEN - 2);
+    ck_assert_str_ne(a, b);
+}
+END_TEST
+
 Suite *auth_suite(void)
 {
     Suite *s = suite_create("auth");
@@ -206,6 +219,7 @@ Suite *auth_suite(void)
     tcase_add_test(tc, bearer_header_is_parsed_strictly);
     tcase_add_test(tc, overlong_token_is_malformed);
     tcase_add_test(tc, hash_is_sha256);
+    tcase_add_test(tc, minted_session_ids_are_s_dash_and_32_lowercase_hex_digits);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("authenticate");

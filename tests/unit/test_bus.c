@@ -157,8 +157,8 @@ END_TEST
 START_TEST(publish_wakes_every_watcher_once)
 {
     struct bus b;
-    struct sub s1 = {{sub_wake, NULL, NULL}, 0, NULL, NULL};
-    struct sub s2 = {{sub_wake, NULL, NULL}, 0, NULL, NULL};
+    struct sub s1 = {{.wake = sub_wake}, 0, NULL, NULL};
+    struct sub s2 = {{.wake = sub_wake}, 0, NULL, NULL};
 
     bus_init(&b, 0, EPOCH);
     bus_watch(&b, &s1.w);
@@ -179,9 +179,9 @@ END_TEST
 START_TEST(watcher_may_unlink_another_during_wake)
 {
     struct bus b;
-    struct sub s1 = {{sub_wake, NULL, NULL}, 0, NULL, NULL};
-    struct sub s2 = {{sub_wake, NULL, NULL}, 0, NULL, NULL};
-    struct sub s3 = {{sub_wake, NULL, NULL}, 0, NULL, NULL};
+    struct sub s1 = {{.wake = sub_wake}, 0, NULL, NULL};
+    struct sub s2 = {{.wake = sub_wake}, 0, NULL, NULL};
+    struct sub s3 = {{.wake = sub_wake}, 0, NULL, NULL};
 
     bus_init(&b, 0, EPOCH);
     bus_watch(&b, &s1.w);
@@ -213,7 +213,7 @@ static void reentrant_wake(struct watcher *w)
 START_TEST(publish_from_a_wake_folds_into_one_more_pass)
 {
     struct bus b;
-    struct watcher w = {reentrant_wake, NULL, NULL};
+    struct watcher w = {.wake = reentrant_wake};
 
     bus_init(&b, 0, EPOCH);
     reentry_bus = &b;

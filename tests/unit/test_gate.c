@@ -84,7 +84,7 @@ START_TEST(non_member_and_unknown_session_are_the_same_not_found)
     ck_assert_int_eq(forbidden, GATE_NOT_FOUND);
     ck_assert_int_eq(unknown, GATE_NOT_FOUND);
     ck_assert_ptr_eq(gate_refusal(forbidden), gate_refusal(unknown));
-    ck_assert_int_eq(gate_refusal(forbidden)->status, GATE_STATUS_NOT_FOUND);
+    ck_assert_int_eq(gate_refusal(forbidden)->status, GRPC_STATUS_NOT_FOUND);
     ck_assert_str_eq(gate_refusal(forbidden)->message, GATE_NOT_FOUND_MESSAGE);
     ck_assert_str_eq(GATE_NOT_FOUND_MESSAGE, "session not found");
 }
@@ -255,7 +255,7 @@ START_TEST(foreign_and_unknown_sessions_are_the_same_not_bound)
     ck_assert_int_eq(foreign, GATE_NOT_BOUND);
     ck_assert_int_eq(unknown, GATE_NOT_BOUND);
     ck_assert_ptr_eq(gate_refusal(foreign), gate_refusal(unknown));
-    ck_assert_int_eq(gate_refusal(foreign)->status, GATE_STATUS_FAILED_PRECONDITION);
+    ck_assert_int_eq(gate_refusal(foreign)->status, GRPC_STATUS_FAILED_PRECONDITION);
     ck_assert_str_eq(gate_refusal(foreign)->message, GATE_NOT_BOUND_MESSAGE);
     ck_assert_int_eq(gate_session_bound(fx.s, "", "sess-1"), GATE_NOT_BOUND);
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-1", ""), GATE_NOT_BOUND);
@@ -288,7 +288,7 @@ START_TEST(produce_is_for_the_agent_its_runner_and_admins)
     ck_assert_int_eq(gate_may_produce(fx.s, &admin, 9999, NULL), GATE_NOT_FOUND);
     ck_assert_int_eq(gate_may_produce(fx.s, &admin, 0, NULL), GATE_NOT_FOUND);
     ck_assert_int_eq(gate_produce_refusal(GATE_NOT_PRODUCER)->status,
-                     GATE_STATUS_PERMISSION_DENIED);
+                     GRPC_STATUS_PERMISSION_DENIED);
     ck_assert(strncmp(gate_produce_refusal(GATE_NOT_PRODUCER)->message, "NOT_PRODUCER", 12) == 0);
 }
 END_TEST
@@ -398,7 +398,7 @@ START_TEST(garbage_database_is_a_fault_not_a_refusal)
     ck_assert_int_eq(gate_session_bound(fx.s, "runner-2", "sess-1"), GATE_FAULT);
     ck_assert_int_eq(gate_may_produce(fx.s, &agent, 1, NULL), GATE_FAULT);
     ck_assert_int_eq(gate_may_start(fx.s, &bob, "ctr-1", NULL), GATE_FAULT);
-    ck_assert_int_eq(gate_refusal(GATE_FAULT)->status, GATE_STATUS_UNAVAILABLE);
+    ck_assert_int_eq(gate_refusal(GATE_FAULT)->status, GRPC_STATUS_UNAVAILABLE);
 }
 END_TEST
 

@@ -267,7 +267,7 @@ START_TEST(a_second_stream_of_the_same_runner_replaces_the_first)
     ck_assert_int_eq(send_stop("sess-1", &o, NULL), RUNNER_SEND_QUEUED);
     link = open_link(&second);
     ck_assert_int_eq(first.finished, 1);
-    ck_assert_int_eq(first.status, HUB_STATUS_ABORTED);
+    ck_assert_int_eq(first.status, GRPC_STATUS_ABORTED);
     ck_assert_ptr_null(first.user);
     ck_assert_int_eq(o.outcome, RUNNER_NOT_SENT);
     ck_assert_int_eq(second.finished, 0);
@@ -291,7 +291,7 @@ START_TEST(a_revoked_runner_token_ends_its_control_stream)
         STORE_OK);
     hub_fixture_run(&h, STREAM_GUARD_POLL_MS + 300);
     ck_assert_int_eq(call.finished, 1);
-    ck_assert_int_eq(call.status, HUB_STATUS_UNAUTHENTICATED);
+    ck_assert_int_eq(call.status, GRPC_STATUS_UNAUTHENTICATED);
     ck_assert_int_eq(o.calls, 1);
     ck_assert_int_eq(runner_connected(h.hub.runners, "runner-1"), 0);
     store_close(admin);

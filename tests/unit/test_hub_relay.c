@@ -299,7 +299,7 @@ START_TEST(a_revoked_runner_token_ends_the_stream_unauthenticated)
         STORE_OK);
     hub_fixture_run(&h, STREAM_GUARD_POLL_MS + 300);
     ck_assert_int_eq(call.finished, 1);
-    ck_assert_int_eq(call.status, HUB_STATUS_UNAUTHENTICATED);
+    ck_assert_int_eq(call.status, GRPC_STATUS_UNAUTHENTICATED);
     hub_relay_close(&relay);
     store_close(admin);
 }
@@ -314,12 +314,12 @@ START_TEST(an_ended_call_is_left_alone_by_the_recheck)
 
     open_relay(&relay, &call, "runner-1");
     call.finished = 1;
-    call.status = HUB_STATUS_OK;
+    call.status = GRPC_STATUS_OK;
     ck_assert_int_eq(
         admin->ops->token_revoke_subject(admin->impl, STORE_SUBJECT_RUNNER, "runner-1", &changed),
         STORE_OK);
     hub_fixture_run(&h, STREAM_GUARD_POLL_MS + 300);
-    ck_assert_int_eq(call.status, HUB_STATUS_OK);
+    ck_assert_int_eq(call.status, GRPC_STATUS_OK);
     ck_assert_int_eq(hub_fixture_metric(&h, "agenthub_streams_guarded"), 1);
     hub_relay_close(&relay);
     ck_assert_int_eq(hub_fixture_metric(&h, "agenthub_streams_guarded"), 0);

@@ -207,7 +207,7 @@ START_TEST(an_account_at_its_cap_opens_no_more_sessions)
     h.hub.config.max_account_sessions = 1;
     ck_assert_int_eq(hub_session_quota(&h.hub, fake_stream(&call), "agent-1"), -1);
     ck_assert_int_eq(call.finished, 1);
-    ck_assert_int_eq(call.status, HUB_STATUS_RESOURCE_EXHAUSTED);
+    ck_assert_int_eq(call.status, GRPC_STATUS_RESOURCE_EXHAUSTED);
     ck_assert_str_eq(call.message,
                      "the agent account has 1 open sessions, the most allowed; close one first");
     ck_assert_uint_eq(h.hub.counters.session_quota_refusals, 1);

@@ -12,6 +12,7 @@
     TEST_SUITE(admin)                                                                              \
     TEST_SUITE(arbiter)                                                                            \
     TEST_SUITE(auth)                                                                               \
+    TEST_SUITE(base64)                                                                             \
     TEST_SUITE(batch)                                                                              \
     TEST_SUITE(bus)                                                                                \
     TEST_SUITE(cli_hook_input)                                                                     \
@@ -28,10 +29,13 @@
     TEST_SUITE(grpc_transport)                                                                     \
     TEST_SUITE(grpc_wire)                                                                          \
     TEST_SUITE(h2_server)                                                                          \
+    TEST_SUITE(hash_map)                                                                           \
+    TEST_SUITE(hex)                                                                                \
     TEST_SUITE(hostport)                                                                           \
     TEST_SUITE(hub_control)                                                                        \
     TEST_SUITE(hub_relay)                                                                          \
     TEST_SUITE(hub_session)                                                                        \
+    TEST_SUITE(intrusive_list)                                                                     \
     TEST_SUITE(jsonl)                                                                              \
     TEST_SUITE(keyset)                                                                             \
     TEST_SUITE(log)                                                                                \

@@ -146,7 +146,7 @@ START_TEST(end_without_retention_or_watchers_frees_and_forgets_at_once)
     session_end(s);
     ck_assert_ptr_null(session_find(&reg, "gone", 4));
     ck_assert_uint_eq(session_registry_count(&reg), 0);
-    ck_assert_ptr_null(reg.all);
+    ck_assert(list_is_empty(&reg.all));
     session_registry_free(&reg);
 }
 END_TEST
@@ -176,9 +176,9 @@ START_TEST(ended_session_lives_until_last_watcher_leaves)
     ck_assert_ptr_eq(session_first(&reg), again);
     ck_assert_ptr_null(session_next(again));
     session_unwatch(s, &a.w);
-    ck_assert_ptr_nonnull(reg.all->next); /* still held by b */
+    ck_assert_ptr_nonnull(list_next(&reg.all, list_first(&reg.all))); /* still held by b */
     session_unwatch(s, &b.w);
-    ck_assert_ptr_null(reg.all->next);
+    ck_assert_ptr_null(list_next(&reg.all, list_first(&reg.all)));
     session_registry_free(&reg);
 }
 END_TEST
@@ -199,7 +199,7 @@ START_TEST(watchers_leaving_inside_end_wake_free_safely)
     session_end(s); /* both leave during the pass; ASan checks the free */
     ck_assert_int_eq(a.ended_seen, 1);
     ck_assert_int_eq(b.ended_seen, 1);
-    ck_assert_ptr_null(reg.all);
+    ck_assert(list_is_empty(&reg.all));
     session_registry_free(&reg);
 }
 END_TEST
@@ -531,8 +531,8 @@ START_TEST(an_evicted_log_being_read_is_kept_until_its_reader_leaves)
     ck_assert_uint_eq(ua.delivered, 5);
     ck_assert_uint_gt(ring_heap_bytes(session_ring(a)), 0);
     session_unwatch(a, &ua.w); /* frees a */
-    ck_assert_ptr_eq(reg.all, b);
-    ck_assert_ptr_null(b->next);
+    ck_assert_ptr_eq(list_first(&reg.all), &b->all_link);
+    ck_assert_ptr_null(list_next(&reg.all, &b->all_link));
     session_registry_free(&reg);
 }
 END_TEST
@@ -552,8 +552,8 @@ START_TEST(a_retained_log_trimmed_to_nothing_by_the_budget_is_evicted)
     ck_assert_uint_eq(reg.evictions[SESSION_EVICT_BUDGET], 1);
     ck_assert_uint_eq(reg.retained_count, 0);
     ck_assert_ptr_null(session_lookup(&reg, "a", 1));
-    ck_assert_ptr_eq(reg.all, b);
-    ck_assert_ptr_null(b->next);
+    ck_assert_ptr_eq(list_first(&reg.all), &b->all_link);
+    ck_assert_ptr_null(list_next(&reg.all, &b->all_link));
     session_registry_free(&reg);
 }
 END_TEST
