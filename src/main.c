@@ -322,7 +322,7 @@ int main(int argc, char **argv)
     server.h2 = h2_server_new(server.base, &server.config.h2);
     server.grpc = server.h2 ? grpc_server_new(server.base, server.h2, &server.config.grpc) : NULL;
     server.rpc.hub = &server.hub;
-    server.rpc.config.has_runner_seam = server.config.runner_listen != NULL;
+    server.rpc.config.has_runner_door = server.config.runner_listen != NULL;
     server.rpc.config.blob_dir = server.config.blob_dir;
     server.rpc.config.max_blob_bytes = server.config.max_blob_bytes;
     server.rpc.config.subscriber_buffer_bytes = server.config.subscriber_buffer_bytes;

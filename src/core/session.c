@@ -448,12 +448,12 @@ void session_skip_to(struct session *s, uint64_t next_seq)
     session_account(s, before);
 }
 
-void session_watch(struct session *s, struct session_watcher *w)
+void session_watch(struct session *s, struct watcher *w)
 {
     watch_list_add(&s->watchers, w);
 }
 
-void session_unwatch(struct session *s, struct session_watcher *w)
+void session_unwatch(struct session *s, struct watcher *w)
 {
     watch_list_remove(&s->watchers, w);
     session_release(s);

@@ -33,7 +33,7 @@
  * whose next entry was trimmed gets RING_EVICTED, exactly as for the ring's
  * own bound.  A retained session trimmed to nothing is evicted.
  *
- * Subscribers are intrusive: the RPC layer embeds a struct session_watcher
+ * Subscribers are intrusive: the RPC layer embeds a struct watcher
  * (struct watcher of core/watch.h: a wake callback and links) next to its
  * cursor (a uint64_t seq) in its per-stream state.  session_append() wakes
  * every watcher and never waits on one.  A wake callback must not block; it
@@ -57,8 +57,6 @@
 /* Retention defaults: 64 MiB of ended sessions' logs, for 24 hours. */
 #define SESSION_DEFAULT_RETAIN_BYTES ((size_t)64 * 1024 * 1024)
 #define SESSION_DEFAULT_RETAIN_MS    ((int64_t)24 * 60 * 60 * 1000)
-
-#define session_watcher watcher
 
 struct session_registry;
 
@@ -197,10 +195,10 @@ void session_skip_to(struct session *s, uint64_t next_seq);
 void session_wake(struct session *s);
 
 /* W->wake must be set.  Watching an ended session is allowed (it drains). */
-void session_watch(struct session *s, struct session_watcher *w);
+void session_watch(struct session *s, struct watcher *w);
 /* Unlinks W; frees S when it has ended, is not retained and W was its last
  * watcher. */
-void session_unwatch(struct session *s, struct session_watcher *w);
+void session_unwatch(struct session *s, struct watcher *w);
 size_t session_watcher_count(const struct session *s);
 
 /* Binds S to a Runner (copying RUNNER_ID); NULL unbinds.  Returns 0 or -1 when

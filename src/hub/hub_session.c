@@ -72,13 +72,13 @@ enum hub_pane hub_session_for_pane(struct hub *ctx, const char *session_id, int 
     return HUB_PANE_OPEN;
 }
 
-void hub_pane_attach(struct hub *ctx, struct session *s, struct session_watcher *watcher)
+void hub_pane_attach(struct hub *ctx, struct session *s, struct watcher *watcher)
 {
     session_watch(s, watcher);
     ctx->counters.subscribers_open++;
 }
 
-void hub_pane_detach(struct hub *ctx, struct session *s, struct session_watcher *watcher)
+void hub_pane_detach(struct hub *ctx, struct session *s, struct watcher *watcher)
 {
     session_unwatch(s, watcher);
     ctx->counters.subscribers_open--;

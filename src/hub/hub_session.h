@@ -64,9 +64,9 @@ enum hub_pane hub_session_for_pane(struct hub *ctx, const char *session_id, int 
 
 /* WATCHER follows S from now on (a SubscribeAgentSession stream), counted
  * among the open subscribers until hub_pane_detach. */
-void hub_pane_attach(struct hub *ctx, struct session *s, struct session_watcher *watcher);
+void hub_pane_attach(struct hub *ctx, struct session *s, struct watcher *watcher);
 /* WATCHER no longer follows S. */
-void hub_pane_detach(struct hub *ctx, struct session *s, struct session_watcher *watcher);
+void hub_pane_detach(struct hub *ctx, struct session *s, struct watcher *watcher);
 /* A pane was ended because it fell behind (counted). */
 void hub_pane_lagged(struct hub *ctx);
 

@@ -128,17 +128,17 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
     grpc_call_set_user(call, wait);
 }
 
-static int require_seam(struct grpc_call *call)
+static int require_runner_door(struct grpc_call *call)
 {
-    if (!rpc_config(call)->has_runner_seam) {
-        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
+    if (!rpc_config(call)->has_runner_door) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner door");
         return -1;
     }
     return 0;
 }
 
 /* The checks every owner's control call makes, in this order: the
- * Runner seam, the caller, a session id, then owner-or-admin (NOT_FOUND for
+ * Runner door, the caller, a session id, then owner-or-admin (NOT_FOUND for
  * unknown and forbidden alike).  Returns 0 with *ROW filled, or -1 after
  * finishing the call. */
 static int control_precheck(struct grpc_call *call, const char *session_id,
@@ -148,7 +148,7 @@ static int control_precheck(struct grpc_call *call, const char *session_id,
     struct store_subject subject;
     int rv;
 
-    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+    if (require_runner_door(call) != 0 || rpc_authenticate(call, &subject) != 0)
         return -1;
     if (session_id[0] == '\0') {
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "session_id is required");
@@ -217,7 +217,7 @@ static void start_session_on_message(struct grpc_call *call, const ProtobufCMess
     char session_id[STORE_ID_MAX];
     int rv;
 
-    if (require_seam(call) != 0 || rpc_authenticate(call, &subject) != 0)
+    if (require_runner_door(call) != 0 || rpc_authenticate(call, &subject) != 0)
         return;
     if (request->container_name[0] == '\0') {
         grpc_call_finish(call, GRPC_STATUS_INVALID_ARGUMENT, "container_name is required");
@@ -434,7 +434,7 @@ static const struct grpc_method compass_unary_methods[] = {
         .on_message = skip_batch_on_message,
         .on_close = command_wait_on_close,
         .needs_caller = 1,
-        .door_flags = RPC_NEEDS_SEAM,
+        .door_flags = RPC_NEEDS_RUNNER_DOOR,
     },
     {
         .path = "/compass.v1.CompassService/SendAgentMessage",
@@ -444,7 +444,7 @@ static const struct grpc_method compass_unary_methods[] = {
         .on_message = send_message_on_message,
         .on_close = command_wait_on_close,
         .needs_caller = 1,
-        .door_flags = RPC_NEEDS_SEAM,
+        .door_flags = RPC_NEEDS_RUNNER_DOOR,
     },
     {
         .path = "/compass.v1.CompassService/StartAgentSession",

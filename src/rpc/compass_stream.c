@@ -40,7 +40,7 @@
 #define PULL_CHUNK_BYTES (64 * 1024)
 
 struct pane_subscriber {
-    struct session_watcher watcher;
+    struct watcher watcher;
     struct grpc_call *call;
     struct hub *ctx;
     size_t buffer_bytes;     /* --subscriber-buffer-bytes */
@@ -147,7 +147,7 @@ static void pane_pump(struct pane_subscriber *sub)
     }
 }
 
-static void pane_wake(struct session_watcher *watcher)
+static void pane_wake(struct watcher *watcher)
 {
     struct pane_subscriber *sub = container_of(watcher, struct pane_subscriber, watcher);
 
@@ -219,8 +219,8 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     struct session *s;
     int rv;
 
-    if (!rpc_config(call)->has_runner_seam) {
-        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner seam");
+    if (!rpc_config(call)->has_runner_door) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, "this server has no Runner door");
         return;
     }
     if (rpc_authenticate(call, &subject) != 0)
@@ -298,7 +298,7 @@ static const struct grpc_method subscribe_agent_session_method = {
     .on_writable = pane_on_writable,
     .on_close = pane_on_close,
     .needs_caller = 1,
-    .door_flags = RPC_NEEDS_SEAM,
+    .door_flags = RPC_NEEDS_RUNNER_DOOR,
 };
 
 /* --- SubscribeEvents ----------------------------------------------------- */

@@ -22,7 +22,7 @@ struct store_subject;
 
 /* The handlers' own settings (the hub's are struct hub_config). */
 struct rpc_config {
-    int has_runner_seam;            /* --runner-listen given */
+    int has_runner_door;            /* --runner-listen given */
     const char *blob_dir;           /* NULL: no blob storage */
     size_t max_blob_bytes;          /* one blob */
     size_t subscriber_buffer_bytes; /* a subscriber's backlog before it is dropped */
@@ -53,8 +53,8 @@ static inline struct hub_stream rpc_stream(struct grpc_call *call)
 }
 
 /* grpc_method.door_flags bit: the method answers UNAVAILABLE on a server
- * without a Runner seam, before it looks at the caller. */
-#define RPC_NEEDS_SEAM 0x1u
+ * without a Runner door, before it looks at the caller. */
+#define RPC_NEEDS_RUNNER_DOOR 0x1u
 
 /* Makes DOOR authenticate the caller of every needs_caller method from its
  * request headers, before any request byte is accepted. */

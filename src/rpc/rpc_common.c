@@ -74,7 +74,7 @@ const struct hub_stream_ops rpc_stream_ops = {
     .finished = stream_finished,
 };
 
-/* The door authenticator: the Runner seam first for methods that need it,
+/* The door authenticator: the Runner door first for methods that need it,
  * then the bearer token.  Returns a gRPC status (see grpc_authenticator). */
 static int door_authenticate(struct grpc_call *call, const struct grpc_method *method, void *caller,
                              const char **message)
@@ -84,8 +84,8 @@ static int door_authenticate(struct grpc_call *call, const struct grpc_method *m
     enum auth_door door = rpc_door(call);
     int rv;
 
-    if ((method->door_flags & RPC_NEEDS_SEAM) && !rpc_config(call)->has_runner_seam) {
-        *message = "this server has no Runner seam";
+    if ((method->door_flags & RPC_NEEDS_RUNNER_DOOR) && !rpc_config(call)->has_runner_door) {
+        *message = "this server has no Runner door";
         return GRPC_STATUS_UNAVAILABLE;
     }
     *message = AUTH_UNAUTHENTICATED_MESSAGE;

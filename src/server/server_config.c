@@ -66,7 +66,7 @@ static const struct flag_def flags[] = {
     STRING_ROW("listen", "HOST:PORT", listen,
                "The public door (CompassService; port 0 picks one). Required."),
     STRING_ROW("runner-listen", "HOST:PORT", runner_listen,
-               "The Runner door (RunnerService); without it the server has no Runner seam."),
+               "The Runner door (RunnerService); without it the server has no Runner door."),
     STRING_ROW("metrics-listen", "HOST:PORT", metrics_listen,
                "Prometheus text at GET /metrics, and GET /healthz."),
     STRING_ROW("blob-dir", "DIR", blob_dir, "Session blob storage (none without it)."),

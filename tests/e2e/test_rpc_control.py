@@ -81,7 +81,7 @@ def test_a_runner_report_never_adopts_another_runners_session(hub):
 
 # --- SkipBatchWindow ---------------------------------------------------------
 
-def test_skip_batch_window_without_a_runner_seam_is_unavailable_first(start_hub):
+def test_skip_batch_window_without_a_runner_door_is_unavailable_first(start_hub):
     h = start_hub(runner=False)
     for token, sid in ((None, ""), ("t-wrong", "sess-1"), ("t-bob", ""), ("t-alice", "sess-1")):
         assert fail(h.call, "SkipBatchWindow", skip(sid), token=token).code() == UNAVAILABLE

@@ -18,7 +18,7 @@ def req(sid, since_seq=0, tail=0):
 
 # --- check order ----------------------------------------------------------
 
-def test_without_a_runner_seam_subscribe_is_unavailable_before_anything_else(start_hub):
+def test_without_a_runner_door_subscribe_is_unavailable_before_anything_else(start_hub):
     h = start_hub(runner=False)
     for token, sid in ((None, "sess-1"), ("t-wrong", "sess-1"), ("t-carol", "sess-1"),
                        ("t-alice", "sess-1"), ("t-alice", "sess-unknown")):

@@ -108,7 +108,7 @@ static void world_open(struct world *w)
     w->hub.sessions = &w->sessions;
     w->hub.bus = &w->bus;
     hub_log_memory(&w->hub.log, &w->bus);
-    w->rpc.config.has_runner_seam = 1;
+    w->rpc.config.has_runner_door = 1;
     w->rpc.config.blob_dir = blob_dir; /* emptied after each input */
     w->rpc.config.max_blob_bytes = 64 << 10;
     w->rpc.config.subscriber_buffer_bytes = 64 << 10;

@@ -34,7 +34,7 @@ static Compass__V1__AgentSessionState view_state(const char *id, int closed)
     return view.state;
 }
 
-static void on_wake(struct session_watcher *w)
+static void on_wake(struct watcher *w)
 {
     (void)w;
 }
@@ -98,7 +98,7 @@ END_TEST
 
 START_TEST(panes_are_counted_while_attached)
 {
-    struct session_watcher w = {0};
+    struct watcher w = {0};
     struct session *s = hub_session(&h.hub, "sess-1");
 
     w.wake = on_wake;

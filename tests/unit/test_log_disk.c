@@ -200,7 +200,7 @@ END_TEST
 
 static int woken;
 
-static void on_wake(struct session_watcher *w)
+static void on_wake(struct watcher *w)
 {
     woken++;
 }
@@ -211,7 +211,7 @@ static void on_wake(struct session_watcher *w)
 static uint64_t read_all(struct fixture *f, struct session *s, uint64_t after_seq,
                          uint64_t last_seq)
 {
-    struct session_watcher w = {.wake = on_wake};
+    struct watcher w = {.wake = on_wake};
     uint64_t got = 0;
     char want[64];
 

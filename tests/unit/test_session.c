@@ -8,7 +8,7 @@
 #include <string.h>
 
 struct sub {
-    struct session_watcher w; /* first: wake casts back */
+    struct watcher w; /* first: wake casts back */
     uint64_t cursor;
     int wakes;
     int ended_seen;
@@ -17,7 +17,7 @@ struct sub {
     uint64_t delivered;
 };
 
-static void sub_wake(struct session_watcher *w)
+static void sub_wake(struct watcher *w)
 {
     struct sub *u = (struct sub *)w;
     struct ring_entry e;
@@ -250,7 +250,7 @@ START_TEST(empty_session_costs_under_1k)
     session_registry_init(&reg, 0);
     s = open_id(&reg, "0f27f8c6-8133-956e-aaaa-bbbbccccdddd");
     ck_assert_uint_le(session_memory_bytes(s), 1024);
-    ck_assert_uint_le(sizeof(struct session_watcher) + sizeof(uint64_t), 256);
+    ck_assert_uint_le(sizeof(struct watcher) + sizeof(uint64_t), 256);
     session_registry_free(&reg);
 }
 END_TEST
