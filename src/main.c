@@ -25,7 +25,7 @@
 #include "server/metrics_http.h"
 #include "server/server_config.h"
 #include "server/server_log.h"
-#include "server/web_wire.h"
+#include "server/web_door.h"
 #include "web/web.h"
 
 /* What --web off serves: nothing, so every path is 404. */
@@ -337,7 +337,7 @@ int main(int argc, char **argv)
 
     public_door = grpc_door_new(server.grpc, "public", &server.rpc);
     if (public_door)
-        web_wire_install(public_door, web_off(&server.config) ? &no_web : &web_embedded_site);
+        web_door_install(public_door, web_off(&server.config) ? &no_web : &web_embedded_site);
     if (!public_door || register_door(&server, public_door, 0) != 0)
         goto fail;
     grpc_door_serve_http1(public_door); /* browsers: gRPC-Web over HTTP/1.1 */

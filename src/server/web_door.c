@@ -1,5 +1,5 @@
-/* web_wire: the door's plain HTTP responder, answering from src/web. */
-#include "server/web_wire.h"
+/* web_door: the door's plain HTTP responder, answering from src/web. */
+#include "server/web_door.h"
 
 #include <string.h>
 
@@ -17,7 +17,7 @@ static struct {
 /* Answers GET and HEAD of anything but a gRPC method's path (a GET of that
  * stays the door's 405, other methods its usual refusals).  Returns 1 with
  * *OUT filled, or 0 to leave the request to the door. */
-static int web_wire_respond(void *arg, struct grpc_call *call, const char *method, const char *path,
+static int web_door_respond(void *arg, struct grpc_call *call, const char *method, const char *path,
                             struct grpc_http_response *out)
 {
     struct web_response *r = &wire.response;
@@ -40,8 +40,8 @@ static int web_wire_respond(void *arg, struct grpc_call *call, const char *metho
     return 1;
 }
 
-void web_wire_install(struct grpc_door *door, const struct web_site *site)
+void web_door_install(struct grpc_door *door, const struct web_site *site)
 {
     wire.site = site;
-    grpc_door_set_http_responder(door, web_wire_respond, NULL);
+    grpc_door_set_http_responder(door, web_door_respond, NULL);
 }
