@@ -217,6 +217,9 @@ void hub_log_disk_reader_forget(struct hub_log_disk *d, struct dsk_session *e);
 struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_session *e,
                                  uint8_t kind, uint64_t seq, int64_t at, const void *data,
                                  size_t len);
+/* Starts FN(ARG) on *THREAD with every signal blocked (signals are the
+ * event loop's).  Returns 0, or pthread_create's error. */
+int hub_log_disk_spawn(pthread_t *thread, void *(*fn)(void *), void *arg);
 /* Starts the committing thread and the loop's events.  Returns 0, or -1
  * with ERR. */
 int hub_log_disk_writer_start(struct hub_log_disk *d, char *err, size_t errlen);

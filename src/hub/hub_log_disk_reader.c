@@ -12,7 +12,6 @@
  * (trimmed) up to the ring's newest: the two together are one log. */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -356,7 +355,6 @@ static void on_read_done(evutil_socket_t fd, short what, void *arg)
 
 int hub_log_disk_reader_start(struct hub_log_disk *d, char *err, size_t errlen)
 {
-    sigset_t all, old;
     int rv;
 
     d->fetch_tail = &d->fetch_head;
@@ -372,10 +370,7 @@ int hub_log_disk_reader_start(struct hub_log_disk *d, char *err, size_t errlen)
     }
     pthread_mutex_init(&d->read_mu, NULL);
     pthread_cond_init(&d->read_cv, NULL);
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rv = pthread_create(&d->reader, NULL, reader_main, d);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rv = hub_log_disk_spawn(&d->reader, reader_main, d);
     if (rv != 0) {
         snprintf(err, errlen, "cannot start the session log's reading thread: %s", strerror(rv));
         pthread_cond_destroy(&d->read_cv);

@@ -401,9 +401,21 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-int hub_log_disk_writer_start(struct hub_log_disk *d, char *err, size_t errlen)
+int hub_log_disk_spawn(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
     sigset_t all, old;
+    int rv;
+
+    /* Signals are the event loop's. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rv = pthread_create(thread, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rv;
+}
+
+int hub_log_disk_writer_start(struct hub_log_disk *d, char *err, size_t errlen)
+{
     int rv;
 
     if (pipe2(d->pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
@@ -421,11 +433,7 @@ int hub_log_disk_writer_start(struct hub_log_disk *d, char *err, size_t errlen)
     }
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
-    /* Signals are the event loop's. */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rv = pthread_create(&d->thread, NULL, writer_main, d);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rv = hub_log_disk_spawn(&d->thread, writer_main, d);
     if (rv != 0) {
         snprintf(err, errlen, "cannot start the session log's thread: %s", strerror(rv));
         pthread_cond_destroy(&d->cv);

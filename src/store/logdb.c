@@ -550,18 +550,21 @@ uint64_t logdb_disk_bytes(const char *path)
     return total;
 }
 
-/* Runs SQL and hands each row to ROW.  Returns LOGDB_OK, LOGDB_NOMEM when
- * ROW stopped, or the error with ERR. */
-static enum logdb_rc each_row(struct logdb *db, const char *sql,
-                              int (*row)(sqlite3_stmt *stmt, const struct logdb_load_fns *fns,
-                                         void *arg),
-                              const struct logdb_load_fns *fns, void *arg, char *err, size_t errlen)
+/* Runs SQL, with its parameters ?1..?N bound to BINDS[0..N), and hands
+ * each row to ROW.  Returns LOGDB_OK, LOGDB_NOMEM when ROW stopped, or the
+ * error with ERR. */
+static enum logdb_rc
+each_row_bound(struct logdb *db, const char *sql, const uint64_t *binds, int n,
+               int (*row)(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg),
+               const struct logdb_load_fns *fns, void *arg, char *err, size_t errlen)
 {
     sqlite3_stmt *stmt;
     int rc = sqlite3_prepare_v2(db->db, sql, -1, &stmt, NULL);
 
     if (rc != SQLITE_OK)
         return fail(db, rc, err, errlen);
+    for (int i = 0; i < n; i++)
+        sqlite3_bind_int64(stmt, i + 1, (sqlite3_int64)binds[i]);
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
         if (row(stmt, fns, arg) != 0) {
             sqlite3_finalize(stmt);
@@ -572,6 +575,14 @@ static enum logdb_rc each_row(struct logdb *db, const char *sql,
     if (rc != SQLITE_DONE)
         return fail(db, rc, err, errlen);
     return LOGDB_OK;
+}
+
+static enum logdb_rc each_row(struct logdb *db, const char *sql,
+                              int (*row)(sqlite3_stmt *stmt, const struct logdb_load_fns *fns,
+                                         void *arg),
+                              const struct logdb_load_fns *fns, void *arg, char *err, size_t errlen)
+{
+    return each_row_bound(db, sql, NULL, 0, row, fns, arg, err, errlen);
 }
 
 static int session_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
@@ -635,49 +646,24 @@ enum logdb_rc logdb_load(struct logdb *db, const struct logdb_load_fns *fns, voi
                     errlen);
 }
 
-/* Binds SID and SEQ to STMT (prepared on DB) and hands each row to
- * fns->entry.  Returns LOGDB_OK, LOGDB_NOMEM when it stopped, or the
- * error with ERR. */
-static enum logdb_rc session_rows(struct logdb *db, const char *sql, uint64_t sid, uint64_t seq,
-                                  const struct logdb_load_fns *fns, void *arg, char *err,
-                                  size_t errlen)
-{
-    sqlite3_stmt *stmt;
-    int rc = sqlite3_prepare_v2(db->db, sql, -1, &stmt, NULL);
-
-    if (rc != SQLITE_OK)
-        return fail(db, rc, err, errlen);
-    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)sid);
-    sqlite3_bind_int64(stmt, 2, (sqlite3_int64)seq);
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-        if (entry_row(stmt, fns, arg) != 0) {
-            sqlite3_finalize(stmt);
-            snprintf(err, errlen, "out of memory");
-            return LOGDB_NOMEM;
-        }
-    sqlite3_finalize(stmt);
-    if (rc != SQLITE_DONE)
-        return fail(db, rc, err, errlen);
-    return LOGDB_OK;
-}
-
 enum logdb_rc logdb_load_session(struct logdb *db, uint64_t sid, uint64_t from_seq,
                                  const struct logdb_load_fns *fns, void *arg, char *err,
                                  size_t errlen)
 {
+    const uint64_t binds[2] = {sid, from_seq};
     enum logdb_rc rc = LOGDB_OK;
 
     if (from_seq > 0)
-        rc = session_rows(db,
-                          "SELECT sid, kind, seq, at, data FROM entries WHERE sid = ?1 AND "
-                          "kind <> 0 AND seq < ?2 ORDER BY seq DESC, ord DESC LIMIT 1",
-                          sid, from_seq, fns, arg, err, errlen);
+        rc = each_row_bound(db,
+                            "SELECT sid, kind, seq, at, data FROM entries WHERE sid = ?1 AND "
+                            "kind <> 0 AND seq < ?2 ORDER BY seq DESC, ord DESC LIMIT 1",
+                            binds, 2, entry_row, fns, arg, err, errlen);
     if (rc != LOGDB_OK)
         return rc;
-    return session_rows(db,
-                        "SELECT sid, kind, seq, at, data FROM entries WHERE sid = ?1 AND "
-                        "seq >= ?2 ORDER BY ord",
-                        sid, from_seq, fns, arg, err, errlen);
+    return each_row_bound(db,
+                          "SELECT sid, kind, seq, at, data FROM entries WHERE sid = ?1 AND "
+                          "seq >= ?2 ORDER BY ord",
+                          binds, 2, entry_row, fns, arg, err, errlen);
 }
 
 enum logdb_rc logdb_read(struct logdb *db, uint64_t sid, uint64_t after_seq, size_t max_bytes,
