@@ -97,7 +97,7 @@ static uint64_t chunk_bytes(const struct hub_log_disk *d)
 /* A new newest chunk of E from FIRST_SEQ.  NULL when memory is short. */
 static struct dsk_chunk *chunk_push(struct dsk_session *e, uint64_t first_seq)
 {
-    if (e->nchunks == e->chunks_cap) {
+    if (!e->chunks || e->nchunks == e->chunks_cap) {
         uint32_t cap = e->chunks_cap ? e->chunks_cap * 2 : 4;
         struct dsk_chunk *more = realloc(e->chunks, cap * sizeof(*more));
         if (!more)

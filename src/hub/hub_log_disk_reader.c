@@ -228,9 +228,9 @@ static int read_row(void *arg, uint64_t seq, int64_t at, const void *data, size_
     }
     if (len)
         memcpy(r->bytes + r->len, data, len);
-    /* An offset for now: the block moves until the window is made. */
-    r->entries[r->n++] = (struct ring_entry){
-        .data = (const uint8_t *)(uintptr_t)r->len, .len = len, .seq = seq, .at_unix_ms = at};
+    /* The bytes follow one another in BYTES: where each one starts is
+     * known once the window is made (the block moves until then). */
+    r->entries[r->n++] = (struct ring_entry){.len = len, .seq = seq, .at_unix_ms = at};
     r->len += len;
     return 0;
 }
@@ -258,9 +258,10 @@ static struct dsk_cold *read_window(struct hub_log_disk *d, uint64_t sid, uint64
         block = (uint8_t *)(c->entries + r.n);
         if (r.len)
             memcpy(block, r.bytes, r.len);
-        for (size_t i = 0; i < r.n; i++) {
+        for (size_t i = 0, at = 0; i < r.n; i++) {
             c->entries[i] = r.entries[i];
-            c->entries[i].data = block + (uintptr_t)r.entries[i].data;
+            c->entries[i].data = block + at;
+            at += r.entries[i].len;
         }
     }
     free(r.entries);

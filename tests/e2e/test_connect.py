@@ -224,7 +224,9 @@ def test_a_connect_subscriber_that_falls_behind_ends_with_the_last_seq(start_hub
     """The lag drop over Connect: the pane ends without an error, and the
     end-of-stream message's metadata carries agenthub-last-seq, the seq of
     the last frame it delivered."""
-    h = start_hub(flags=["--agent-log-bytes", "262144", "--subscriber-buffer-bytes", "67108864"])
+    # Memory alone: on disk a reader behind the ring is served from disk.
+    h = start_hub(flags=["--agent-log-bytes", "262144", "--subscriber-buffer-bytes", "67108864",
+                         "--log", "memory"])
     r = h.runner("runner-1")
     r.publish("sess-1", text("start"))
     slow = RawStream(h.public, COMPASS + "SubscribeAgentSession",

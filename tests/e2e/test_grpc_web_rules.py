@@ -116,7 +116,9 @@ def test_a_client_that_goes_away_cancels_its_stream(hub):
 
 
 def test_a_subscriber_that_falls_behind_ends_ok_with_last_seq_in_the_trailer_frame(start_hub):
-    h = start_hub(flags=["--agent-log-bytes", "262144", "--subscriber-buffer-bytes", "67108864"])
+    # Memory alone: on disk a reader behind the ring is served from disk.
+    h = start_hub(flags=["--agent-log-bytes", "262144", "--subscriber-buffer-bytes", "67108864",
+                         "--log", "memory"])
     r = h.runner("runner-1")
     r.publish("sess-1", text("start"))
     s = WebStream(h.public, SUB, sub_body("sess-1"), token="t-alice", rcvbuf=4096)

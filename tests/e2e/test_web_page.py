@@ -783,7 +783,9 @@ def test_a_network_drop_resumes_from_the_last_frame_shown(web, browser, tmp_path
 
 def test_frames_evicted_while_away_get_a_marker_then_a_fresh_tail(make_web, browser, tmp_path,
                                                                   cutter_for):
-    web = make_web("--agent-log-bytes", "65536", "--session-log-budget-bytes", "65536")
+    # Memory alone: on disk the frames would be served from disk instead.
+    web = make_web("--agent-log-bytes", "65536", "--session-log-budget-bytes", "65536",
+                   "--log", "memory")
     gated = Gated(web, browser, tmp_path)
     net = cutter_for(web)
     browser.sign_in("%s://%s/" % (web.scheme, net.address), "t-bob")
