@@ -10,6 +10,7 @@ Then headless Chromium signs in as alice and writes into OUT_DIR:
   board-desktop-light.png, board-desktop-dark.png   (1280x800)
   board-phone-light.png, board-phone-dark.png       (390x844)
   pane-desktop.png, pane-phone.png                   (sess-1's pane)
+  split-desktop.png                                  (sess-1 and sess-3 side by side)
 
 Needs python3-selenium, chromium and chromium-driver (`make deps`).
 """
@@ -141,6 +142,14 @@ def main():
         js("for (const d of document.querySelectorAll('#pane details.tool')) d.open = true;")
         shot("pane-desktop.png", 1280, 800, False, False)
         shot("pane-phone.png", 390, 844, False, True)
+        # The split view (#split=A,B), on a desktop: a phone shows A alone and
+        # does not open B's stream, so the viewport is wide before the hash.
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+        js("location.hash = '#split=sess-1,sess-3'")
+        wait("the second pane", lambda: js("return document.querySelectorAll('#pane-2 [data-seq]')"
+                                           ".length") >= 2)
+        shot("split-desktop.png", 1280, 800, False, False)
     finally:
         driver.quit()
         runner.terminate()

@@ -272,6 +272,10 @@ static void publish_status(struct hub *ctx, struct session *s, int state)
         status.agent_account_id = row.agent_account_id;
         status.provider = row.provider;
         status.native_id = row.native_id;
+        /* Subscribers receive this event only for sessions they may view
+         * (the events stream's gate), so the row's names go with it. */
+        status.container = row.container_name;
+        status.owner = row.owner_account_id;
     }
     event.session_id = (char *)session_id(s);
     event.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_SESSION_STATUS;

@@ -292,7 +292,8 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
 /* Fills STATUS for ROW: the live derived state when the session is in the
  * registry, STOPPED when closed, else UNSPECIFIED; last_seq from the live or
  * retained log (0 when none is held); caller_may_control from the gate's
- * control decision for SUBJECT. */
+ * control decision for SUBJECT.  ROW passed the view gate, so its container
+ * and owner may be shown to SUBJECT. */
 static void status_from_row(struct hub *ctx, const struct store_subject *subject,
                             const struct store_session *row,
                             Compass__V1__AgentSessionStatus *status)
@@ -303,6 +304,8 @@ static void status_from_row(struct hub *ctx, const struct store_subject *subject
     status->agent_account_id = (char *)row->agent_account_id;
     status->provider = (char *)row->provider;
     status->native_id = (char *)row->native_id;
+    status->container = (char *)row->container_name;
+    status->owner = (char *)row->owner_account_id;
     status->caller_may_control = gate_may_control_loaded(subject, row) == GATE_ALLOWED;
     hub_session_view(ctx, row->session_id, row->closed, &view);
     status->last_seq = view.last_seq;

@@ -54,6 +54,9 @@ def test_a_dropped_runner_stream_publishes_disconnected_for_its_sessions(hub):
                       what="DISCONNECTED on the bus")
     assert status[0].session_id == "sess-1"
     assert status[0].agent_session_status.agent_account_id == "agent-1"
+    # The bus names the session's container and owner (agenthub's 101, 102).
+    assert status[0].agent_session_status.container == "ctr-1"
+    assert status[0].agent_session_status.owner == "alice"
     st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
                   token="t-alice").statuses[0]
     assert st.state == F.AGENT_SESSION_STATE_DISCONNECTED
@@ -195,6 +198,7 @@ def test_start_agent_session_makes_the_caller_owner_and_tells_the_runner(hub):
     assert fail(hub.call, "SkipBatchWindow", skip(sid), token="t-alice").code() == NOT_FOUND
     st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id=sid), token="t-alice")
     assert st.statuses[0].agent_account_id == "agent-1"
+    assert (st.statuses[0].container, st.statuses[0].owner) == ("ctr-1", "bob")
     # A non-member cannot start on the container: the same not-found as none.
     a = fail(hub.call, "StartAgentSession", S.StartAgentSessionRequest(container_name="ctr-1"),
              token="t-carol")
@@ -249,6 +253,15 @@ def test_get_agent_status_lists_what_the_caller_may_see(hub):
     one = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
                    token="t-bob").statuses
     assert len(one) == 1 and one[0].agent_account_id == "agent-1" and one[0].last_seq >= 1
+    assert (one[0].container, one[0].owner) == ("ctr-1", "alice")
+
+    def where(token):
+        return sorted((s.session_id, s.container, s.owner) for s in hub.call(
+            "GetAgentStatus", S.GetAgentStatusRequest(), token=token).statuses)
+    # Each caller learns the container and owner of the sessions it may view
+    # and of no other: carol's list names nothing of chan-a's.
+    assert where("t-admin") == [("sess-1", "ctr-1", "alice"), ("sess-2", "ctr-2", "carol")]
+    assert where("t-carol") == [("sess-2", "ctr-2", "carol")]
     a = fail(hub.call, "GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
              token="t-carol")
     b = fail(hub.call, "GetAgentStatus", S.GetAgentStatusRequest(session_id="nope"),

@@ -958,6 +958,12 @@ def test_cards_move_through_the_columns_as_the_agent_works(make_web, browser):
     card = '#sessions [data-session-id="sess-1"]'
     assert browser.text(card + " .card-id") == "sess-1"
     assert "agent-1" in browser.text(card + " .card-meta")
+    # Its container and owner, as GetAgentStatus gives them, as text only.
+    assert browser.text(card + " .card-where") == "in ctr-1 · owner alice"
+    assert browser.text('#sessions [data-session-id="sess-3"] .card-where') == \
+        "in ctr-1 · owner bob"
+    assert browser.js("return document.querySelector(arguments[0]).childElementCount",
+                      card + " .card-where") == 0
     # The latest activity: the agent's last words.
     browser.wait(lambda: "unit suite passes." in browser.text(card + " .card-activity"),
                  "the latest activity")
@@ -1129,6 +1135,9 @@ def test_the_filter_keeps_the_cards_that_match_by_text_and_state(make_web, brows
     box.send_keys("ready")  # the state's name matches too
     assert shown() == ["sess-1"]
     box.clear()
+    box.send_keys("bob")  # the owner matches too
+    assert shown() == ["sess-3"]
+    box.clear()
     box.send_keys("s")
     state = Select(browser.driver.find_element("css selector", "#state-filter"))
     state.select_by_value("stopped")
@@ -1178,6 +1187,12 @@ def test_on_a_phone_the_board_is_one_column_and_the_pane_full_screen(make_web, b
                       " <= document.querySelector('#sessions').getBoundingClientRect().top")
     assert small_targets(browser, "#board") == []
     assert small_targets(browser, "header") == []
+    # Each card names its container and owner inside the phone's width.
+    where = '#sessions [data-session-id="sess-1"] .card-where'
+    assert browser.text(where) == "in ctr-1 · owner alice"
+    assert browser.visible(where)
+    assert browser.js("return document.querySelector(arguments[0]).getBoundingClientRect()"
+                      ".right <= window.innerWidth", where)
     browser.open("sess-1")
     browser.wait(lambda: "and the unit suite passes." in (browser.text("#pane") or ""),
                  "the script's last words", timeout=60)

@@ -130,7 +130,7 @@ static const struct shared shared[] = {
      NULL,
      {"string session_id = 1", "AgentSessionState state = 2", "string agent_account_id = 3",
       "string provider = 4 +", "string native_id = 5 +", "uint64 last_seq = 6 +",
-      "bool caller_may_control = 100 +", NULL}},
+      "bool caller_may_control = 100 +", "string container = 101 +", "string owner = 102 +", NULL}},
     {"AgentMessageChunk",
      &compass__v1__agent_message_chunk__descriptor,
      NULL,

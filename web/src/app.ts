@@ -229,6 +229,8 @@ class Page {
           agent: s.agentAccountId,
           provider: s.provider,
           nativeId: s.nativeId,
+          container: s.container,
+          owner: s.owner,
           mayControl: s.callerMayControl,
           reason: s.state === AgentSessionState.BLOCKED ? "waiting for permission" : undefined,
         });
@@ -251,7 +253,15 @@ class Page {
         const reason = blocked ? this.board.get(v.sessionId)?.reason || "waiting for permission" : "";
         this.board.update(
           v.sessionId,
-          { state: v.state, agent: v.agentAccountId, provider: v.provider, nativeId: v.nativeId, reason },
+          {
+            state: v.state,
+            agent: v.agentAccountId,
+            provider: v.provider,
+            nativeId: v.nativeId,
+            container: v.container,
+            owner: v.owner,
+            reason,
+          },
           at,
         );
         this.setState(v.sessionId, v.state);

@@ -3,8 +3,8 @@
 // timer in a hidden tab), so a thousand sessions changing state hundreds of
 // times a second cost the tab one batch of DOM work per frame.
 //
-// Text from sessions (ids, agent names, the latest activity) is untrusted
-// and only ever set with textContent.
+// Text from sessions (ids, agent names, containers, owners, the latest
+// activity) is untrusted and only ever set with textContent.
 import { AgentSessionState } from "./gen/compass/v1/frames_pb";
 import { stateName } from "./pane";
 
@@ -56,6 +56,10 @@ export interface Session {
   agent: string;
   provider: string;
   nativeId: string;
+  /* The container it runs in and the account that owns it ("" when none
+   * does or the server did not say). */
+  container: string;
+  owner: string;
   /* When it entered its state (ms since the epoch), and whether that is
    * known or only "at least since the page saw it". */
   since: number;
@@ -77,6 +81,7 @@ interface Card {
   activity: HTMLElement;
   batch: HTMLElement;
   agent: HTMLElement;
+  where: HTMLElement;
   sinceText: string;
   /* What the card shows now, so a render that changes nothing writes
    * nothing to the DOM. */
@@ -185,6 +190,10 @@ export class Board {
     if (change.agent) s.agent = change.agent;
     if (change.provider) s.provider = change.provider;
     if (change.nativeId) s.nativeId = change.nativeId;
+    // A session's container and owner do not change; an event without them
+    // (a store fault on the server) keeps what the page knows.
+    if (change.container) s.container = change.container;
+    if (change.owner) s.owner = change.owner;
     if (change.activity !== undefined) s.activity = oneLine(change.activity);
     if (change.batch !== undefined) s.batch = change.batch;
     if (change.mayControl !== undefined) s.mayControl = change.mayControl;
@@ -224,7 +233,7 @@ export class Board {
     if (this.filterColumn && card.column !== this.filterColumn) return false;
     if (!this.filterText) return true;
     const s = card.s;
-    const hay = `${s.id} ${s.agent} ${s.provider} ${s.nativeId} ${stateName(s.state)} ${s.activity}`.toLowerCase();
+    const hay = `${s.id} ${s.agent} ${s.provider} ${s.nativeId} ${s.container} ${s.owner} ${stateName(s.state)} ${s.activity}`.toLowerCase();
     return hay.includes(this.filterText);
   }
 
@@ -244,11 +253,12 @@ export class Board {
     const state = el("span", "badge");
     head.append(state);
     const agent = el("span", "card-meta");
+    const where = el("span", "card-meta card-where");
     const since = el("span", "card-since");
     const activity = el("span", "card-activity");
     const batch = el("span", "card-batch");
     batch.hidden = true;
-    a.append(head, agent, since, activity, batch);
+    a.append(head, agent, where, since, activity, batch);
     li.append(a);
     const s: Session = {
       id,
@@ -256,6 +266,8 @@ export class Board {
       agent: "",
       provider: "",
       nativeId: "",
+      container: "",
+      owner: "",
       since: Date.now(),
       sinceKnown: false,
       activity: "",
@@ -264,7 +276,7 @@ export class Board {
       asking: false,
       reason: "",
     };
-    return { s, el: li, column: null, state, since, activity, batch, agent, sinceText: "", shown: "" };
+    return { s, el: li, column: null, state, since, activity, batch, agent, where, sinceText: "", shown: "" };
   }
 
   private schedule(): void {
@@ -329,15 +341,17 @@ export class Board {
     const ended = isEnded(s.state);
     const who = [s.agent || "no agent yet", s.provider && s.nativeId ? `${s.provider}:${s.nativeId}` : s.provider];
     const agent = who.filter(Boolean).join(" · ") + (s.mayControl ? " · yours" : "");
+    const where = (s.container ? `in ${s.container}` : "no container") + " · " + (s.owner ? `owner ${s.owner}` : "no owner");
     // In Needs you the card says why; the latest activity stays in the tooltip.
     const activity = column === "needs" && s.reason ? s.reason : s.activity;
-    const shown = [name, agent, activity, s.activity, s.batch].join("\n");
+    const shown = [name, agent, where, activity, s.activity, s.batch].join("\n");
     if (shown !== card.shown) {
       card.shown = shown;
       card.el.dataset.state = name;
       setText(card.state, name);
       card.state.className = "badge state-" + name;
       setText(card.agent, agent);
+      setText(card.where, where);
       setText(card.activity, activity);
       card.activity.title = s.activity;
       card.batch.hidden = s.batch <= 0;

@@ -2086,7 +2086,7 @@ const ProtobufCMessageDescriptor compass__v1__resync_required__descriptor =
   (ProtobufCMessageInit) compass__v1__resync_required__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_descriptors[7] =
+static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_descriptors[9] =
 {
   {
     "session_id",
@@ -2172,12 +2172,38 @@ static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "container",
+    101,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, container),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "owner",
+    102,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, owner),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__agent_session_status__field_indices_by_name[] = {
   2,   /* field[2] = agent_account_id */
   6,   /* field[6] = caller_may_control */
+  7,   /* field[7] = container */
   5,   /* field[5] = last_seq */
   4,   /* field[4] = native_id */
+  8,   /* field[8] = owner */
   3,   /* field[3] = provider */
   0,   /* field[0] = session_id */
   1,   /* field[1] = state */
@@ -2186,7 +2212,7 @@ static const ProtobufCIntRange compass__v1__agent_session_status__number_ranges[
 {
   { 1, 0 },
   { 100, 6 },
-  { 0, 7 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor compass__v1__agent_session_status__descriptor =
 {
@@ -2196,7 +2222,7 @@ const ProtobufCMessageDescriptor compass__v1__agent_session_status__descriptor =
   "Compass__V1__AgentSessionStatus",
   "compass.v1",
   sizeof(Compass__V1__AgentSessionStatus),
-  7,
+  9,
   compass__v1__agent_session_status__field_descriptors,
   compass__v1__agent_session_status__field_indices_by_name,
   2,  compass__v1__agent_session_status__number_ranges,

@@ -155,10 +155,18 @@ struct  Compass__V1__AgentSessionStatus
    * door; false everywhere else (on the bus, in a Runner's report).
    */
   protobuf_c_boolean caller_may_control;
+  /*
+   * The container the session runs in and the account that owns it ("" when
+   * none does), from the session's row, so a board can name them without a
+   * second call.  Filled by the server (GetAgentStatus and the bus) only for
+   * sessions the caller may view; empty in a Runner's report.
+   */
+  char *container;
+  char *owner;
 };
 #define COMPASS__V1__AGENT_SESSION_STATUS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__agent_session_status__descriptor) \
-    , (char *)protobuf_c_empty_string, COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Compass__V1__AgentMessageChunk
