@@ -1028,6 +1028,52 @@ NOTIFICATION_SPY = r'''
 '''
 
 
+# Holds every GetAgentStatus answer until window.__releaseStatus() is called;
+# window.__statusAnswered says the server has answered (its state is fixed).
+HOLD_STATUS = r'''
+(() => {
+  const real = window.fetch.bind(window);
+  let release;
+  const held = new Promise((r) => { release = r; });
+  window.__releaseStatus = () => release();
+  window.__statusAnswered = false;
+  window.fetch = async (input, init) => {
+    const url = typeof input === "string" ? input : input.url;
+    const response = await real(input, init);
+    if (!url.includes("/GetAgentStatus")) return response;
+    const body = await response.arrayBuffer();
+    window.__statusAnswered = true;
+    await held;
+    return new Response(body, {status: response.status, statusText: response.statusText,
+                               headers: response.headers});
+  };
+})();
+'''
+
+
+def test_a_snapshot_answered_before_a_status_event_does_not_undo_it(web, browser, tmp_path):
+    """The board asks GetAgentStatus once its events stream is open; a status
+    event newer than that answer can arrive first.  The older answer must not
+    move the card back (here: Needs you back to Working for good)."""
+    agent = tmp_path / "asking_agent.py"
+    agent.write_text(ASKING_AGENT)
+    block = tmp_path / "block"
+    web.runner("%s %s %s" % (PY, agent, block))
+    harness.wait_for(lambda: listed_counts(web, "t-alice")["working"] == 1,
+                     what="sess-1 working on the server")
+    browser.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                                   {"source": HOLD_STATUS})
+    browser.sign_in(web.url, "t-alice")
+    browser.wait(lambda: browser.js("return window.__statusAnswered"), "the held snapshot")
+    block.touch()
+    browser.wait(lambda: column_of(browser, "sess-1") == "needs", "the BLOCKED event")
+    browser.js("window.__releaseStatus()")
+    deadline = time.time() + 1.5
+    while time.time() < deadline:
+        assert column_of(browser, "sess-1") == "needs", board(browser)
+        time.sleep(0.05)
+
+
 def test_a_blocked_session_sets_the_title_favicon_and_one_notification(web, browser, tmp_path):
     agent = tmp_path / "asking_agent.py"
     agent.write_text(ASKING_AGENT)

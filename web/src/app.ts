@@ -83,6 +83,11 @@ class Page {
   private attention = new Attention($("favicon") as HTMLLinkElement, $("notify") as HTMLButtonElement);
   /* The latest streamed text per session, and whether it was thinking. */
   private chunks = new Map<string, { text: string; thought: boolean }>();
+  /* Per session, the last_seq of the newest status the board applied from
+   * the events stream.  GetAgentStatus answers on a call of its own, so its
+   * answer can arrive after a status event that is newer than it: a
+   * snapshot status older than this is stale and must not undo the event. */
+  private statusSeqs = new Map<string, bigint>();
   private measures = 0;
   private eventsStatus = "reconnecting";
   /* The session whose pane was opened last (Shift+Enter on a card opens
@@ -224,6 +229,8 @@ class Page {
       // Sessions the caller may no longer see leave the board.
       this.board.retain(new Set(r.statuses.map((s) => s.sessionId)));
       for (const s of r.statuses) {
+        const seen = this.statusSeqs.get(s.sessionId);
+        if (seen !== undefined && s.lastSeq < seen) continue;
         this.board.update(s.sessionId, {
           state: s.state,
           agent: s.agentAccountId,
@@ -248,6 +255,7 @@ class Page {
     switch (p.case) {
       case "agentSessionStatus": {
         const v = p.value;
+        this.statusSeqs.set(v.sessionId, v.lastSeq);
         const blocked = v.state === AgentSessionState.BLOCKED;
         // An ask that came just before its BLOCKED keeps its words.
         const reason = blocked ? this.board.get(v.sessionId)?.reason || "waiting for permission" : "";
@@ -380,6 +388,9 @@ class Page {
     let backoff = BACKOFF_MIN_MS;
     while (!signal.aborted) {
       let resync = false;
+      // From the live tail, a fresh snapshot follows and the seqs it is
+      // compared with start again (a restarted server may number anew).
+      if (since === 0n) this.statusSeqs.clear();
       try {
         const stream = this.client.subscribeEvents(
           { sinceSeq: since, instanceEpoch: epoch },
