@@ -35,6 +35,7 @@
 #include "common/clock.h"
 #include "common/failpoint.h"
 #include "common/log.h"
+#include "core/seq_index.h"
 
 #define BUS_ENTRY_HEAD 12u
 /* A batch stays well under NATS's default max_payload (1 MiB). */
@@ -137,6 +138,7 @@ void hub_log_js_bus_free(struct hub_log_js *js)
         event_free(js->bus_out.timer);
     free(js->bus_out.fly);
     byte_queue_free(&js->bus_out.outbox);
+    seq_index_free(&js->bus_index);
 }
 
 uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)
@@ -219,28 +221,45 @@ static int bus_seen(struct hub_log_js *js, const char *node, uint64_t nonce)
     return 0;
 }
 
-/* Takes one event into this node's copy at SEQ. */
-static void bus_take(struct hub_log_js *js, uint64_t seq, const void *payload, size_t len,
+/* --- the copy: local seqs in the bus ring, bus seqs in the index ---------- */
+
+/* Takes one event into this node's copy at bus seq EXT. */
+static void bus_take(struct hub_log_js *js, uint64_t ext, const void *payload, size_t len,
                      int64_t at)
 {
-    if (seq <= bus_newest_seq(js->bus))
+    struct seq_index *x = &js->bus_index;
+    uint64_t local;
+
+    if (ext <= seq_index_newest(x) || ext <= x->floor)
         return; /* read again after the consumer was made anew */
-    bus_skip_to(js->bus, seq);
-    bus_publish(js->bus, payload, len, at);
+    local = bus_publish(js->bus, payload, len, at);
+    if (local == 0 || seq_index_push(x, local, ext, ring_oldest_seq(&js->bus->ring)) != 0) {
+        /* Memory is short: the event is not in the copy, and a reader
+         * resuming before it is told to resync rather than skip it. */
+        seq_index_raise_floor(x, ext);
+        log_warn("cluster: out of memory for bus event %" PRIu64, ext);
+    }
 }
 
 void hub_log_js_on_bus(void *arg, const struct js_link_msg *m)
 {
     struct hub_log_js *js = arg;
+    struct seq_index *x = &js->bus_index;
     uint64_t base = m->stream_seq * HUB_LOG_JS_BUS_STRIDE;
     size_t at = 0, index = 0;
 
+    /* Messages of the stream this copy never read (evicted at the source
+     * before this node read them): their events are unknown here. */
+    if (m->stream_seq > js->bus_stream_last + 1)
+        seq_index_raise_floor(x, base - 1);
+    if (m->stream_seq > js->bus_stream_last)
+        js->bus_stream_last = m->stream_seq;
     if (m->stream_seq > js->bus_applied)
         js->bus_applied = m->stream_seq;
     if (!m->batch_header) {
         int64_t stamp = m->at_header ? strtoll(m->at_header, NULL, 10) : clock_unix_ms();
         bus_take(js, base, m->data, m->len, stamp);
-    } else if (base > bus_newest_seq(js->bus) &&
+    } else if (base > seq_index_newest(x) &&
                bus_seen(js, m->node_header, strtoull(m->batch_header, NULL, 10))) {
         js->bus_copies_dropped++;
     } else {
@@ -258,6 +277,56 @@ void hub_log_js_on_bus(void *arg, const struct js_link_msg *m)
                      m->stream_seq, index);
     }
     hub_log_js_check_caught_up(js);
+}
+
+enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
+                                    uint64_t *cursor)
+{
+    struct hub_log_js *js = impl;
+    const struct seq_index *x = &js->bus_index;
+
+    if (since_seq == 0) {
+        *cursor = seq_index_newest(x);
+        return BUS_OK;
+    }
+    if (js->epoch == 0 || epoch != js->epoch || since_seq < x->floor)
+        return BUS_RESYNC;
+    /* Past this copy's newest: seen on another node, not here yet (this
+     * copy lags by the stream's delivery), and the events come. */
+    *cursor = since_seq;
+    return BUS_OK;
+}
+
+enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_event *out)
+{
+    struct hub_log_js *js = impl;
+    const struct seq_index *x = &js->bus_index;
+    uint64_t local;
+    enum bus_status status;
+
+    if (cursor < x->floor)
+        return BUS_RESYNC; /* the events after it were evicted */
+    local = seq_index_after(x, cursor);
+    if (local == 0)
+        return BUS_NONE;
+    status = bus_next(js->bus, local - 1, out);
+    if (status == BUS_OK)
+        out->seq = seq_index_at(x, local);
+    return status;
+}
+
+void hub_log_js_bus_subscribe(void *impl, struct watcher *w)
+{
+    struct hub_log_js *js = impl;
+
+    bus_watch(js->bus, w);
+}
+
+void hub_log_js_bus_unsubscribe(void *impl, struct watcher *w)
+{
+    struct hub_log_js *js = impl;
+
+    bus_unwatch(js->bus, w);
 }
 
 void hub_log_js_bus_write_metrics(const struct hub_log_js *js, FILE *out)

@@ -16,6 +16,7 @@
 #include "common/hash_map.h"
 #include "common/list.h"
 #include "core/keyset.h"
+#include "core/seq_index.h"
 #include "core/session.h"
 #include "hub/cluster_wire.h"
 #include "hub/hub_log.h"
@@ -194,6 +195,10 @@ struct hub_log_js {
     uint64_t batches;         /* the last batch nonce: random at start, then counted, so
                                * no two nodes' batches share one */
     struct js_bus_out bus_out;
+    /* This node's copy of the bus: events in the bus ring under its
+     * local seqs, their bus seqs (with gaps) in the index. */
+    struct seq_index bus_index;
+    uint64_t bus_stream_last; /* the last bus stream seq read */
     struct js_bus_origin bus_origins[HUB_LOG_JS_BUS_ORIGINS];
     size_t bus_origins_next;
     uint64_t bus_copies_dropped; /* second copies of a bus batch readers skipped */
@@ -284,11 +289,6 @@ void hub_log_js_on_frames(void *arg, const struct js_link_msg *m);
 void hub_log_js_on_hold(evutil_socket_t fd, short what, void *arg);
 void hub_log_js_held_free(struct hub_log_js *js);
 void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last);
-enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
-                                    uint64_t *cursor);
-enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_event *out);
-void hub_log_js_bus_subscribe(void *impl, struct watcher *w);
-void hub_log_js_bus_unsubscribe(void *impl, struct watcher *w);
 uint64_t hub_log_js_epoch(void *impl);
 
 /* Marks the copies caught up once both streams are applied past their
@@ -308,6 +308,12 @@ void hub_log_js_bus_on_ack(struct hub_log_js *js, const char *batch, enum js_ack
 /* The connection came up again: an attempt without an answer is sent again. */
 void hub_log_js_bus_on_connection(struct hub_log_js *js);
 void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);
+/* The hub_log bus reads, in bus seqs, over the index. */
+enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
+                                    uint64_t *cursor);
+enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_event *out);
+void hub_log_js_bus_subscribe(void *impl, struct watcher *w);
+void hub_log_js_bus_unsubscribe(void *impl, struct watcher *w);
 void hub_log_js_bus_write_metrics(const struct hub_log_js *js, FILE *out);
 
 /* --- hub_log_js_wait.c -------------------------------------------------------- */

@@ -431,41 +431,6 @@ void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64
     hub_log_js_check_caught_up(js);
 }
 
-enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
-                                    uint64_t *cursor)
-{
-    struct hub_log_js *js = impl;
-
-    /* Seen on another node, not here yet: this copy lags by the
-     * stream's delivery, and the events come. */
-    if (since_seq > bus_newest_seq(js->bus) && epoch == js->epoch && js->epoch != 0) {
-        *cursor = since_seq;
-        return BUS_OK;
-    }
-    return bus_cursor_open(js->bus, since_seq, epoch, cursor);
-}
-
-enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_event *out)
-{
-    struct hub_log_js *js = impl;
-
-    return bus_next(js->bus, cursor, out);
-}
-
-void hub_log_js_bus_subscribe(void *impl, struct watcher *w)
-{
-    struct hub_log_js *js = impl;
-
-    bus_watch(js->bus, w);
-}
-
-void hub_log_js_bus_unsubscribe(void *impl, struct watcher *w)
-{
-    struct hub_log_js *js = impl;
-
-    bus_unwatch(js->bus, w);
-}
-
 uint64_t hub_log_js_epoch(void *impl)
 {
     struct hub_log_js *js = impl;
