@@ -68,7 +68,10 @@ static void dispatch_msg(struct js_link *link, struct js_event *ev)
         m.at_header = NULL;
     if (natsMsgHeader_Get(ev->msg, "Agenthub-Batch", &m.batch_header) != NATS_OK)
         m.batch_header = NULL;
-    if (natsMsgHeader_Get(ev->msg, "Agenthub-Node", &node) == NATS_OK && link->config.node_id)
+    if (natsMsgHeader_Get(ev->msg, "Agenthub-Node", &node) != NATS_OK)
+        node = NULL;
+    m.node_header = node;
+    if (node && link->config.node_id)
         m.from_self = strcmp(node, link->config.node_id) == 0;
     if (ev->kind == JS_EV_FRAMES)
         link->events.frames(link->arg, &m);
@@ -560,21 +563,25 @@ int js_link_publish_frames(struct js_link *link, const char *subject, uint64_t s
     return publish(link, msg, msg_id, expect_last, 1);
 }
 
-int js_link_publish_bus(struct js_link *link, const void *data, size_t len, int64_t at_unix_ms)
+int js_link_publish_bus(struct js_link *link, uint64_t batch, int with_msg_id, const void *data,
+                        size_t len)
 {
     natsMsg *msg = NULL;
-    char v[24];
+    char b[24], id[32];
 
     if (!atomic_load(&link->connected) || len > INT32_MAX)
         return -1;
     if (natsMsg_Create(&msg, JS_BUS_SUBJECT, NULL, data, (int)len) != NATS_OK)
         return -1;
-    snprintf(v, sizeof(v), "%" PRId64, at_unix_ms);
-    if (natsMsgHeader_Set(msg, "Agenthub-At", v) != NATS_OK) {
+    snprintf(b, sizeof(b), "%" PRIu64, batch);
+    snprintf(id, sizeof(id), "bus-%" PRIu64, batch);
+    if (natsMsgHeader_Set(msg, "Agenthub-Batch", b) != NATS_OK ||
+        (link->config.node_id &&
+         natsMsgHeader_Set(msg, "Agenthub-Node", link->config.node_id) != NATS_OK)) {
         natsMsg_Destroy(msg);
         return -1;
     }
-    return publish(link, msg, NULL, 0, 0);
+    return publish(link, msg, with_msg_id ? id : NULL, 0, 0);
 }
 
 void js_link_stats(const struct js_link *link, struct js_link_stats *out)

@@ -17,9 +17,10 @@
  * Streams (file storage, --cluster-replicas copies):
  *   AGENTHUB_FRAMES  subjects agenthub.frames.<session>, one message per
  *                    batch of a session's frames (see hub_log_jetstream.c)
- *   AGENTHUB_BUS     subject agenthub.bus, one message per bus event; its
- *                    stream sequence is the bus seq
- *   KV AGENTHUB_CLUSTER  key epoch.<bus stream creation time>: the bus's
+ *   AGENTHUB_BUS     subject agenthub.bus, one message per batch of a
+ *                    node's bus events; bus seq = stream sequence * 1024
+ *                    + the event's index in it
+ *   KV AGENTHUB_CLUSTER  key bus2-epoch.<bus stream creation time>: the bus's
  *                    instance_epoch, the same on every node
  * Each node reads both streams whole through two ordered consumers. */
 #ifndef AGENTHUB_CLUSTER_JS_LINK_H
@@ -54,6 +55,7 @@ struct js_link_msg {
     const char *seq_header;   /* Agenthub-Seq, or NULL */
     const char *at_header;    /* Agenthub-At, or NULL */
     const char *batch_header; /* Agenthub-Batch, or NULL */
+    const char *node_header;  /* Agenthub-Node, or NULL */
     int from_self;            /* Agenthub-Node is this node's id */
     const uint8_t *data;
     size_t len;
@@ -108,9 +110,15 @@ int js_link_publish_frames(struct js_link *link, const char *subject, uint64_t s
                            uint64_t expect_last, const char *msg_id, uint64_t batch,
                            const void *data, size_t len);
 
-/* Publishes DATA as a bus event stamped AT_UNIX_MS.  Returns 0, or -1 when
- * it could not be sent. */
-int js_link_publish_bus(struct js_link *link, const void *data, size_t len, int64_t at_unix_ms);
+/* Publishes DATA, a batch of bus events (hub/hub_log_js_bus.c), on
+ * JS_BUS_SUBJECT with headers Agenthub-Batch BATCH (the writer's name for
+ * it, the same on every attempt) and Agenthub-Node; with WITH_MSG_ID also
+ * Nats-Msg-Id bus-BATCH, so an attempt within the duplicate window of one
+ * stored is not stored again.  The outcome comes through events.ack.
+ * Returns 0, or -1 when it could not be sent (disconnected, memory): no
+ * ack follows then. */
+int js_link_publish_bus(struct js_link *link, uint64_t batch, int with_msg_id, const void *data,
+                        size_t len);
 
 /* --- request/reply (plain NATS, not JetStream) --- */
 

@@ -70,7 +70,10 @@ static uint64_t cluster_epoch(struct js_link *link, int64_t created)
         log_warn("cluster: bucket %s: %s", JS_CLUSTER_BUCKET, natsStatus_GetText(s));
         return 0;
     }
-    snprintf(key, sizeof(key), "epoch.%" PRId64, created);
+    /* "bus2": bus seqs are stream sequence * 1024 + index (js_link.h); a
+     * stream numbered the older way (one event per message) gets a new
+     * epoch, so a client resuming with an older seq is told to resync. */
+    snprintf(key, sizeof(key), "bus2-epoch.%" PRId64, created);
     while (epoch == 0 && getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
         epoch = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     snprintf(value, sizeof(value), "%" PRIu64, epoch | 1);

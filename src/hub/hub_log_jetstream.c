@@ -59,6 +59,7 @@ static void on_connection(void *arg, int up)
     if (up) {
         log_info("cluster: connected to NATS");
         hub_log_js_state_changed(js);
+        hub_log_js_bus_on_connection(js);
         return;
     }
     log_warn("cluster: NATS unreachable; appends answer UNAVAILABLE until it is back");
@@ -249,8 +250,6 @@ static void js_write_metrics(void *impl, FILE *out)
             "did not answer in time.\n"
             "# TYPE agenthub_cluster_publish_retries_total counter\n"
             "agenthub_cluster_publish_retries_total %llu\n"
-            "# TYPE agenthub_cluster_bus_events_lost_total counter\n"
-            "agenthub_cluster_bus_events_lost_total %llu\n"
             "# TYPE agenthub_cluster_apply_gaps_total counter\n"
             "agenthub_cluster_apply_gaps_total %llu\n"
             "# HELP agenthub_cluster_appends_unstored_total Producer calls answered UNAVAILABLE "
@@ -270,9 +269,10 @@ static void js_write_metrics(void *impl, FILE *out)
             (unsigned long long)st.publishes, (double)js->publish_ns_sum / 1e9,
             (unsigned long long)js->publish_acks, (double)js->publish_ns_max / 1e9,
             (unsigned long long)js->writer_changes, (unsigned long long)js->publish_retries,
-            (unsigned long long)js->bus_lost, (unsigned long long)js->apply_gaps,
+            (unsigned long long)js->apply_gaps,
             (unsigned long long)js->waits_failed, (unsigned long long)js->copies_dropped,
             (unsigned long long)js->renumbered);
+    hub_log_js_bus_write_metrics(js, out);
 }
 
 static const struct hub_log_ops js_ops = {
@@ -345,7 +345,7 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
      * the link cannot publish, waiting for a silent consumer). */
     js->wait_ns = ((uint64_t)config->publish_wait_ms * 2 + 1000) * 1000000;
     js->marks = runner_marks_new();
-    if (!js->retry_timer || !js->watch_timer || !js->wait_timer || !js->hold_timer || !js->marks) {
+    if (hub_log_js_bus_init(js) != 0 || !js->retry_timer || !js->watch_timer || !js->wait_timer || !js->hold_timer || !js->marks) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -365,6 +365,7 @@ fail:
         event_free(js->wait_timer);
     if (js->hold_timer)
         event_free(js->hold_timer);
+    hub_log_js_bus_free(js);
     runner_marks_free(js->marks);
     free(js);
     return NULL;
@@ -380,6 +381,7 @@ void hub_log_js_free(struct hub_log_js *js)
     event_free(js->wait_timer);
     event_free(js->hold_timer);
     hub_log_js_held_free(js);
+    hub_log_js_bus_free(js);
     runner_marks_free(js->marks);
     for (struct js_session *e = hub_log_js_session_first(js), *next; e; e = next) {
         next = hub_log_js_session_next(js, e);

@@ -9,11 +9,14 @@
 
 #include <event2/event.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cluster/js_link.h"
+#include "common/byte_queue.h"
 #include "common/hash_map.h"
 #include "common/list.h"
 #include "core/keyset.h"
+#include "core/seq_index.h"
 #include "core/session.h"
 #include "hub/cluster_wire.h"
 #include "hub/hub_log.h"
@@ -122,6 +125,34 @@ struct js_session {
     char id[SESSION_MAX_ID + 1];
 };
 
+/* The bus writer (hub_log_js_bus.c): events wait in the outbox; one batch
+ * is in flight at a time and is sent again until JetStream takes it. */
+struct js_bus_out {
+    struct byte_queue outbox; /* entries not yet in a batch */
+    size_t outbox_events;
+    uint8_t *fly; /* the batch in flight (entries), or NULL */
+    size_t fly_len, fly_events;
+    uint64_t fly_nonce;      /* its name, the same on every attempt */
+    uint64_t fly_attempts;   /* attempts made of it */
+    uint64_t ack_lost_nonce; /* tests: the batch whose ack was lost once */
+    int sent;                /* an attempt awaits its answer */
+    struct event *timer;     /* the next attempt, after one could not be sent */
+    uint64_t events, retries, lost;
+};
+
+/* Events of a batch message get bus seqs stream_seq * STRIDE + index. */
+#define HUB_LOG_JS_BUS_STRIDE 1024u
+/* Beyond this many bytes waiting, new bus events are dropped (counted). */
+#define HUB_LOG_JS_BUS_OUTBOX_BYTES (32u * 1024u * 1024u)
+/* Nodes whose last bus batch readers remember (to drop a second copy). */
+#define HUB_LOG_JS_BUS_ORIGINS 64u
+
+struct js_bus_origin {
+    char node[64];
+    uint64_t last_nonce;
+    int used;
+};
+
 struct hub_log_js {
     struct js_link *link;
     struct event_base *base;
@@ -163,7 +194,14 @@ struct hub_log_js {
     uint64_t publish_retries; /* batches sent again after no answer */
     uint64_t batches;         /* the last batch nonce: random at start, then counted, so
                                * no two nodes' batches share one */
-    uint64_t bus_lost;
+    struct js_bus_out bus_out;
+    /* This node's copy of the bus: events in the bus ring under its
+     * local seqs, their bus seqs (with gaps) in the index. */
+    struct seq_index bus_index;
+    uint64_t bus_stream_last; /* the last bus stream seq read */
+    struct js_bus_origin bus_origins[HUB_LOG_JS_BUS_ORIGINS];
+    size_t bus_origins_next;
+    uint64_t bus_copies_dropped; /* second copies of a bus batch readers skipped */
     uint64_t apply_gaps;     /* a session's copy resumed past a gap */
     uint64_t copies_dropped; /* entries readers took once already (by origin or key) */
     uint64_t renumbered;     /* batches whose header seq readers corrected */
@@ -211,7 +249,6 @@ void hub_log_js_mark(void *impl, struct session *s, enum hub_log_mark mark);
 void hub_log_js_runner_reset(void *impl, const char *runner_id);
 void hub_log_js_runner_dealt(void *impl, const char *runner_id, uint64_t first, uint64_t last);
 void hub_log_js_runner_sync(void *impl, const char *runner_id, struct hub_log_wait *w);
-uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms);
 void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum js_ack ack,
                        uint64_t stream_seq);
 /* Timers (ARG the struct hub_log_js): a batch waiting on a silent
@@ -251,14 +288,33 @@ void hub_log_js_on_frames(void *arg, const struct js_link_msg *m);
  * hub_log_js), and freeing what is still held. */
 void hub_log_js_on_hold(evutil_socket_t fd, short what, void *arg);
 void hub_log_js_held_free(struct hub_log_js *js);
-void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);
 void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last);
+uint64_t hub_log_js_epoch(void *impl);
+
+/* Marks the copies caught up once both streams are applied past their
+ * targets, and tells the state listener. */
+void hub_log_js_check_caught_up(struct hub_log_js *js);
+
+/* --- hub_log_js_bus.c: the bus's writer and reader ------------------------- */
+
+/* Makes the writer's timer; returns 0, or -1 when memory is short. */
+int hub_log_js_bus_init(struct hub_log_js *js);
+void hub_log_js_bus_free(struct hub_log_js *js);
+/* The hub_log publish op: queues the event; its seq comes when it is read
+ * back, so it returns 0. */
+uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms);
+/* JetStream's answer ACK for the bus batch named BATCH. */
+void hub_log_js_bus_on_ack(struct hub_log_js *js, const char *batch, enum js_ack ack);
+/* The connection came up again: an attempt without an answer is sent again. */
+void hub_log_js_bus_on_connection(struct hub_log_js *js);
+void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);
+/* The hub_log bus reads, in bus seqs, over the index. */
 enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
                                     uint64_t *cursor);
 enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_event *out);
 void hub_log_js_bus_subscribe(void *impl, struct watcher *w);
 void hub_log_js_bus_unsubscribe(void *impl, struct watcher *w);
-uint64_t hub_log_js_epoch(void *impl);
+void hub_log_js_bus_write_metrics(const struct hub_log_js *js, FILE *out);
 
 /* --- hub_log_js_wait.c -------------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include "hub/hub_wire.h"
 #include "hub/runner_marks.h"
 
-static void check_caught_up(struct hub_log_js *js)
+void hub_log_js_check_caught_up(struct hub_log_js *js)
 {
     if (!js->caught_up && js->got_ready && js->frames_applied >= js->frames_target &&
         js->bus_applied >= js->bus_target) {
@@ -341,13 +341,13 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
     if (m->stream_seq > js->frames_applied)
         js->frames_applied = m->stream_seq;
     if (!m->seq_header) {
-        check_caught_up(js);
+        hub_log_js_check_caught_up(js);
         return;
     }
     is_session = cluster_wire_session_id(m->subject, id) == 0;
     e = hub_log_js_session_get(js, m->subject, is_session ? id : "", 1);
     if (!e || m->stream_seq <= e->last_stream_seq) {
-        check_caught_up(js); /* delivered again (a consumer made again) */
+        hub_log_js_check_caught_up(js); /* delivered again (a consumer made again) */
         return;
     }
     header = strtoull(m->seq_header, NULL, 10);
@@ -411,21 +411,7 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
         e->retry = 0;
         hub_log_js_pump(js, e);
     }
-    check_caught_up(js);
-}
-
-void hub_log_js_on_bus(void *arg, const struct js_link_msg *m)
-{
-    struct hub_log_js *js = arg;
-    int64_t at = m->at_header ? strtoll(m->at_header, NULL, 10) : clock_unix_ms();
-
-    if (m->stream_seq > js->bus_applied)
-        js->bus_applied = m->stream_seq;
-    if (m->stream_seq > bus_newest_seq(js->bus)) {
-        bus_skip_to(js->bus, m->stream_seq);
-        bus_publish(js->bus, m->data, m->len, at);
-    }
-    check_caught_up(js);
+    hub_log_js_check_caught_up(js);
 }
 
 void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last)
@@ -442,42 +428,7 @@ void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64
              epoch, frames_last, bus_last);
     js->catchup_applied = 0;
     hub_log_js_watch_later(js);
-    check_caught_up(js);
-}
-
-enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
-                                    uint64_t *cursor)
-{
-    struct hub_log_js *js = impl;
-
-    /* Seen on another node, not here yet: this copy lags by the
-     * stream's delivery, and the events come. */
-    if (since_seq > bus_newest_seq(js->bus) && epoch == js->epoch && js->epoch != 0) {
-        *cursor = since_seq;
-        return BUS_OK;
-    }
-    return bus_cursor_open(js->bus, since_seq, epoch, cursor);
-}
-
-enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_event *out)
-{
-    struct hub_log_js *js = impl;
-
-    return bus_next(js->bus, cursor, out);
-}
-
-void hub_log_js_bus_subscribe(void *impl, struct watcher *w)
-{
-    struct hub_log_js *js = impl;
-
-    bus_watch(js->bus, w);
-}
-
-void hub_log_js_bus_unsubscribe(void *impl, struct watcher *w)
-{
-    struct hub_log_js *js = impl;
-
-    bus_unwatch(js->bus, w);
+    hub_log_js_check_caught_up(js);
 }
 
 uint64_t hub_log_js_epoch(void *impl)

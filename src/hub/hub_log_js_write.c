@@ -119,8 +119,7 @@ void hub_log_js_on_ack(void *arg, const char *subject, const char *batch, enum j
     struct js_session *e;
 
     if (strcmp(subject, JS_BUS_SUBJECT) == 0) {
-        if (ack != JS_ACK_OK)
-            js->bus_lost++;
+        hub_log_js_bus_on_ack(js, batch, ack);
         return;
     }
     e = hub_log_js_session_get(js, subject, NULL, 0);
@@ -591,16 +590,4 @@ void hub_log_js_runner_sync(void *impl, const char *runner_id, struct hub_log_wa
         js->waits_failed++;
         w->done(w, 0);
     }
-}
-
-uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t at_unix_ms)
-{
-    struct hub_log_js *js = impl;
-
-    if (!hub_log_js_writable(js) || js_link_publish_bus(js->link, payload, len, at_unix_ms) != 0) {
-        js->bus_lost++;
-        return 0;
-    }
-    /* The seq it gets is the stream's: known when it comes back. */
-    return bus_newest_seq(js->bus) + 1;
 }

@@ -10,7 +10,7 @@ import threading
 
 import grpc
 
-from rpc_harness import F, S, text, wait_for
+from rpc_harness import F, S, subscribe_events, text, wait_for
 from test_cluster import nodes, replay, spawn_agent_session, texts  # noqa: F401 (fixture)
 
 
@@ -208,3 +208,73 @@ def test_records_acknowledged_survive_a_kill_of_every_nats_server(nodes):
     lengths = [json.loads(f.event.record.data_json)["length"] for f in got
                if f.event.HasField("record")]
     assert lengths == list(range(1, 201))
+
+
+# --- the bus: a node's events are stored once each, in order, whatever the
+# publishes' fate ---------------------------------------------------------------
+
+def chunk_texts(events):
+    return [e.agent_message_chunk.text for e in events if e.HasField("agent_message_chunk")]
+
+
+def bus_epoch(hub):
+    """The bus's instance_epoch, from the resync a seq no bus reaches gets."""
+    probe = subscribe_events(hub, since_seq=2**64 - 1)
+    epoch = probe.wait_count(1)[0].instance_epoch
+    probe.cancel()
+    return epoch
+
+
+def bus_of_every_node(n, count):
+    """Each node's bus replayed from the start: (seq, bytes) of its events,
+    once the first COUNT message chunks are in it."""
+    copies = []
+    for h in n.hubs:
+        reader = subscribe_events(h, since_seq=1, epoch=bus_epoch(h))
+        got = reader.wait(lambda items: items if len(chunk_texts(items)) >= count else None,
+                          timeout=20)
+        reader.cancel()
+        copies.append([(e.seq, e.SerializeToString()) for e in got])
+    return copies
+
+
+def run_bus_faults(n, *faults, count=20):
+    r = n[0].runner("runner-1")
+    r.enroll(resume=False)
+    live = subscribe_events(n[2])
+    n.fault(0, *faults)
+    r.publish_raw(requests(1, count, prefix="e"))
+    got = live.wait(lambda items: items if len(chunk_texts(items)) >= count else None,
+                    timeout=30)
+    n.fault(0)
+    live.cancel()
+    # Every chunk once, in the order the writer made them, with seqs that
+    # only grow; every node's copy of the bus the same.
+    assert chunk_texts(got) == ["e%d" % i for i in range(1, count + 1)]
+    assert [e.seq for e in got] == sorted(set(e.seq for e in got))
+    copies = bus_of_every_node(n, count)
+    assert all(c == copies[0] for c in copies)
+    return n[0].metric
+
+
+def test_bus_events_whose_first_publish_is_lost_are_sent_again_in_order(nodes):
+    # Every batch's first attempt is lost before JetStream stores it (as in
+    # a leader election): sent again, the events still arrive once, in order.
+    metric = run_bus_faults(nodes(faults=True), "cluster.bus_publish_lost")
+    assert metric("agenthub_cluster_bus_retries_total") >= 1
+    assert metric("agenthub_cluster_bus_events_lost_total") == 0
+
+
+def test_bus_events_whose_ack_is_lost_after_the_store_are_not_stored_twice(nodes):
+    # Stored, but the answer lost: the resend carries the same Nats-Msg-Id,
+    # and JetStream answers it as a duplicate.
+    metric = run_bus_faults(nodes(faults=True), "cluster.bus_ack_lost")
+    assert metric("agenthub_cluster_bus_retries_total") >= 1
+
+
+def test_a_bus_batch_stored_twice_past_the_duplicate_window_is_read_once(nodes):
+    # Past the duplicate window (simulated: no Nats-Msg-Id) a resend is
+    # stored a second time; readers drop the copy.
+    n = nodes(faults=True)
+    run_bus_faults(n, "cluster.bus_ack_lost", "cluster.bus_no_msg_id")
+    assert all(h.metric("agenthub_cluster_bus_copies_dropped_total") >= 1 for h in n.hubs)

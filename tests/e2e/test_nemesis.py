@@ -148,3 +148,32 @@ def test_the_checker_finds_records_lost_doubled_and_misplaced():
     found = kinds(checker.check(history, reads)[0])
     assert ("lost", "node-1") in found and ("duplicate", "node-1") in found
     assert ("record-misplaced", "node-2") in found and ("out-of-order", "node-2") in found
+
+
+def bus_event(seq, text):
+    """A raw SubscribeEventsResponse: seq (1), instance_epoch (3), a chunk."""
+    from harness import protos
+    S = protos().services
+    return S.SubscribeEventsResponse(
+        seq=seq, instance_epoch=7, session_id="s-a",
+        agent_message_chunk=S.AgentMessageChunk(session_id="s-a", text=text)).SerializeToString()
+
+
+def test_the_bus_checker_passes_identical_copies_with_gaps_between_seqs():
+    events = [bus_event(s, "e%d" % s) for s in (1024, 1025, 3072)]
+    reads = {n: {"events": list(events), "error": None} for n in ("node-1", "node-2")}
+    assert checker.check_bus(reads) == []
+
+
+def test_the_bus_checker_finds_copies_that_differ_seqs_going_back_and_failed_reads():
+    events = [bus_event(s, "e%d" % s) for s in (1024, 1025, 3072)]
+    reads = {"node-1": {"events": list(events), "error": None},
+             "node-2": {"events": events[:1] + [bus_event(1025, "other")] + events[2:],
+                        "error": None},
+             "node-3": {"events": [events[1], events[0]], "error": None},
+             "node-4": {"events": [], "error": "UNAVAILABLE: down"}}
+    found = kinds(checker.check_bus(reads))
+    assert ("bus-divergent", "node-2") in found
+    assert ("bus-order", "node-3") in found
+    assert ("bus-read-failed", "node-4") in found
+    assert ("bus-order", "node-1") not in found

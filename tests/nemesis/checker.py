@@ -391,3 +391,43 @@ def check(history, reads, observations=()):
     Returns (violations, notes)."""
     c = Checker(history, reads)
     return c.run(observations), c.notes
+
+
+def check_bus(reads):
+    """reads: {node: {"events": [raw SubscribeEventsResponse bytes], "error"}},
+    each node's whole bus copy.  Violations:
+
+      bus-read-failed  a node's bus could not be read
+      bus-order        a node's bus seqs do not only grow, or one says
+                       resync_required within the copy
+      bus-divergent    two nodes' copies differ (every node reads the one
+                       stream: the same events under the same seqs)
+    """
+    out = []
+    copies = {}
+    for node, got in sorted(reads.items()):
+        if got["error"] is not None:
+            out.append({"kind": "bus-read-failed", "node": node, "session": None,
+                        "detail": got["error"]})
+            continue
+        seqs = []
+        for raw in got["events"]:
+            fields = top_fields(raw)
+            seqs.append(fields.get(1, 0))
+        bad = [i for i in range(1, len(seqs)) if seqs[i] <= seqs[i - 1]] + \
+            [i for i, s in enumerate(seqs) if s == 0]
+        if bad:
+            out.append({"kind": "bus-order", "node": node, "session": None,
+                        "detail": "seqs at %s: %s" % (bad[:EXAMPLES], [seqs[i] for i in
+                                                                       bad[:EXAMPLES]])})
+        copies[node] = got["events"]
+    nodes = sorted(copies)
+    for node in nodes[1:]:
+        a, b = copies[nodes[0]], copies[node]
+        if a != b:
+            first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]),
+                         min(len(a), len(b)))
+            out.append({"kind": "bus-divergent", "node": node, "session": None,
+                        "detail": "%d events against %s's %d; first difference at event %d" % (
+                            len(b), nodes[0], len(a), first)})
+    return out

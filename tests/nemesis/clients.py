@@ -382,3 +382,46 @@ def read_session_once(addr, session_id, until_seq, token="t-admin", idle=3.0, ti
     t.join(5)
     ch.close()
     return {"frames": list(frames), "error": result["error"]}
+
+
+def read_bus(addr, token="t-admin", idle=2.0, timeout=30.0):
+    """This node's whole bus copy, as raw SubscribeEventsResponse bytes:
+    the instance epoch from the resync a seq no bus reaches gets, then
+    since_seq 1 until nothing arrives for IDLE seconds or TIMEOUT.
+    Returns {"events": [bytes], "error": None or why the read failed}."""
+    ch = grpc.insecure_channel(addr, options=CHANNEL_OPTIONS)
+    events, result = [], {"error": None}
+    try:
+        subscribe = ch.unary_stream(COMPASS + "SubscribeEvents",
+                                    request_serializer=S.SubscribeEventsRequest.SerializeToString,
+                                    response_deserializer=None)
+        probe = subscribe(S.SubscribeEventsRequest(since_seq=(1 << 64) - 1),
+                          metadata=auth(token), timeout=CALL_TIMEOUT)
+        epoch = S.SubscribeEventsResponse.FromString(next(iter(probe))).instance_epoch
+        probe.cancel()
+        call = subscribe(S.SubscribeEventsRequest(since_seq=1, instance_epoch=epoch),
+                         metadata=auth(token), timeout=timeout)
+        last = [time.monotonic()]
+        done = threading.Event()
+
+        def pump():
+            try:
+                for raw in call:
+                    events.append(raw)
+                    last[0] = time.monotonic()
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.CANCELLED:
+                    result["error"] = error_text(err)
+            finally:
+                done.set()
+        t = threading.Thread(target=pump, daemon=True)
+        t.start()
+        while not done.wait(0.1) and time.monotonic() - last[0] <= idle:
+            pass
+        call.cancel()
+        t.join(5)
+    except (grpc.RpcError, StopIteration) as err:
+        result["error"] = error_text(err) if isinstance(err, grpc.RpcError) else "no answer"
+    finally:
+        ch.close()
+    return {"events": list(events), "error": result["error"]}

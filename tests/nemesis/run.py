@@ -43,7 +43,8 @@ DRAIN_SECONDS = 60.0
 SETTLE_SECONDS = 20.0
 # Each node's counters printed with the summary, for debugging.
 METRICS = ("apply_gaps_total", "writer_changes_total", "publish_retries_total",
-           "disconnects_total", "appends_unstored_total", "bus_events_lost_total")
+           "disconnects_total", "appends_unstored_total", "bus_events_lost_total",
+           "bus_events_published_total", "bus_retries_total", "bus_copies_dropped_total")
 
 
 def log(text):
@@ -211,6 +212,18 @@ def one_seed(seed, seconds, workdir):
                                  "after the cluster was whole: %s" % (DRAIN_SECONDS,
                                                                       ", ".join(pending))})
         violations, notes = checker.check(history, reads, observations)
+        # Every node's bus copy, read whole; read again (a copy may still
+        # be taking the stream's last batches) until they agree, or 3 times.
+        bus_reads = {}
+        for attempt in range(3):
+            bus_reads = {n.name: clients.read_bus(n.public) for n in cluster.nodes
+                         if n.serving()}
+            bus_violations = checker.check_bus(bus_reads)
+            if not bus_violations:
+                break
+            time.sleep(2.0)
+        violations += bus_violations
+        result["bus_events"] = {n: len(r["events"]) for n, r in bus_reads.items()}
         notes = engine_notes + notes
         gone = {n.name: n.log_text().count("is gone from the stream") for n in cluster.nodes}
         result["metrics"] = {}
@@ -278,6 +291,9 @@ def print_summary(r):
                                          a["frames_acked"], a["records_ok"]))
     log("nemesis: frames read per node: %s" % ", ".join(
         "%s %d" % kv for kv in sorted(r["frames_read"].items())))
+    if r.get("bus_events"):
+        log("nemesis: bus events read per node: %s" % ", ".join(
+            "%s %d" % kv for kv in sorted(r["bus_events"].items())))
     for node, m in sorted(r.get("metrics", {}).items()):
         log("nemesis: %s at the end: %s" % (node, ", ".join("%s %d" % kv for kv in m.items())))
     gone = r.get("log_counts", {}).get("is gone from the stream", {})

@@ -47,6 +47,7 @@
     TEST_SUITE(runner_frames)                                                                      \
     TEST_SUITE(runner_marks)                                                                       \
     TEST_SUITE(runner_uploader)                                                                    \
+    TEST_SUITE(seq_index)                                                                          \
     TEST_SUITE(server_flags)                                                                       \
     TEST_SUITE(session)                                                                            \
     TEST_SUITE(store)                                                                              \
