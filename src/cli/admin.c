@@ -56,7 +56,9 @@ static const char token_usage[] =
     "       agenthub admin --db PATH token list [--json]\n"
     "issue prints a new token once (32 random bytes, base64url); only its SHA-256 is\n"
     "stored.  revoke takes the token itself, the start of its hash as shown by\n"
-    "list (at least 8 hex digits), or every token of an account or Runner.\n";
+    "list (at least 8 hex digits), or every token of an account or Runner.\n"
+    "An admin account can issue and revoke tokens over the public door too\n"
+    "(CompassService IssueToken and RevokeToken).\n";
 
 static const struct {
     const char *flag;
