@@ -46,7 +46,8 @@ static int require_admin(struct grpc_call *call, const char *method, struct stor
         return -1;
     if (!caller->is_admin) {
         log_info("audit: %s by account %s refused: not an admin", method, caller->id);
-        grpc_call_finish(call, GRPC_STATUS_PERMISSION_DENIED, "only an admin account may manage tokens");
+        grpc_call_finish(call, GRPC_STATUS_PERMISSION_DENIED,
+                         "only an admin account may manage tokens");
         return -1;
     }
     return 0;
@@ -87,8 +88,8 @@ static void issue_token_on_message(struct grpc_call *call, const ProtobufCMessag
     id = request->account_id[0] ? request->account_id : request->runner_id;
     if (!store_id_valid(id)) {
         snprintf(reason, sizeof(reason),
-                 "%s_id must be 1 to %d printable ASCII characters without spaces",
-                 kind_name(kind), STORE_ID_MAX - 1);
+                 "%s_id must be 1 to %d printable ASCII characters without spaces", kind_name(kind),
+                 STORE_ID_MAX - 1);
         refuse_invalid(call, "IssueToken", &caller, reason);
         return;
     }

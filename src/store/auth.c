@@ -144,8 +144,8 @@ int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *
         return STORE_INVALID;
     /* token_add alone would answer INVALID for a missing subject; ask
      * first so the caller can say "no such account" instead. */
-    rc = s->ops->exists(s->impl,
-                        kind == STORE_SUBJECT_ACCOUNT ? STORE_ENTITY_ACCOUNT : STORE_ENTITY_RUNNER, id);
+    rc = s->ops->exists(
+        s->impl, kind == STORE_SUBJECT_ACCOUNT ? STORE_ENTITY_ACCOUNT : STORE_ENTITY_RUNNER, id);
     if (rc != STORE_OK)
         return rc;
     if (auth_mint_token(out, AUTH_TOKEN_TEXT_LEN + 1, hash) != 0) {
@@ -162,8 +162,8 @@ int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *
     return STORE_OK;
 }
 
-int auth_revoke_token(struct store *s, const char *token, size_t len,
-                      uint8_t hash[STORE_HASH_LEN], struct store_subject *was, int *changed)
+int auth_revoke_token(struct store *s, const char *token, size_t len, uint8_t hash[STORE_HASH_LEN],
+                      struct store_subject *was, int *changed)
 {
     int rc;
 

@@ -84,8 +84,8 @@ int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *
  * (may be NULL) 1 when this call revoked it.  Returns STORE_OK (revoked
  * now or before), STORE_NOT_FOUND (never issued), STORE_INVALID (not a
  * token's shape) or STORE_FAULT. */
-int auth_revoke_token(struct store *s, const char *token, size_t len,
-                      uint8_t hash[STORE_HASH_LEN], struct store_subject *was, int *changed);
+int auth_revoke_token(struct store *s, const char *token, size_t len, uint8_t hash[STORE_HASH_LEN],
+                      struct store_subject *was, int *changed);
 
 /* Overwrites LEN bytes at P with zeros in a way the compiler keeps, for
  * token text that is no longer needed. */

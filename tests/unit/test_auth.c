@@ -260,8 +260,7 @@ START_TEST(revoking_by_value_is_idempotent_and_names_whom_it_spoke_for_once)
     ck_assert_int_eq(auth_revoke_token(fx.s, "t-bob", 5, hash, &was, &changed), STORE_OK);
     ck_assert_int_eq(changed, 0);
     ck_assert_int_eq(was.kind, STORE_SUBJECT_NONE);
-    ck_assert_int_eq(auth_revoke_token(fx.s, "t-never", 7, hash, &was, &changed),
-                     STORE_NOT_FOUND);
+    ck_assert_int_eq(auth_revoke_token(fx.s, "t-never", 7, hash, &was, &changed), STORE_NOT_FOUND);
     ck_assert_int_eq(auth_revoke_token(fx.s, "", 0, hash, &was, &changed), STORE_INVALID);
     ck_assert_int_eq(auth_revoke_token(fx.s, "t-bob ", 6, hash, &was, &changed), STORE_INVALID);
     ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, "Bearer t-alice", NULL), AUTH_OK);
