@@ -4,7 +4,7 @@ IssueToken and RevokeToken are driven through messages this file defines by
 hand from compass.v1's published names and numbers (a FileDescriptorProto in
 a private descriptor pool, as test_compass_runner.py does for the Runner
 door), over native gRPC and over the Connect protocol with curl (JSON and
-binary), against agenthubd on SQLite:
+binary) and gRPC-Web, against agenthubd on SQLite:
 
 - an admin issues a token once; it authenticates calls; only its hash is
   kept and the audit line names the caller and the subject, never the text;
@@ -16,6 +16,7 @@ binary), against agenthubd on SQLite:
 """
 import json
 import shutil
+import struct
 import subprocess
 
 import grpc
@@ -92,7 +93,8 @@ def whoami(h, token):
 
 
 def connect(h, name, body, token="t-admin", content_type="application/json"):
-    """(HTTP status, body) of a Connect unary call made with curl."""
+    """(HTTP status, body) of one POST made with curl (a Connect unary call,
+    or a gRPC-Web one)."""
     assert shutil.which("curl"), "curl is missing: run make deps"
     args = ["curl", "-s", "--http2-prior-knowledge", "--max-time", "20", "--data-binary", "@-",
             "-o", "-", "-w", "\n%{http_code}", "-H", "Content-Type: " + content_type]
@@ -272,3 +274,26 @@ def test_unknown_subjects_and_json_mistakes(start_hub):
     assert (status, body["code"]) == (400, "invalid_argument")
     # A missing account is audited, with whom the admin asked for.
     logged(h, "audit: IssueToken by account admin for account ghost refused: no such account")
+
+
+def grpc_web_frames(body):
+    """[(flags, payload)] of a gRPC-Web response body."""
+    out = []
+    while body:
+        flags, length = struct.unpack(">BI", body[:5])
+        out.append((flags, body[5:5 + length]))
+        body = body[5 + length:]
+    return out
+
+
+def test_grpc_web_issues_a_token_as_a_browser_would(start_hub):
+    h = start_hub()
+    request = C.IssueTokenRequest(account_id="bob").SerializeToString()
+    status, body = connect(h, "IssueToken", struct.pack(">BI", 0, len(request)) + request,
+                           content_type="application/grpc-web+proto")
+    assert status == 200
+    frames = grpc_web_frames(body)
+    assert [flags for flags, _ in frames] == [0, 0x80]
+    assert b"grpc-status:0" in frames[1][1].replace(b" ", b"")
+    token = C.IssueTokenResponse.FromString(frames[0][1]).token
+    assert whoami(h, token) == "bob"
