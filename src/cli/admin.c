@@ -56,7 +56,9 @@ static const char token_usage[] =
     "       agenthub admin --db PATH token list [--json]\n"
     "issue prints a new token once (32 random bytes, base64url); only its SHA-256 is\n"
     "stored.  revoke takes the token itself, the start of its hash as shown by\n"
-    "list (at least 8 hex digits), or every token of an account or Runner.\n";
+    "list (at least 8 hex digits), or every token of an account or Runner.\n"
+    "An admin account can issue and revoke tokens over the public door too\n"
+    "(CompassService IssueToken and RevokeToken).\n";
 
 static const struct {
     const char *flag;
@@ -201,19 +203,13 @@ static int token_issue(struct store *s, const struct admin_opts *o)
         fputs(token_usage, stderr);
         return ADMIN_USAGE;
     }
-    rc = s->ops->exists(
-        s->impl, kind == STORE_SUBJECT_ACCOUNT ? STORE_ENTITY_ACCOUNT : STORE_ENTITY_RUNNER, id);
+    /* The same path as the IssueToken call (auth.h). */
+    rc = auth_issue_token(s, kind, id, token, hash);
     if (rc != STORE_OK)
         return admin_report(rc, kind == STORE_SUBJECT_ACCOUNT ? "token issue: account"
                                                               : "token issue: runner");
-    if (auth_mint_token(token, sizeof(token), hash) != 0) {
-        fprintf(stderr, "agenthub admin: token issue: no randomness available\n");
-        return ADMIN_STORE;
-    }
-    rc = s->ops->token_add(s->impl, hash, kind, id, NULL);
-    if (rc != STORE_OK)
-        return admin_report(rc, "token issue");
     printf("%s\n", token);
+    auth_forget(token, sizeof(token));
     if (isatty(STDOUT_FILENO))
         fputs("(shown once: only its SHA-256 is stored)\n", stderr);
     return ADMIN_OK;
@@ -251,10 +247,11 @@ static int token_revoke(struct store *s, const struct admin_opts *o)
         return ADMIN_USAGE;
     }
     if (o->npos == 2) {
-        if (auth_hash_token(o->pos[1], strlen(o->pos[1]), hash) != 0)
-            return admin_report(STORE_FAULT, "token revoke");
-        rc = s->ops->token_revoke(s->impl, hash, &changed);
-        return admin_report(rc, "token revoke: token");
+        struct store_subject was;
+        /* The same path as the RevokeToken call (auth.h); text that is
+         * not a token's shape was never issued. */
+        rc = auth_revoke_token(s, o->pos[1], strlen(o->pos[1]), hash, &was, &changed);
+        return admin_report(rc == STORE_INVALID ? STORE_NOT_FOUND : rc, "token revoke: token");
     }
     if (o->hash) {
         struct hash_match m = {o->hash, {0}, 0};

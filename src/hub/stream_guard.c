@@ -135,6 +135,15 @@ static void guards_on_poll(evutil_socket_t fd, short what, void *arg)
     start_pass(guards);
 }
 
+void stream_guards_recheck(struct stream_guards *guards)
+{
+    if (!guards || guards->count == 0)
+        return;
+    log_debug("this server changed the ownership store; re-checking %zu open stream(s)",
+              guards->count);
+    start_pass(guards);
+}
+
 static void guards_on_step(evutil_socket_t fd, short what, void *arg)
 {
     struct stream_guards *guards = arg;

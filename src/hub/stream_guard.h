@@ -48,6 +48,12 @@ void stream_guards_free(struct stream_guards *guards);
 void stream_guard_add(struct stream_guards *guards, struct stream_guard *guard);
 void stream_guard_remove(struct stream_guards *guards, struct stream_guard *guard);
 
+/* This process changed the store itself (the RevokeToken call): decide
+ * every open stream again now.  The poll cannot see it: a handle's own
+ * commits do not move its change generation.  Other processes and nodes
+ * see the commit as they see any other.  A no-op with no stream open. */
+void stream_guards_recheck(struct stream_guards *guards);
+
 /* Resolves STREAM's bearer token again, as a fresh call on its door would.
  * Returns 0 with *SUBJECT refreshed; otherwise ends the stream
  * (UNAUTHENTICATED for a revoked or unknown token, UNAVAILABLE when the

@@ -493,7 +493,7 @@ static const struct grpc_method compass_unary_methods[] = {
 
 int compass_register(struct rpc_context *rpc, struct grpc_door *door)
 {
-    if (compass_stream_register(rpc, door) != 0)
+    if (compass_stream_register(rpc, door) != 0 || compass_tokens_register(rpc, door) != 0)
         return -1;
     for (size_t i = 0; i < sizeof(compass_unary_methods) / sizeof(compass_unary_methods[0]); i++)
         if (grpc_door_register(door, &compass_unary_methods[i]) != 0)

@@ -102,11 +102,15 @@ void reflection_free(struct rpc_context *rpc);
 int echo_register(struct rpc_context *rpc, struct grpc_door *door);
 
 /* compass.v1.CompassService (public door): its unary methods (compass.c)
- * and its two subscriptions (compass_stream_register). */
+ * its two subscriptions (compass_stream_register) and its token
+ * administration (compass_tokens_register). */
 int compass_register(struct rpc_context *rpc, struct grpc_door *door);
 
 /* CompassService's SubscribeAgentSession and SubscribeEvents. */
 int compass_stream_register(struct rpc_context *rpc, struct grpc_door *door);
+
+/* CompassService's IssueToken and RevokeToken (admin accounts only). */
+int compass_tokens_register(struct rpc_context *rpc, struct grpc_door *door);
 
 /* compass.v1.RunnerService (Runner door). */
 int runner_service_register(struct rpc_context *rpc, struct grpc_door *door);

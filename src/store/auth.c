@@ -28,12 +28,21 @@ int auth_parse_bearer(const char *value, size_t len, const char **token, size_t 
     *token = value + i;
     *token_len = len - i;
     /* Visible ASCII only: no spaces, controls or NULs inside the token. */
-    for (; i < len; i++) {
-        unsigned char c = (unsigned char)value[i];
+    return auth_token_text_valid(*token, *token_len) ? 0 : -1;
+}
+
+int auth_token_text_valid(const char *text, size_t len)
+{
+    size_t i;
+
+    if (!text || len == 0 || len > AUTH_TOKEN_MAX)
+        return 0;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
         if (c <= 0x20 || c >= 0x7f)
-            return -1;
+            return 0;
     }
-    return 0;
+    return 1;
 }
 
 int auth_sha256(const void *data, size_t len, uint8_t out[STORE_HASH_LEN])
@@ -124,4 +133,61 @@ int auth_mint_session_id(char out[STORE_ID_MAX])
     out[1] = '-';
     hex_encode(raw, sizeof(raw), out + 2);
     return 0;
+}
+
+int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *id,
+                     char out[AUTH_TOKEN_TEXT_LEN + 1], uint8_t hash[STORE_HASH_LEN])
+{
+    int rc;
+
+    if ((kind != STORE_SUBJECT_ACCOUNT && kind != STORE_SUBJECT_RUNNER) || !store_id_valid(id))
+        return STORE_INVALID;
+    /* token_add alone would answer INVALID for a missing subject; ask
+     * first so the caller can say "no such account" instead. */
+    rc = s->ops->exists(
+        s->impl, kind == STORE_SUBJECT_ACCOUNT ? STORE_ENTITY_ACCOUNT : STORE_ENTITY_RUNNER, id);
+    if (rc != STORE_OK)
+        return rc;
+    if (auth_mint_token(out, AUTH_TOKEN_TEXT_LEN + 1, hash) != 0) {
+        out[0] = '\0';
+        return STORE_FAULT;
+    }
+    rc = s->ops->token_add(s->impl, hash, kind, id, NULL);
+    if (rc != STORE_OK) {
+        /* Removed between the two statements (INVALID), or not stored: the
+         * text names nothing and must not be handed out. */
+        auth_forget(out, AUTH_TOKEN_TEXT_LEN + 1);
+        return rc == STORE_INVALID ? STORE_NOT_FOUND : rc;
+    }
+    return STORE_OK;
+}
+
+int auth_revoke_token(struct store *s, const char *token, size_t len, uint8_t hash[STORE_HASH_LEN],
+                      struct store_subject *was, int *changed)
+{
+    int rc;
+
+    memset(was, 0, sizeof(*was));
+    was->kind = STORE_SUBJECT_NONE;
+    if (changed)
+        *changed = 0;
+    if (!auth_token_text_valid(token, len))
+        return STORE_INVALID;
+    if (auth_hash_token(token, len, hash) != 0)
+        return STORE_FAULT;
+    /* Whom it spoke for, for the caller's audit line; a revoked token
+     * resolves to nothing, which is what *WAS then says. */
+    rc = store_token_resolve(s, hash, was);
+    if (rc == STORE_FAULT)
+        return rc;
+    if (rc != STORE_OK) {
+        memset(was, 0, sizeof(*was));
+        was->kind = STORE_SUBJECT_NONE;
+    }
+    return s->ops->token_revoke(s->impl, hash, changed);
+}
+
+void auth_forget(void *p, size_t len)
+{
+    OPENSSL_cleanse(p, len);
 }

@@ -64,6 +64,33 @@ int auth_authenticate(struct store *s, enum auth_door door, const char *header_v
  * OUTLEN is too small. */
 int auth_mint_token(char *out, size_t outlen, uint8_t hash[STORE_HASH_LEN]);
 
+/* 1 when the LEN bytes at TEXT have a token's shape: 1..AUTH_TOKEN_MAX
+ * visible ASCII characters, as a bearer header and an import file take
+ * them.  Text of any other shape can never have been presented. */
+int auth_token_text_valid(const char *text, size_t len);
+
+/* Mints a token for the subject KIND ID and binds its hash to it: the one
+ * way `agenthub admin token issue` and the IssueToken call make a token.
+ * Returns STORE_OK with the text (AUTH_TOKEN_TEXT_LEN chars and a NUL) in
+ * OUT and its hash in HASH; STORE_INVALID for a bad kind or id;
+ * STORE_NOT_FOUND when no such account or Runner exists; STORE_FAULT when
+ * the store or the random generator fails (OUT then holds nothing). */
+int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *id,
+                     char out[AUTH_TOKEN_TEXT_LEN + 1], uint8_t hash[STORE_HASH_LEN]);
+
+/* Revokes the token whose text is the LEN bytes at TOKEN, by its hash
+ * (HASH receives it).  *WAS receives the subject it spoke for when it was
+ * live (kind STORE_SUBJECT_NONE when it was revoked already), and *CHANGED
+ * (may be NULL) 1 when this call revoked it.  Returns STORE_OK (revoked
+ * now or before), STORE_NOT_FOUND (never issued), STORE_INVALID (not a
+ * token's shape) or STORE_FAULT. */
+int auth_revoke_token(struct store *s, const char *token, size_t len, uint8_t hash[STORE_HASH_LEN],
+                      struct store_subject *was, int *changed);
+
+/* Overwrites LEN bytes at P with zeros in a way the compiler keeps, for
+ * token text that is no longer needed. */
+void auth_forget(void *p, size_t len);
+
 /* A minted session id: "s-" and 32 lowercase hex digits (16 random bytes). */
 #define AUTH_SESSION_ID_LEN 34
 

@@ -50,6 +50,8 @@ METHODS = {
     COMPASS + "GetAgentStatus": ("uu", S.GetAgentStatusRequest, S.GetAgentStatusResponse),
     COMPASS + "GetServerInfo": ("uu", S.GetServerInfoRequest, S.GetServerInfoResponse),
     COMPASS + "WhoAmI": ("uu", S.WhoAmIRequest, S.WhoAmIResponse),
+    COMPASS + "IssueToken": ("uu", S.IssueTokenRequest, S.IssueTokenResponse),
+    COMPASS + "RevokeToken": ("uu", S.RevokeTokenRequest, S.RevokeTokenResponse),
     RUNNER + "Enroll": ("uu", S.EnrollRequest, S.EnrollResponse),
     RUNNER + "Sessions": ("ss", S.SessionsRequest, S.SessionsResponse),
     RUNNER + "PublishEvents": ("su", F.PublishEventsRequest, F.PublishEventsResponse),

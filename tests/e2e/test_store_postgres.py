@@ -92,6 +92,31 @@ def test_a_membership_removed_elsewhere_is_refused_on_every_nodes_next_call(post
     other.cancel()
 
 
+def test_a_token_issued_and_revoked_over_rpc_ends_its_streams_on_every_node(postgres, hubs):
+    from rpc_harness import method, subscribe_events
+    db = postgres.database()
+    provision(db)
+    a, b = hubs(db, n=2)
+    token = method(a.channel(), "IssueToken")(S.IssueTokenRequest(account_id="bob"),
+                                              metadata=(("authorization", "Bearer t-admin"),),
+                                              timeout=10).token
+    # Both nodes read the same store: the token works on either.
+    assert b.call("WhoAmI", S.WhoAmIRequest(), token=token).account_id == "bob"
+    here = subscribe(a, "sess-1", token=token)
+    there = subscribe_events(b, token=token)
+    method(a.channel(), "RevokeToken")(S.RevokeTokenRequest(token=token),
+                                       metadata=(("authorization", "Bearer t-admin"),), timeout=10)
+    # The node that wrote ends its stream itself; the other hears the
+    # store's change notification.
+    for reader in (here, there):
+        code, _ = reader.finish(timeout=15)
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+    for h in (a, b):
+        assert fail(h.call, "WhoAmI", S.WhoAmIRequest(), token=token).code() == \
+            grpc.StatusCode.UNAUTHENTICATED
+    assert token not in a.stderr() and "issued token" in a.stderr()
+
+
 def test_a_stopped_postgres_is_unavailable_and_not_serving_until_it_returns(postgres, hubs, pb):
     db = postgres.database()
     provision(db)

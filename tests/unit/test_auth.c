@@ -170,6 +170,103 @@ START_TEST(minted_tokens_are_43_base64url_chars_and_authenticate)
 }
 END_TEST
 
+static int count_token(const struct store_token_info *t, void *arg)
+{
+    (void)t;
+    ++*(int *)arg;
+    return 0;
+}
+
+static int token_rows(void)
+{
+    int n = 0;
+
+    ck_assert_int_eq(fx.s->ops->token_list(fx.s->impl, count_token, &n), STORE_OK);
+    return n;
+}
+
+START_TEST(token_text_has_a_bearer_token_s_shape)
+{
+    char big[AUTH_TOKEN_MAX + 1];
+
+    memset(big, 'x', sizeof(big));
+    ck_assert(auth_token_text_valid("t-bob", 5));
+    ck_assert(auth_token_text_valid(big, AUTH_TOKEN_MAX));
+    ck_assert(!auth_token_text_valid(big, AUTH_TOKEN_MAX + 1));
+    ck_assert(!auth_token_text_valid("", 0));
+    ck_assert(!auth_token_text_valid(NULL, 0));
+    ck_assert(!auth_token_text_valid("a b", 3));
+    ck_assert(!auth_token_text_valid("a\x7f", 2));
+    ck_assert(!auth_token_text_valid("\xc3\xa9", 2));
+}
+END_TEST
+
+START_TEST(an_issued_token_speaks_for_its_subject_and_only_its_hash_is_kept)
+{
+    char token[AUTH_TOKEN_TEXT_LEN + 1], header[64];
+    uint8_t hash[STORE_HASH_LEN], check[STORE_HASH_LEN];
+    struct store_subject subj;
+    int before = token_rows();
+
+    ck_assert_int_eq(auth_issue_token(fx.s, STORE_SUBJECT_ACCOUNT, "alice", token, hash), STORE_OK);
+    ck_assert_uint_eq(strlen(token), AUTH_TOKEN_TEXT_LEN);
+    ck_assert_int_eq(auth_hash_token(token, strlen(token), check), 0);
+    ck_assert_mem_eq(check, hash, STORE_HASH_LEN);
+    snprintf(header, sizeof(header), "Bearer %s", token);
+    ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, header, &subj), AUTH_OK);
+    ck_assert_str_eq(subj.id, "alice");
+    ck_assert_int_eq(auth_issue_token(fx.s, STORE_SUBJECT_RUNNER, "runner-2", token, hash),
+                     STORE_OK);
+    snprintf(header, sizeof(header), "Bearer %s", token);
+    ck_assert_int_eq(authn(AUTH_DOOR_RUNNER, header, &subj), AUTH_OK);
+    ck_assert_str_eq(subj.id, "runner-2");
+    ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, header, NULL), AUTH_UNAUTHENTICATED);
+    ck_assert_int_eq(token_rows(), before + 2);
+}
+END_TEST
+
+START_TEST(issuing_for_a_missing_or_malformed_subject_stores_nothing)
+{
+    char token[AUTH_TOKEN_TEXT_LEN + 1];
+    uint8_t hash[STORE_HASH_LEN];
+    int before = token_rows();
+
+    ck_assert_int_eq(auth_issue_token(fx.s, STORE_SUBJECT_ACCOUNT, "ghost", token, hash),
+                     STORE_NOT_FOUND);
+    ck_assert_int_eq(auth_issue_token(fx.s, STORE_SUBJECT_RUNNER, "alice", token, hash),
+                     STORE_NOT_FOUND);
+    ck_assert_int_eq(auth_issue_token(fx.s, STORE_SUBJECT_ACCOUNT, "", token, hash), STORE_INVALID);
+    ck_assert_int_eq(auth_issue_token(fx.s, STORE_SUBJECT_ACCOUNT, "a b", token, hash),
+                     STORE_INVALID);
+    ck_assert_int_eq(auth_issue_token(fx.s, STORE_SUBJECT_NONE, "alice", token, hash),
+                     STORE_INVALID);
+    ck_assert_int_eq(token_rows(), before);
+}
+END_TEST
+
+START_TEST(revoking_by_value_is_idempotent_and_names_whom_it_spoke_for_once)
+{
+    uint8_t hash[STORE_HASH_LEN], check[STORE_HASH_LEN];
+    struct store_subject was;
+    int changed = -1;
+
+    ck_assert_int_eq(auth_revoke_token(fx.s, "t-bob", 5, hash, &was, &changed), STORE_OK);
+    ck_assert_int_eq(changed, 1);
+    ck_assert_int_eq(was.kind, STORE_SUBJECT_ACCOUNT);
+    ck_assert_str_eq(was.id, "bob");
+    ck_assert_int_eq(auth_hash_token("t-bob", 5, check), 0);
+    ck_assert_mem_eq(check, hash, STORE_HASH_LEN);
+    ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, "Bearer t-bob", NULL), AUTH_UNAUTHENTICATED);
+    ck_assert_int_eq(auth_revoke_token(fx.s, "t-bob", 5, hash, &was, &changed), STORE_OK);
+    ck_assert_int_eq(changed, 0);
+    ck_assert_int_eq(was.kind, STORE_SUBJECT_NONE);
+    ck_assert_int_eq(auth_revoke_token(fx.s, "t-never", 7, hash, &was, &changed), STORE_NOT_FOUND);
+    ck_assert_int_eq(auth_revoke_token(fx.s, "", 0, hash, &was, &changed), STORE_INVALID);
+    ck_assert_int_eq(auth_revoke_token(fx.s, "t-bob ", 6, hash, &was, &changed), STORE_INVALID);
+    ck_assert_int_eq(authn(AUTH_DOOR_PUBLIC, "Bearer t-alice", NULL), AUTH_OK);
+}
+END_TEST
+
 START_TEST(store_fault_is_a_fault_not_unauthenticated)
 {
     char path[400];
@@ -219,6 +316,7 @@ Suite *auth_suite(void)
     tcase_add_test(tc, bearer_header_is_parsed_strictly);
     tcase_add_test(tc, overlong_token_is_malformed);
     tcase_add_test(tc, hash_is_sha256);
+    tcase_add_test(tc, token_text_has_a_bearer_token_s_shape);
     tcase_add_test(tc, minted_session_ids_are_s_dash_and_32_lowercase_hex_digits);
     suite_add_tcase(s, tc);
 
@@ -231,6 +329,9 @@ Suite *auth_suite(void)
     tcase_add_test(tc, token_revoked_by_another_process_is_dead_on_the_next_call);
     tcase_add_test(tc, admin_flag_follows_the_account_on_the_next_call);
     tcase_add_test(tc, minted_tokens_are_43_base64url_chars_and_authenticate);
+    tcase_add_test(tc, an_issued_token_speaks_for_its_subject_and_only_its_hash_is_kept);
+    tcase_add_test(tc, issuing_for_a_missing_or_malformed_subject_stores_nothing);
+    tcase_add_test(tc, revoking_by_value_is_idempotent_and_names_whom_it_spoke_for_once);
     tcase_add_test(tc, store_fault_is_a_fault_not_unauthenticated);
 #ifdef AGENTHUB_FAILPOINTS
     tcase_add_test(tc, token_failpoint_faults_authentication);

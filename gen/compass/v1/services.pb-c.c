@@ -997,6 +997,186 @@ void   compass__v1__who_am_iresponse__free_unpacked
   assert(message->base.descriptor == &compass__v1__who_am_iresponse__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   compass__v1__issue_token_request__init
+                     (Compass__V1__IssueTokenRequest         *message)
+{
+  static const Compass__V1__IssueTokenRequest init_value = COMPASS__V1__ISSUE_TOKEN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t compass__v1__issue_token_request__get_packed_size
+                     (const Compass__V1__IssueTokenRequest *message)
+{
+  assert(message->base.descriptor == &compass__v1__issue_token_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__issue_token_request__pack
+                     (const Compass__V1__IssueTokenRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__issue_token_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__issue_token_request__pack_to_buffer
+                     (const Compass__V1__IssueTokenRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__issue_token_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__IssueTokenRequest *
+       compass__v1__issue_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__IssueTokenRequest *)
+     protobuf_c_message_unpack (&compass__v1__issue_token_request__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__issue_token_request__free_unpacked
+                     (Compass__V1__IssueTokenRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__issue_token_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   compass__v1__issue_token_response__init
+                     (Compass__V1__IssueTokenResponse         *message)
+{
+  static const Compass__V1__IssueTokenResponse init_value = COMPASS__V1__ISSUE_TOKEN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t compass__v1__issue_token_response__get_packed_size
+                     (const Compass__V1__IssueTokenResponse *message)
+{
+  assert(message->base.descriptor == &compass__v1__issue_token_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__issue_token_response__pack
+                     (const Compass__V1__IssueTokenResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__issue_token_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__issue_token_response__pack_to_buffer
+                     (const Compass__V1__IssueTokenResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__issue_token_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__IssueTokenResponse *
+       compass__v1__issue_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__IssueTokenResponse *)
+     protobuf_c_message_unpack (&compass__v1__issue_token_response__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__issue_token_response__free_unpacked
+                     (Compass__V1__IssueTokenResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__issue_token_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   compass__v1__revoke_token_request__init
+                     (Compass__V1__RevokeTokenRequest         *message)
+{
+  static const Compass__V1__RevokeTokenRequest init_value = COMPASS__V1__REVOKE_TOKEN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t compass__v1__revoke_token_request__get_packed_size
+                     (const Compass__V1__RevokeTokenRequest *message)
+{
+  assert(message->base.descriptor == &compass__v1__revoke_token_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__revoke_token_request__pack
+                     (const Compass__V1__RevokeTokenRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__revoke_token_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__revoke_token_request__pack_to_buffer
+                     (const Compass__V1__RevokeTokenRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__revoke_token_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__RevokeTokenRequest *
+       compass__v1__revoke_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__RevokeTokenRequest *)
+     protobuf_c_message_unpack (&compass__v1__revoke_token_request__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__revoke_token_request__free_unpacked
+                     (Compass__V1__RevokeTokenRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__revoke_token_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   compass__v1__revoke_token_response__init
+                     (Compass__V1__RevokeTokenResponse         *message)
+{
+  static const Compass__V1__RevokeTokenResponse init_value = COMPASS__V1__REVOKE_TOKEN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t compass__v1__revoke_token_response__get_packed_size
+                     (const Compass__V1__RevokeTokenResponse *message)
+{
+  assert(message->base.descriptor == &compass__v1__revoke_token_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__revoke_token_response__pack
+                     (const Compass__V1__RevokeTokenResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__revoke_token_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__revoke_token_response__pack_to_buffer
+                     (const Compass__V1__RevokeTokenResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__revoke_token_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__RevokeTokenResponse *
+       compass__v1__revoke_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__RevokeTokenResponse *)
+     protobuf_c_message_unpack (&compass__v1__revoke_token_response__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__revoke_token_response__free_unpacked
+                     (Compass__V1__RevokeTokenResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__revoke_token_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   compass__v1__enroll_request__init
                      (Compass__V1__EnrollRequest         *message)
 {
@@ -3020,6 +3200,152 @@ const ProtobufCMessageDescriptor compass__v1__who_am_iresponse__descriptor =
   (ProtobufCMessageInit) compass__v1__who_am_iresponse__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor compass__v1__issue_token_request__field_descriptors[2] =
+{
+  {
+    "account_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__IssueTokenRequest, account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "runner_id",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__IssueTokenRequest, runner_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__issue_token_request__field_indices_by_name[] = {
+  0,   /* field[0] = account_id */
+  1,   /* field[1] = runner_id */
+};
+static const ProtobufCIntRange compass__v1__issue_token_request__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 100, 1 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor compass__v1__issue_token_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.IssueTokenRequest",
+  "IssueTokenRequest",
+  "Compass__V1__IssueTokenRequest",
+  "compass.v1",
+  sizeof(Compass__V1__IssueTokenRequest),
+  2,
+  compass__v1__issue_token_request__field_descriptors,
+  compass__v1__issue_token_request__field_indices_by_name,
+  2,  compass__v1__issue_token_request__number_ranges,
+  (ProtobufCMessageInit) compass__v1__issue_token_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor compass__v1__issue_token_response__field_descriptors[1] =
+{
+  {
+    "token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__IssueTokenResponse, token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__issue_token_response__field_indices_by_name[] = {
+  0,   /* field[0] = token */
+};
+static const ProtobufCIntRange compass__v1__issue_token_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor compass__v1__issue_token_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.IssueTokenResponse",
+  "IssueTokenResponse",
+  "Compass__V1__IssueTokenResponse",
+  "compass.v1",
+  sizeof(Compass__V1__IssueTokenResponse),
+  1,
+  compass__v1__issue_token_response__field_descriptors,
+  compass__v1__issue_token_response__field_indices_by_name,
+  1,  compass__v1__issue_token_response__number_ranges,
+  (ProtobufCMessageInit) compass__v1__issue_token_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor compass__v1__revoke_token_request__field_descriptors[1] =
+{
+  {
+    "token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__RevokeTokenRequest, token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__revoke_token_request__field_indices_by_name[] = {
+  0,   /* field[0] = token */
+};
+static const ProtobufCIntRange compass__v1__revoke_token_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor compass__v1__revoke_token_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.RevokeTokenRequest",
+  "RevokeTokenRequest",
+  "Compass__V1__RevokeTokenRequest",
+  "compass.v1",
+  sizeof(Compass__V1__RevokeTokenRequest),
+  1,
+  compass__v1__revoke_token_request__field_descriptors,
+  compass__v1__revoke_token_request__field_indices_by_name,
+  1,  compass__v1__revoke_token_request__number_ranges,
+  (ProtobufCMessageInit) compass__v1__revoke_token_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define compass__v1__revoke_token_response__field_descriptors NULL
+#define compass__v1__revoke_token_response__field_indices_by_name NULL
+#define compass__v1__revoke_token_response__number_ranges NULL
+const ProtobufCMessageDescriptor compass__v1__revoke_token_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.RevokeTokenResponse",
+  "RevokeTokenResponse",
+  "Compass__V1__RevokeTokenResponse",
+  "compass.v1",
+  sizeof(Compass__V1__RevokeTokenResponse),
+  0,
+  compass__v1__revoke_token_response__field_descriptors,
+  compass__v1__revoke_token_response__field_indices_by_name,
+  0,  compass__v1__revoke_token_response__number_ranges,
+  (ProtobufCMessageInit) compass__v1__revoke_token_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor compass__v1__enroll_request__field_descriptors[3] =
 {
   {
@@ -4399,7 +4725,7 @@ const ProtobufCEnumDescriptor compass__v1__resource_kind__descriptor =
   compass__v1__resource_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor compass__v1__compass_service__method_descriptors[9] =
+static const ProtobufCMethodDescriptor compass__v1__compass_service__method_descriptors[11] =
 {
   { "SubscribeAgentSession", &compass__v1__subscribe_agent_session_request__descriptor, &compass__v1__agent_session_frame__descriptor },
   { "SkipBatchWindow", &compass__v1__skip_batch_window_request__descriptor, &compass__v1__skip_batch_window_response__descriptor },
@@ -4410,10 +4736,14 @@ static const ProtobufCMethodDescriptor compass__v1__compass_service__method_desc
   { "GetAgentStatus", &compass__v1__get_agent_status_request__descriptor, &compass__v1__get_agent_status_response__descriptor },
   { "GetServerInfo", &compass__v1__get_server_info_request__descriptor, &compass__v1__get_server_info_response__descriptor },
   { "WhoAmI", &compass__v1__who_am_irequest__descriptor, &compass__v1__who_am_iresponse__descriptor },
+  { "IssueToken", &compass__v1__issue_token_request__descriptor, &compass__v1__issue_token_response__descriptor },
+  { "RevokeToken", &compass__v1__revoke_token_request__descriptor, &compass__v1__revoke_token_response__descriptor },
 };
 const unsigned compass__v1__compass_service__method_indices_by_name[] = {
   6,        /* GetAgentStatus */
   7,        /* GetServerInfo */
+  9,        /* IssueToken */
+  10,        /* RevokeToken */
   5,        /* SendAgentMessage */
   1,        /* SkipBatchWindow */
   3,        /* StartAgentSession */
@@ -4429,7 +4759,7 @@ const ProtobufCServiceDescriptor compass__v1__compass_service__descriptor =
   "CompassService",
   "Compass__V1__CompassService",
   "compass.v1",
-  9,
+  11,
   compass__v1__compass_service__method_descriptors,
   compass__v1__compass_service__method_indices_by_name
 };
@@ -4504,6 +4834,22 @@ void compass__v1__compass_service__who_am_i(ProtobufCService *service,
 {
   assert(service->descriptor == &compass__v1__compass_service__descriptor);
   service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void compass__v1__compass_service__issue_token(ProtobufCService *service,
+                                               const Compass__V1__IssueTokenRequest *input,
+                                               Compass__V1__IssueTokenResponse_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &compass__v1__compass_service__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void compass__v1__compass_service__revoke_token(ProtobufCService *service,
+                                                const Compass__V1__RevokeTokenRequest *input,
+                                                Compass__V1__RevokeTokenResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &compass__v1__compass_service__descriptor);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void compass__v1__compass_service__init (Compass__V1__CompassService_Service *service,
                                          Compass__V1__CompassService_ServiceDestroy destroy)

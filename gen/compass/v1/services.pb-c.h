@@ -38,6 +38,10 @@ typedef struct Compass__V1__GetServerInfoRequest Compass__V1__GetServerInfoReque
 typedef struct Compass__V1__GetServerInfoResponse Compass__V1__GetServerInfoResponse;
 typedef struct Compass__V1__WhoAmIRequest Compass__V1__WhoAmIRequest;
 typedef struct Compass__V1__WhoAmIResponse Compass__V1__WhoAmIResponse;
+typedef struct Compass__V1__IssueTokenRequest Compass__V1__IssueTokenRequest;
+typedef struct Compass__V1__IssueTokenResponse Compass__V1__IssueTokenResponse;
+typedef struct Compass__V1__RevokeTokenRequest Compass__V1__RevokeTokenRequest;
+typedef struct Compass__V1__RevokeTokenResponse Compass__V1__RevokeTokenResponse;
 typedef struct Compass__V1__EnrollRequest Compass__V1__EnrollRequest;
 typedef struct Compass__V1__EnrollResponse Compass__V1__EnrollResponse;
 typedef struct Compass__V1__RunnerError Compass__V1__RunnerError;
@@ -364,6 +368,56 @@ struct  Compass__V1__WhoAmIResponse
 #define COMPASS__V1__WHO_AM_IRESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__who_am_iresponse__descriptor) \
     , (char *)protobuf_c_empty_string }
+
+
+/*
+ * Token administration (admin accounts only).  IssueToken mints a token for
+ * one subject and answers it once; only its SHA-256 is stored.  account_id is
+ * compass's; runner_id is agenthub's (a Runner's token, for the Runner door).
+ * Exactly one of the two is set.
+ */
+struct  Compass__V1__IssueTokenRequest
+{
+  ProtobufCMessage base;
+  char *account_id;
+  char *runner_id;
+};
+#define COMPASS__V1__ISSUE_TOKEN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__issue_token_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Compass__V1__IssueTokenResponse
+{
+  ProtobufCMessage base;
+  char *token;
+};
+#define COMPASS__V1__ISSUE_TOKEN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__issue_token_response__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
+ * RevokeToken withdraws one token, named by its value (hashed by the server,
+ * never stored or logged as text).  Streams opened with it end.
+ */
+struct  Compass__V1__RevokeTokenRequest
+{
+  ProtobufCMessage base;
+  char *token;
+};
+#define COMPASS__V1__REVOKE_TOKEN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__revoke_token_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Compass__V1__RevokeTokenResponse
+{
+  ProtobufCMessage base;
+};
+#define COMPASS__V1__REVOKE_TOKEN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__revoke_token_response__descriptor) \
+     }
 
 
 /*
@@ -1088,6 +1142,82 @@ Compass__V1__WhoAmIResponse *
 void   compass__v1__who_am_iresponse__free_unpacked
                      (Compass__V1__WhoAmIResponse *message,
                       ProtobufCAllocator *allocator);
+/* Compass__V1__IssueTokenRequest methods */
+void   compass__v1__issue_token_request__init
+                     (Compass__V1__IssueTokenRequest         *message);
+size_t compass__v1__issue_token_request__get_packed_size
+                     (const Compass__V1__IssueTokenRequest   *message);
+size_t compass__v1__issue_token_request__pack
+                     (const Compass__V1__IssueTokenRequest   *message,
+                      uint8_t             *out);
+size_t compass__v1__issue_token_request__pack_to_buffer
+                     (const Compass__V1__IssueTokenRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__IssueTokenRequest *
+       compass__v1__issue_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__issue_token_request__free_unpacked
+                     (Compass__V1__IssueTokenRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Compass__V1__IssueTokenResponse methods */
+void   compass__v1__issue_token_response__init
+                     (Compass__V1__IssueTokenResponse         *message);
+size_t compass__v1__issue_token_response__get_packed_size
+                     (const Compass__V1__IssueTokenResponse   *message);
+size_t compass__v1__issue_token_response__pack
+                     (const Compass__V1__IssueTokenResponse   *message,
+                      uint8_t             *out);
+size_t compass__v1__issue_token_response__pack_to_buffer
+                     (const Compass__V1__IssueTokenResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__IssueTokenResponse *
+       compass__v1__issue_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__issue_token_response__free_unpacked
+                     (Compass__V1__IssueTokenResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Compass__V1__RevokeTokenRequest methods */
+void   compass__v1__revoke_token_request__init
+                     (Compass__V1__RevokeTokenRequest         *message);
+size_t compass__v1__revoke_token_request__get_packed_size
+                     (const Compass__V1__RevokeTokenRequest   *message);
+size_t compass__v1__revoke_token_request__pack
+                     (const Compass__V1__RevokeTokenRequest   *message,
+                      uint8_t             *out);
+size_t compass__v1__revoke_token_request__pack_to_buffer
+                     (const Compass__V1__RevokeTokenRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__RevokeTokenRequest *
+       compass__v1__revoke_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__revoke_token_request__free_unpacked
+                     (Compass__V1__RevokeTokenRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Compass__V1__RevokeTokenResponse methods */
+void   compass__v1__revoke_token_response__init
+                     (Compass__V1__RevokeTokenResponse         *message);
+size_t compass__v1__revoke_token_response__get_packed_size
+                     (const Compass__V1__RevokeTokenResponse   *message);
+size_t compass__v1__revoke_token_response__pack
+                     (const Compass__V1__RevokeTokenResponse   *message,
+                      uint8_t             *out);
+size_t compass__v1__revoke_token_response__pack_to_buffer
+                     (const Compass__V1__RevokeTokenResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__RevokeTokenResponse *
+       compass__v1__revoke_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__revoke_token_response__free_unpacked
+                     (Compass__V1__RevokeTokenResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Compass__V1__EnrollRequest methods */
 void   compass__v1__enroll_request__init
                      (Compass__V1__EnrollRequest         *message);
@@ -1536,6 +1666,18 @@ typedef void (*Compass__V1__WhoAmIRequest_Closure)
 typedef void (*Compass__V1__WhoAmIResponse_Closure)
                  (const Compass__V1__WhoAmIResponse *message,
                   void *closure_data);
+typedef void (*Compass__V1__IssueTokenRequest_Closure)
+                 (const Compass__V1__IssueTokenRequest *message,
+                  void *closure_data);
+typedef void (*Compass__V1__IssueTokenResponse_Closure)
+                 (const Compass__V1__IssueTokenResponse *message,
+                  void *closure_data);
+typedef void (*Compass__V1__RevokeTokenRequest_Closure)
+                 (const Compass__V1__RevokeTokenRequest *message,
+                  void *closure_data);
+typedef void (*Compass__V1__RevokeTokenResponse_Closure)
+                 (const Compass__V1__RevokeTokenResponse *message,
+                  void *closure_data);
 typedef void (*Compass__V1__EnrollRequest_Closure)
                  (const Compass__V1__EnrollRequest *message,
                   void *closure_data);
@@ -1639,6 +1781,14 @@ struct Compass__V1__CompassService_Service
                    const Compass__V1__WhoAmIRequest *input,
                    Compass__V1__WhoAmIResponse_Closure closure,
                    void *closure_data);
+  void (*issue_token)(Compass__V1__CompassService_Service *service,
+                      const Compass__V1__IssueTokenRequest *input,
+                      Compass__V1__IssueTokenResponse_Closure closure,
+                      void *closure_data);
+  void (*revoke_token)(Compass__V1__CompassService_Service *service,
+                       const Compass__V1__RevokeTokenRequest *input,
+                       Compass__V1__RevokeTokenResponse_Closure closure,
+                       void *closure_data);
 };
 typedef void (*Compass__V1__CompassService_ServiceDestroy)(Compass__V1__CompassService_Service *);
 void compass__v1__compass_service__init (Compass__V1__CompassService_Service *service,
@@ -1655,7 +1805,9 @@ void compass__v1__compass_service__init (Compass__V1__CompassService_Service *se
       function_prefix__ ## send_agent_message,\
       function_prefix__ ## get_agent_status,\
       function_prefix__ ## get_server_info,\
-      function_prefix__ ## who_am_i  }
+      function_prefix__ ## who_am_i,\
+      function_prefix__ ## issue_token,\
+      function_prefix__ ## revoke_token  }
 void compass__v1__compass_service__subscribe_agent_session(ProtobufCService *service,
                                                            const Compass__V1__SubscribeAgentSessionRequest *input,
                                                            Compass__V1__AgentSessionFrame_Closure closure,
@@ -1692,6 +1844,14 @@ void compass__v1__compass_service__who_am_i(ProtobufCService *service,
                                             const Compass__V1__WhoAmIRequest *input,
                                             Compass__V1__WhoAmIResponse_Closure closure,
                                             void *closure_data);
+void compass__v1__compass_service__issue_token(ProtobufCService *service,
+                                               const Compass__V1__IssueTokenRequest *input,
+                                               Compass__V1__IssueTokenResponse_Closure closure,
+                                               void *closure_data);
+void compass__v1__compass_service__revoke_token(ProtobufCService *service,
+                                                const Compass__V1__RevokeTokenRequest *input,
+                                                Compass__V1__RevokeTokenResponse_Closure closure,
+                                                void *closure_data);
 typedef struct Compass__V1__RunnerService_Service Compass__V1__RunnerService_Service;
 struct Compass__V1__RunnerService_Service
 {
@@ -1834,6 +1994,10 @@ extern const ProtobufCMessageDescriptor compass__v1__get_server_info_request__de
 extern const ProtobufCMessageDescriptor compass__v1__get_server_info_response__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__who_am_irequest__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__who_am_iresponse__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__issue_token_request__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__issue_token_response__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__revoke_token_request__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__revoke_token_response__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__enroll_request__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__enroll_response__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__runner_error__descriptor;
