@@ -360,6 +360,8 @@ int cli_events_main(int argc, char **argv)
     struct cli_env env;
 
     memset(&state, 0, sizeof(state));
+    /* The records and batch windows render too (render.c). */
+    request.agenthub_payloads = 1;
     cli_env_init(&env);
     rv = cli_parse(&env, argc, argv, flags, pos, 0, &n_pos, events_usage);
     if (rv != 0)

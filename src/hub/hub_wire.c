@@ -66,6 +66,19 @@ int hub_event_session_id(const void *payload, size_t len, const char **id, size_
     return 0;
 }
 
+int hub_event_agenthub_only(const void *payload, size_t len)
+{
+    struct protowire_reader r;
+    struct protowire_field f;
+    int rv;
+
+    protowire_reader_init(&r, payload, len);
+    while ((rv = protowire_next(&r, &f)) == 1)
+        if (f.number == HUB_EVENT_SESSION_BATCH_PENDING || f.number == HUB_EVENT_AGENT_RECORD)
+            return 1;
+    return rv < 0;
+}
+
 int hub_frame_state(const void *frame, size_t len)
 {
     struct protowire_reader r;
@@ -101,6 +114,9 @@ int hub_wire_check(char *why, size_t why_size)
         check_field(event, "seq", HUB_EVENT_SEQ, why, why_size) != 0 ||
         check_field(event, "at_unix_ms", HUB_EVENT_AT_UNIX_MS, why, why_size) != 0 ||
         check_field(event, "instance_epoch", HUB_EVENT_INSTANCE_EPOCH, why, why_size) != 0 ||
+        check_field(event, "session_batch_pending", HUB_EVENT_SESSION_BATCH_PENDING, why,
+                    why_size) != 0 ||
+        check_field(event, "agent_record", HUB_EVENT_AGENT_RECORD, why, why_size) != 0 ||
         check_field(event, "session_id", HUB_EVENT_SESSION_ID, why, why_size) != 0)
         return -1;
     return 0;

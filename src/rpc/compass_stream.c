@@ -311,6 +311,7 @@ struct events_subscriber {
     struct stream_guard guard;
     uint64_t cursor;
     int attached;
+    int agenthub_payloads; /* the request's: agenthub's own events too */
 };
 
 static void events_detach(struct events_subscriber *sub)
@@ -336,7 +337,10 @@ static void events_resync(struct grpc_call *call, struct hub *ctx)
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
 
-/* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault. */
+/* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault.
+ * An event whose payload is agenthub's own goes only to a subscriber that
+ * asked for those: a compass reader would see an event with no payload and
+ * no session (docs/protocol.md, "The bus"). */
 static int events_visible(struct events_subscriber *sub, const struct bus_event *event)
 {
     char sid[STORE_ID_MAX];
@@ -344,6 +348,8 @@ static int events_visible(struct events_subscriber *sub, const struct bus_event 
     size_t len;
     int rv;
 
+    if (!sub->agenthub_payloads && hub_event_agenthub_only(event->payload, event->len))
+        return 0;
     if (sub->subject.is_admin)
         return 1;
     if (hub_event_session_id(event->payload, event->len, &id, &len) != 0 || len == 0 ||
@@ -440,6 +446,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->ctx = ctx;
     sub->subject = subject;
     sub->cursor = cursor;
+    sub->agenthub_payloads = request->agenthub_payloads;
     sub->watcher.wake = events_wake;
     sub->guard.recheck = events_recheck;
     sub->attached = 1;

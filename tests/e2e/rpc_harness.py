@@ -522,10 +522,14 @@ def subscribe(hub, session_id, token="t-alice", since_seq=0, tail=0, channel=Non
     return Reader(call)
 
 
-def subscribe_events(hub, token="t-admin", since_seq=0, epoch=0, channel=None):
+def subscribe_events(hub, token="t-admin", since_seq=0, epoch=0, channel=None,
+                     agenthub_payloads=True):
+    """SubscribeEvents as agenthub's own clients ask for it: with agenthub's
+    payloads (records, batch windows) unless AGENTHUB_PAYLOADS is False."""
     ch = channel or hub.channel()
     call = method(ch, "SubscribeEvents")(
-        S.SubscribeEventsRequest(since_seq=since_seq, instance_epoch=epoch), metadata=auth(token))
+        S.SubscribeEventsRequest(since_seq=since_seq, instance_epoch=epoch,
+                                 agenthub_payloads=agenthub_payloads), metadata=auth(token))
     call.initial_metadata()
     return Reader(call)
 

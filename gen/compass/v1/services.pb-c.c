@@ -1913,7 +1913,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_reque
   },
   {
     "since_seq",
-    2,
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_UINT64,
     0,   /* quantifier_offset */
@@ -1925,7 +1925,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_reque
   },
   {
     "tail",
-    3,
+    101,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_UINT32,
     0,   /* quantifier_offset */
@@ -1941,9 +1941,10 @@ static const unsigned compass__v1__subscribe_agent_session_request__field_indice
   1,   /* field[1] = since_seq */
   2,   /* field[2] = tail */
 };
-static const ProtobufCIntRange compass__v1__subscribe_agent_session_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__subscribe_agent_session_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 100, 1 },
   { 0, 3 }
 };
 const ProtobufCMessageDescriptor compass__v1__subscribe_agent_session_request__descriptor =
@@ -1957,7 +1958,7 @@ const ProtobufCMessageDescriptor compass__v1__subscribe_agent_session_request__d
   3,
   compass__v1__subscribe_agent_session_request__field_descriptors,
   compass__v1__subscribe_agent_session_request__field_indices_by_name,
-  1,  compass__v1__subscribe_agent_session_request__number_ranges,
+  2,  compass__v1__subscribe_agent_session_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__subscribe_agent_session_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -2017,7 +2018,7 @@ const ProtobufCMessageDescriptor compass__v1__skip_batch_window_response__descri
   (ProtobufCMessageInit) compass__v1__skip_batch_window_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__subscribe_events_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor compass__v1__subscribe_events_request__field_descriptors[3] =
 {
   {
     "since_seq",
@@ -2043,15 +2044,29 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_request__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "agenthub_payloads",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__SubscribeEventsRequest, agenthub_payloads),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__subscribe_events_request__field_indices_by_name[] = {
+  2,   /* field[2] = agenthub_payloads */
   1,   /* field[1] = instance_epoch */
   0,   /* field[0] = since_seq */
 };
-static const ProtobufCIntRange compass__v1__subscribe_events_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__subscribe_events_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 100, 2 },
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor compass__v1__subscribe_events_request__descriptor =
 {
@@ -2061,10 +2076,10 @@ const ProtobufCMessageDescriptor compass__v1__subscribe_events_request__descript
   "Compass__V1__SubscribeEventsRequest",
   "compass.v1",
   sizeof(Compass__V1__SubscribeEventsRequest),
-  2,
+  3,
   compass__v1__subscribe_events_request__field_descriptors,
   compass__v1__subscribe_events_request__field_indices_by_name,
-  1,  compass__v1__subscribe_events_request__number_ranges,
+  2,  compass__v1__subscribe_events_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__subscribe_events_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -2125,42 +2140,6 @@ static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_d
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "provider",
-    4,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Compass__V1__AgentSessionStatus, provider),
-    NULL,
-    &protobuf_c_empty_string,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "native_id",
-    5,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Compass__V1__AgentSessionStatus, native_id),
-    NULL,
-    &protobuf_c_empty_string,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "last_seq",
-    6,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_UINT64,
-    0,   /* quantifier_offset */
-    offsetof(Compass__V1__AgentSessionStatus, last_seq),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
     "caller_may_control",
     100,
     PROTOBUF_C_LABEL_NONE,
@@ -2196,22 +2175,58 @@ static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "provider",
+    103,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, provider),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "native_id",
+    104,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, native_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_seq",
+    105,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, last_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__agent_session_status__field_indices_by_name[] = {
   2,   /* field[2] = agent_account_id */
-  6,   /* field[6] = caller_may_control */
-  7,   /* field[7] = container */
-  5,   /* field[5] = last_seq */
-  4,   /* field[4] = native_id */
-  8,   /* field[8] = owner */
-  3,   /* field[3] = provider */
+  3,   /* field[3] = caller_may_control */
+  4,   /* field[4] = container */
+  8,   /* field[8] = last_seq */
+  7,   /* field[7] = native_id */
+  5,   /* field[5] = owner */
+  6,   /* field[6] = provider */
   0,   /* field[0] = session_id */
   1,   /* field[1] = state */
 };
 static const ProtobufCIntRange compass__v1__agent_session_status__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 100, 6 },
+  { 100, 3 },
   { 0, 9 }
 };
 const ProtobufCMessageDescriptor compass__v1__agent_session_status__descriptor =
@@ -2521,7 +2536,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__fi
   },
   {
     "session_batch_pending",
-    17,
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_MESSAGE,
     offsetof(Compass__V1__SubscribeEventsResponse, payload_case),
@@ -2533,7 +2548,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__fi
   },
   {
     "agent_record",
-    18,
+    101,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_MESSAGE,
     offsetof(Compass__V1__SubscribeEventsResponse, payload_case),
@@ -2545,7 +2560,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__fi
   },
   {
     "session_id",
-    19,
+    102,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_STRING,
     0,   /* quantifier_offset */
@@ -2573,7 +2588,7 @@ static const ProtobufCIntRange compass__v1__subscribe_events_response__number_ra
 {
   { 1, 0 },
   { 11, 3 },
-  { 17, 8 },
+  { 100, 8 },
   { 0, 11 }
 };
 const ProtobufCMessageDescriptor compass__v1__subscribe_events_response__descriptor =
@@ -2900,7 +2915,7 @@ const ProtobufCMessageDescriptor compass__v1__get_server_info_request__descripto
   (ProtobufCMessageInit) compass__v1__get_server_info_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__get_server_info_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor compass__v1__get_server_info_response__field_descriptors[4] =
 {
   {
     "version",
@@ -2928,7 +2943,7 @@ static const ProtobufCFieldDescriptor compass__v1__get_server_info_response__fie
   },
   {
     "features",
-    3,
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_UINT64,
     0,   /* quantifier_offset */
@@ -2938,16 +2953,30 @@ static const ProtobufCFieldDescriptor compass__v1__get_server_info_response__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "product",
+    101,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__GetServerInfoResponse, product),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__get_server_info_response__field_indices_by_name[] = {
   1,   /* field[1] = api_version */
   2,   /* field[2] = features */
+  3,   /* field[3] = product */
   0,   /* field[0] = version */
 };
-static const ProtobufCIntRange compass__v1__get_server_info_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__get_server_info_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 100, 2 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor compass__v1__get_server_info_response__descriptor =
 {
@@ -2957,10 +2986,10 @@ const ProtobufCMessageDescriptor compass__v1__get_server_info_response__descript
   "Compass__V1__GetServerInfoResponse",
   "compass.v1",
   sizeof(Compass__V1__GetServerInfoResponse),
-  3,
+  4,
   compass__v1__get_server_info_response__field_descriptors,
   compass__v1__get_server_info_response__field_indices_by_name,
-  1,  compass__v1__get_server_info_response__number_ranges,
+  2,  compass__v1__get_server_info_response__number_ranges,
   (ProtobufCMessageInit) compass__v1__get_server_info_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
