@@ -382,7 +382,8 @@ class Page {
       let resync = false;
       try {
         const stream = this.client.subscribeEvents(
-          { sinceSeq: since, instanceEpoch: epoch },
+          // agenthubPayloads: the page shows records and batch windows too.
+          { sinceSeq: since, instanceEpoch: epoch, agenthubPayloads: true },
           {
             headers: this.headers(),
             signal,
