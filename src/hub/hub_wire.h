@@ -14,10 +14,14 @@
 
 #include "common/protowire.h"
 
-/* compass.v1.AgentSessionFrame fields written on delivery, and its state. */
-#define HUB_FRAME_STATE      3
-#define HUB_FRAME_SEQ        100
-#define HUB_FRAME_AT_UNIX_MS 101
+/* compass.v1.AgentSessionFrame fields written on delivery, its event and
+ * state, and the events of SessionEvent that are agenthub's own. */
+#define HUB_FRAME_EVENT                2
+#define HUB_FRAME_STATE                3
+#define HUB_FRAME_SEQ                  100
+#define HUB_FRAME_AT_UNIX_MS           101
+#define HUB_SESSION_EVENT_BATCH_PENDING 100
+#define HUB_SESSION_EVENT_RECORD        101
 /* compass.v1.SubscribeEventsResponse fields written on delivery, the
  * session an event belongs to, and agenthub's own payloads. */
 #define HUB_EVENT_SEQ                   1
@@ -48,6 +52,11 @@ int hub_event_session_id(const void *payload, size_t len, const char **id, size_
  * else 0.  A malformed entry counts as agenthub's: it is not sent to a
  * compass reader. */
 int hub_event_agenthub_only(const void *payload, size_t len);
+
+/* 1 when the ring entry FRAME[0..LEN) carries no state and an event of
+ * agenthub's own (a compass reader would decode an empty frame), else 0.
+ * A malformed entry counts as agenthub's. */
+int hub_frame_agenthub_only(const void *frame, size_t len);
 
 /* The state a ring entry FRAME[0..LEN) carries (a state frame), or 0 when
  * it carries none or is malformed. */

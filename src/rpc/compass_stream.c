@@ -47,6 +47,7 @@ struct pane_subscriber {
     struct session *session; /* NULL once detached */
     uint64_t cursor;         /* seq of the last frame queued to the call */
     uint64_t tail_start;     /* the session's tail when the pane began */
+    int agenthub_events;     /* the request's: agenthub's own events too */
     struct store_subject subject;
     struct stream_guard guard;
     char session_id[STORE_ID_MAX];
@@ -140,6 +141,12 @@ static void pane_pump(struct pane_subscriber *sub)
         }
         if (status == RING_NONE)
             return;
+        /* A compass reader would decode agenthub's own events as empty
+         * frames: it is not sent them (docs/protocol.md, "The pane"). */
+        if (!sub->agenthub_events && hub_frame_agenthub_only(entry.data, entry.len)) {
+            sub->cursor = entry.seq;
+            continue;
+        }
         size_t n = hub_pane_prefix(prefix, entry.seq, entry.at_unix_ms);
         if (grpc_call_send_encoded(sub->call, prefix, n, entry.data, entry.len) != 0)
             return;
@@ -252,6 +259,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->call = call;
     sub->ctx = ctx;
     sub->buffer_bytes = rpc_config(call)->subscriber_buffer_bytes;
+    sub->agenthub_events = request->agenthub_events;
     sub->watcher.wake = pane_wake;
     sub->subject = subject;
     sub->guard.recheck = pane_recheck;

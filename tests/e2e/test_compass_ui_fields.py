@@ -307,28 +307,45 @@ def test_server_info_is_a_version_string_with_the_product_in_an_agenthub_field(h
     assert doc["product"] == "agenthubd"
 
 
-def test_no_agenthub_field_below_100_on_any_compass_message_the_public_door_sends(hub):
+def test_no_agenthub_field_below_100_and_no_empty_frame_on_the_public_doors_messages(hub):
     r = hub.runner("runner-1")
     r.open_sessions(["sess-1"])
     bus = RawStream(hub, C.SubscribeEventsRequest(), "t-alice")
-    reader = RawStream(hub, C.SubscribeAgentSessionRequest(session_id="sess-1"), "t-alice",
-                       name="SubscribeAgentSession")
+    compass = RawStream(hub, C.SubscribeAgentSessionRequest(session_id="sess-1"), "t-alice",
+                        name="SubscribeAgentSession")
+    ours = RawStream(hub, S.SubscribeAgentSessionRequest(session_id="sess-1",
+                                                         agenthub_events=True), "t-alice",
+                     name="SubscribeAgentSession")
     r.publish("sess-1", *every_kind_of_frame())
-    pane = reader.wait(lambda items: len(items) >= len(every_kind_of_frame()) and items,
-                       what="every frame in the pane")
-    pane = list(pane)
-    reader.cancel()
-    for data in pane:
-        assert below_own(data, C.AgentSessionFrame) == [], C.AgentSessionFrame.FromString(data)
-    kinds = {C.AgentSessionFrame.FromString(d).event.WhichOneof("event") for d in pane}
-    assert {"assistant_text", "thinking", "tool_call", "tool_call_update", "plan",
-            "notice"} <= kinds
-    # agenthub's own events (the batch window, the record) are there, at 100
-    # and up in the event; the frame's own seq and time too.
+    r.publish("sess-1", text("last"))
+
+    def upto_last(reader, what):
+        return list(reader.wait(lambda items: any(
+            C.AgentSessionFrame.FromString(d).event.assistant_text.text == "last"
+            for d in items) and items, what=what))
+    # agenthub's reader has every frame; agenthub's own events (the batch
+    # window, the record) sit at 100 and up in the event, the frame's seq and
+    # time at 100 and 101, and nothing else is agenthub's.
+    pane = upto_last(ours, "every frame in agenthub's pane")
     own = [d for d in pane if field_numbers(field_bytes(d, 2)) & {100, 101}]
     assert len(own) == 2
     for data in pane:
         assert field_numbers(data) <= {1, 2, 3, 100, 101}
+        assert below_own(data, C.AgentSessionFrame) == [], C.AgentSessionFrame.FromString(data)
+    # The compass reader has the rest, each one a state or one of compass's
+    # events, never an empty frame.
+    seen = upto_last(compass, "compass's frames in the pane")
+    assert [F.AgentSessionFrame.FromString(d).seq for d in seen] == [
+        F.AgentSessionFrame.FromString(d).seq for d in pane if d not in own]
+    for data in seen:
+        assert below_own(data, C.AgentSessionFrame) == [], C.AgentSessionFrame.FromString(data)
+        frame = C.AgentSessionFrame.FromString(data)
+        assert frame.state or frame.event.WhichOneof("event"), frame
+    kinds = {C.AgentSessionFrame.FromString(d).event.WhichOneof("event") for d in seen}
+    assert {"assistant_text", "thinking", "tool_call", "tool_call_update", "plan",
+            "notice"} <= kinds
+    compass.cancel()
+    ours.cancel()
 
     events = bus.wait(lambda items: [e for e in items if payload(C.SubscribeEventsResponse
                                                                  .FromString(e)) ==
@@ -351,6 +368,7 @@ def test_no_agenthub_field_below_100_on_any_compass_message_the_public_door_send
 def test_a_compass_reader_never_sees_an_event_without_a_payload(hub):
     r = hub.runner("runner-1")
     r.open_sessions(["sess-1"])
+    r.publish("sess-1", text("before"))
     compass = RawStream(hub, C.SubscribeEventsRequest(), "t-alice")
     ours = subscribe_events(hub, token="t-alice")
     r.publish("sess-1", *every_kind_of_frame())
@@ -375,10 +393,12 @@ def test_a_compass_reader_never_sees_an_event_without_a_payload(hub):
     assert {e.seq for e in got} == {e.seq for e in ours.items} - {e.seq for e in own}
 
     # A compass reader resuming over every other protocol: the same events.
-    first = min(e.seq for e in got)
+    # (The text published before the readers came keeps "hello" past seq 1.)
+    first = next(e.seq for e in got if e.agent_message_chunk.text == "hello")
+    assert first > 1
     resume = C.SubscribeEventsRequest(since_seq=first - 1, instance_epoch=got[0].instance_epoch)
     raw = resume.SerializeToString()
-    want = [(e.seq, payload(e)) for e in got]
+    want = [(e.seq, payload(e)) for e in got if e.seq >= first]
     for name, body, content_type, http2 in (
             ("connect", struct.pack(">BI", 0, len(raw)) + raw, "application/connect+proto",
              True),

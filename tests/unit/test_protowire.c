@@ -160,6 +160,36 @@ START_TEST(only_an_agenthub_payload_marks_a_bus_entry_agenthub_only)
 }
 END_TEST
 
+/* The pane's counterpart: a frame whose event is agenthub's own and that
+ * carries no state.  Compass's events and any state frame are not. */
+START_TEST(only_an_agenthub_event_without_a_state_marks_a_frame_agenthub_only)
+{
+    Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
+    Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
+    Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
+    Compass__V1__SessionNotice notice = COMPASS__V1__SESSION_NOTICE__INIT;
+    uint8_t buf[256];
+    size_t len;
+
+    frame.session_id = "sess-1";
+    frame.event = &event;
+    event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_NOTICE;
+    event.notice = &notice;
+    len = compass__v1__agent_session_frame__pack(&frame, buf);
+    ck_assert_int_eq(hub_frame_agenthub_only(buf, len), 0);
+    event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_RECORD;
+    event.record = &record;
+    len = compass__v1__agent_session_frame__pack(&frame, buf);
+    ck_assert_int_eq(hub_frame_agenthub_only(buf, len), 1);
+    frame.state = COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_WORKING;
+    len = compass__v1__agent_session_frame__pack(&frame, buf);
+    ck_assert_int_eq(hub_frame_agenthub_only(buf, len), 0);
+    frame.event = NULL;
+    len = compass__v1__agent_session_frame__pack(&frame, buf);
+    ck_assert_int_eq(hub_frame_agenthub_only(buf, len), 0);
+}
+END_TEST
+
 Suite *protowire_suite(void)
 {
     Suite *s = suite_create("protowire");
@@ -172,6 +202,7 @@ Suite *protowire_suite(void)
     tcase_add_test(tc, pane_prefix_plus_entry_decodes_as_the_frame);
     tcase_add_test(tc, event_prefix_plus_payload_decodes_and_names_its_session);
     tcase_add_test(tc, only_an_agenthub_payload_marks_a_bus_entry_agenthub_only);
+    tcase_add_test(tc, only_an_agenthub_event_without_a_state_marks_a_frame_agenthub_only);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -621,7 +621,13 @@ class Slot {
       let received = 0;
       try {
         const stream = this.host.client.subscribeAgentSession(
-          { sessionId: id, sinceSeq: lastSeq, tail: lastSeq === 0n ? tail : 0 },
+          // agenthubEvents: the pane shows records and batch windows too.
+          {
+            sessionId: id,
+            sinceSeq: lastSeq,
+            tail: lastSeq === 0n ? tail : 0,
+            agenthubEvents: true,
+          },
           {
             headers: this.host.headers(),
             signal,

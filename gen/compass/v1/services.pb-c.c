@@ -1897,7 +1897,7 @@ void   compass__v1__report_agent_state_response__free_unpacked
   assert(message->base.descriptor == &compass__v1__report_agent_state_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_request__field_descriptors[4] =
 {
   {
     "session_id",
@@ -1935,8 +1935,21 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_reque
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "agenthub_events",
+    102,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__SubscribeAgentSessionRequest, agenthub_events),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__subscribe_agent_session_request__field_indices_by_name[] = {
+  3,   /* field[3] = agenthub_events */
   0,   /* field[0] = session_id */
   1,   /* field[1] = since_seq */
   2,   /* field[2] = tail */
@@ -1945,7 +1958,7 @@ static const ProtobufCIntRange compass__v1__subscribe_agent_session_request__num
 {
   { 1, 0 },
   { 100, 1 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor compass__v1__subscribe_agent_session_request__descriptor =
 {
@@ -1955,7 +1968,7 @@ const ProtobufCMessageDescriptor compass__v1__subscribe_agent_session_request__d
   "Compass__V1__SubscribeAgentSessionRequest",
   "compass.v1",
   sizeof(Compass__V1__SubscribeAgentSessionRequest),
-  3,
+  4,
   compass__v1__subscribe_agent_session_request__field_descriptors,
   compass__v1__subscribe_agent_session_request__field_indices_by_name,
   2,  compass__v1__subscribe_agent_session_request__number_ranges,

@@ -97,10 +97,16 @@ struct  Compass__V1__SubscribeAgentSessionRequest
    */
   uint64_t since_seq;
   uint32_t tail;
+  /*
+   * agenthub: also send the frames whose event is agenthub's own
+   * (batch_pending, record).  A compass reader never sets it, so it never
+   * receives a frame it would decode as empty.
+   */
+  protobuf_c_boolean agenthub_events;
 };
 #define COMPASS__V1__SUBSCRIBE_AGENT_SESSION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__subscribe_agent_session_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0 }
 
 
 struct  Compass__V1__SkipBatchWindowRequest
