@@ -45,7 +45,7 @@ struct pane_subscriber {
     struct hub *ctx;
     size_t buffer_bytes;     /* --subscriber-buffer-bytes */
     struct session *session; /* NULL once detached */
-    uint64_t cursor;         /* seq of the last frame queued to the call */
+    uint64_t cursor;         /* seq of the last frame queued to the call, or skipped */
     uint64_t tail_start;     /* the session's tail when the pane began */
     int agenthub_events;     /* the request's: agenthub's own events too */
     struct store_subject subject;
@@ -142,7 +142,7 @@ static void pane_pump(struct pane_subscriber *sub)
         if (status == RING_NONE)
             return;
         /* A compass reader would decode agenthub's own events as empty
-         * frames: it is not sent them (docs/protocol.md, "The pane"). */
+         * frames: it is not sent them (docs/protocol.md, "What a compass reader receives"). */
         if (!sub->agenthub_events && hub_frame_agenthub_only(entry.data, entry.len)) {
             sub->cursor = entry.seq;
             continue;
@@ -348,7 +348,7 @@ static void events_resync(struct grpc_call *call, struct hub *ctx)
 /* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault.
  * An event whose payload is agenthub's own goes only to a subscriber that
  * asked for those: a compass reader would see an event with no payload and
- * no session (docs/protocol.md, "The bus"). */
+ * no session (docs/protocol.md, "What a compass reader receives"). */
 static int events_visible(struct events_subscriber *sub, const struct bus_event *event)
 {
     char sid[STORE_ID_MAX];
