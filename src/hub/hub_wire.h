@@ -16,10 +16,10 @@
 
 /* compass.v1.AgentSessionFrame fields written on delivery, its event and
  * state, and the events of SessionEvent that are agenthub's own. */
-#define HUB_FRAME_EVENT                2
-#define HUB_FRAME_STATE                3
-#define HUB_FRAME_SEQ                  100
-#define HUB_FRAME_AT_UNIX_MS           101
+#define HUB_FRAME_EVENT                 2
+#define HUB_FRAME_STATE                 3
+#define HUB_FRAME_SEQ                   100
+#define HUB_FRAME_AT_UNIX_MS            101
 #define HUB_SESSION_EVENT_BATCH_PENDING 100
 #define HUB_SESSION_EVENT_RECORD        101
 /* compass.v1.SubscribeEventsResponse fields written on delivery, the
