@@ -70,6 +70,7 @@ static int pane_round_run(struct log_stream *stream, uint64_t since, uint32_t ta
     request.session_id = (char *)stream->session_id;
     request.since_seq = since;
     request.tail = since ? 0 : tail;
+    request.agenthub_events = 1; /* records and batch windows are shown too */
     round->call =
         grpc_client_call_start(env->client, "/compass.v1.CompassService/SubscribeAgentSession",
                                env->token, 0, &handler, round);
@@ -360,6 +361,8 @@ int cli_events_main(int argc, char **argv)
     struct cli_env env;
 
     memset(&state, 0, sizeof(state));
+    /* The records and batch windows render too (render.c). */
+    request.agenthub_payloads = 1;
     cli_env_init(&env);
     rv = cli_parse(&env, argc, argv, flags, pos, 0, &n_pos, events_usage);
     if (rv != 0)

@@ -66,6 +66,50 @@ int hub_event_session_id(const void *payload, size_t len, const char **id, size_
     return 0;
 }
 
+int hub_event_agenthub_only(const void *payload, size_t len)
+{
+    struct protowire_reader r;
+    struct protowire_field f;
+    int rv;
+
+    protowire_reader_init(&r, payload, len);
+    while ((rv = protowire_next(&r, &f)) == 1)
+        if (f.number == HUB_EVENT_SESSION_BATCH_PENDING || f.number == HUB_EVENT_AGENT_RECORD)
+            return 1;
+    return rv < 0;
+}
+
+/* 1 when the SessionEvent EVENT[0..LEN) is one of agenthub's own (or
+ * malformed), else 0. */
+static int session_event_agenthub_only(const uint8_t *event, size_t len)
+{
+    struct protowire_reader r;
+    struct protowire_field f;
+    int rv;
+
+    protowire_reader_init(&r, event, len);
+    while ((rv = protowire_next(&r, &f)) == 1)
+        if (f.number == HUB_SESSION_EVENT_BATCH_PENDING || f.number == HUB_SESSION_EVENT_RECORD)
+            return 1;
+    return rv < 0;
+}
+
+int hub_frame_agenthub_only(const void *frame, size_t len)
+{
+    struct protowire_reader r;
+    struct protowire_field f;
+    int own = 0, rv;
+
+    protowire_reader_init(&r, frame, len);
+    while ((rv = protowire_next(&r, &f)) == 1) {
+        if (f.number == HUB_FRAME_STATE)
+            return 0;
+        if (f.number == HUB_FRAME_EVENT && f.type == PROTOWIRE_LEN)
+            own |= session_event_agenthub_only(f.data, f.len);
+    }
+    return rv < 0 || own;
+}
+
 int hub_frame_state(const void *frame, size_t len)
 {
     struct protowire_reader r;
@@ -94,13 +138,20 @@ int hub_wire_check(char *why, size_t why_size)
 {
     const ProtobufCMessageDescriptor *frame = &compass__v1__agent_session_frame__descriptor;
     const ProtobufCMessageDescriptor *event = &compass__v1__subscribe_events_response__descriptor;
+    const ProtobufCMessageDescriptor *typed = &compass__v1__session_event__descriptor;
 
-    if (check_field(frame, "state", HUB_FRAME_STATE, why, why_size) != 0 ||
+    if (check_field(frame, "event", HUB_FRAME_EVENT, why, why_size) != 0 ||
+        check_field(frame, "state", HUB_FRAME_STATE, why, why_size) != 0 ||
+        check_field(typed, "batch_pending", HUB_SESSION_EVENT_BATCH_PENDING, why, why_size) != 0 ||
+        check_field(typed, "record", HUB_SESSION_EVENT_RECORD, why, why_size) != 0 ||
         check_field(frame, "seq", HUB_FRAME_SEQ, why, why_size) != 0 ||
         check_field(frame, "at_unix_ms", HUB_FRAME_AT_UNIX_MS, why, why_size) != 0 ||
         check_field(event, "seq", HUB_EVENT_SEQ, why, why_size) != 0 ||
         check_field(event, "at_unix_ms", HUB_EVENT_AT_UNIX_MS, why, why_size) != 0 ||
         check_field(event, "instance_epoch", HUB_EVENT_INSTANCE_EPOCH, why, why_size) != 0 ||
+        check_field(event, "session_batch_pending", HUB_EVENT_SESSION_BATCH_PENDING, why,
+                    why_size) != 0 ||
+        check_field(event, "agent_record", HUB_EVENT_AGENT_RECORD, why, why_size) != 0 ||
         check_field(event, "session_id", HUB_EVENT_SESSION_ID, why, why_size) != 0)
         return -1;
     return 0;

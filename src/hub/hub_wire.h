@@ -14,16 +14,22 @@
 
 #include "common/protowire.h"
 
-/* compass.v1.AgentSessionFrame fields written on delivery, and its state. */
-#define HUB_FRAME_STATE      3
-#define HUB_FRAME_SEQ        4
-#define HUB_FRAME_AT_UNIX_MS 5
-/* compass.v1.SubscribeEventsResponse fields written on delivery, and the
- * session an event belongs to. */
-#define HUB_EVENT_SEQ            1
-#define HUB_EVENT_AT_UNIX_MS     2
-#define HUB_EVENT_INSTANCE_EPOCH 3
-#define HUB_EVENT_SESSION_ID     19
+/* compass.v1.AgentSessionFrame fields written on delivery, its event and
+ * state, and the events of SessionEvent that are agenthub's own. */
+#define HUB_FRAME_EVENT                 2
+#define HUB_FRAME_STATE                 3
+#define HUB_FRAME_SEQ                   100
+#define HUB_FRAME_AT_UNIX_MS            101
+#define HUB_SESSION_EVENT_BATCH_PENDING 100
+#define HUB_SESSION_EVENT_RECORD        101
+/* compass.v1.SubscribeEventsResponse fields written on delivery, the
+ * session an event belongs to, and agenthub's own payloads. */
+#define HUB_EVENT_SEQ                   1
+#define HUB_EVENT_AT_UNIX_MS            2
+#define HUB_EVENT_INSTANCE_EPOCH        3
+#define HUB_EVENT_SESSION_BATCH_PENDING 100
+#define HUB_EVENT_AGENT_RECORD          101
+#define HUB_EVENT_SESSION_ID            102
 
 /* Room for any prefix below. */
 #define HUB_PREFIX_MAX (3 * PROTOWIRE_VARINT_FIELD_MAX)
@@ -40,6 +46,17 @@ size_t hub_event_prefix(uint8_t out[HUB_PREFIX_MAX], uint64_t seq, int64_t at_un
 /* The session id of the bus entry PAYLOAD[0..LEN).  Returns 0 with *ID and
  * *ID_LEN (not NUL-terminated), or -1 when it has none or is malformed. */
 int hub_event_session_id(const void *payload, size_t len, const char **id, size_t *id_len);
+
+/* 1 when the bus entry PAYLOAD[0..LEN) carries one of agenthub's own
+ * payloads (a compass reader would decode it as an event without one),
+ * else 0.  A malformed entry counts as agenthub's: it is not sent to a
+ * compass reader. */
+int hub_event_agenthub_only(const void *payload, size_t len);
+
+/* 1 when the ring entry FRAME[0..LEN) carries no state and an event of
+ * agenthub's own (a compass reader would decode an empty frame), else 0.
+ * A malformed entry counts as agenthub's. */
+int hub_frame_agenthub_only(const void *frame, size_t len);
 
 /* The state a ring entry FRAME[0..LEN) carries (a state frame), or 0 when
  * it carries none or is malformed. */

@@ -15,7 +15,8 @@
 #include "store/store.h"
 
 #define AGENTHUB_API_VERSION    "compass.v1"
-#define AGENTHUB_SERVER_VERSION "agenthubd 0.1.0"
+#define AGENTHUB_SERVER_VERSION "0.1.0"
+#define AGENTHUB_PRODUCT        "agenthubd"
 #define FEATURE_RESOURCE_KINDS  0x4000u
 
 /* A unary call waiting for a Runner's acknowledgement. */
@@ -139,10 +140,11 @@ static int require_runner_door(struct grpc_call *call)
 
 /* The checks every owner's control call makes, in this order: the
  * Runner door, the caller, a session id, then owner-or-admin (NOT_FOUND for
- * unknown and forbidden alike).  Returns 0 with *ROW filled, or -1 after
- * finishing the call. */
+ * unknown and forbidden alike).  Returns 0 with *ROW filled; 1, the call
+ * still open, when the gate says NOT_FOUND and UNKNOWN_OK is set; else -1
+ * after finishing the call. */
 static int control_precheck(struct grpc_call *call, const char *session_id,
-                            struct store_session *row)
+                            struct store_session *row, int unknown_ok)
 {
     struct hub *ctx = rpc_hub(call);
     struct store_subject subject;
@@ -155,6 +157,8 @@ static int control_precheck(struct grpc_call *call, const char *session_id,
         return -1;
     }
     rv = gate_may_control(ctx->store, &subject, session_id, row);
+    if (rv == GATE_NOT_FOUND && unknown_ok)
+        return 1;
     if (rv != GATE_ALLOWED) {
         rpc_finish_gate_refusal(call, rv);
         return -1;
@@ -170,7 +174,7 @@ static void skip_batch_on_message(struct grpc_call *call, const ProtobufCMessage
     Compass__V1__SkipBatchWindowRequest start_now = COMPASS__V1__SKIP_BATCH_WINDOW_REQUEST__INIT;
     struct store_session row;
 
-    if (control_precheck(call, request->session_id, &row) != 0)
+    if (control_precheck(call, request->session_id, &row, 0) != 0)
         return;
     start_now.session_id = row.session_id;
     command.command_case = COMPASS__V1__SESSIONS_RESPONSE__COMMAND_START_NOW;
@@ -188,7 +192,7 @@ static void send_message_on_message(struct grpc_call *call, const ProtobufCMessa
     Compass__V1__PromptControl prompt = COMPASS__V1__PROMPT_CONTROL__INIT;
     struct store_session row;
 
-    if (control_precheck(call, request->session_id, &row) != 0)
+    if (control_precheck(call, request->session_id, &row, 0) != 0)
         return;
     /* The owner's text is input for the agent, as its user would type it:
      * a prompt (docs/protocol.md says why not a steer or a deliver). */
@@ -273,8 +277,18 @@ static void stop_session_on_message(struct grpc_call *call, const ProtobufCMessa
     struct store_session row;
     int rv;
 
-    if (control_precheck(call, request->session_id, &row) != 0)
+    /* Stop is idempotent, as compass has it: afterwards no session of that
+     * id that the caller controls runs.  One the caller may not control is
+     * answered as an unknown one, so both succeed and nothing is stopped
+     * (docs/protocol.md says why not NOT_FOUND). */
+    rv = control_precheck(call, request->session_id, &row, 1);
+    if (rv < 0)
         return;
+    if (rv > 0) {
+        grpc_call_send(call, &response.base);
+        grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+        return;
+    }
     rv = store_session_close(ctx->store, row.session_id);
     if (rv == STORE_FAULT) {
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
@@ -412,6 +426,7 @@ static void server_info_on_message(struct grpc_call *call, const ProtobufCMessag
     response.version = AGENTHUB_SERVER_VERSION;
     response.api_version = AGENTHUB_API_VERSION;
     response.features = FEATURE_RESOURCE_KINDS;
+    response.product = AGENTHUB_PRODUCT;
     grpc_call_send(call, &response.base);
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }

@@ -45,8 +45,9 @@ struct pane_subscriber {
     struct hub *ctx;
     size_t buffer_bytes;     /* --subscriber-buffer-bytes */
     struct session *session; /* NULL once detached */
-    uint64_t cursor;         /* seq of the last frame queued to the call */
+    uint64_t cursor;         /* seq of the last frame queued to the call, or skipped */
     uint64_t tail_start;     /* the session's tail when the pane began */
+    int agenthub_events;     /* the request's: agenthub's own events too */
     struct store_subject subject;
     struct stream_guard guard;
     char session_id[STORE_ID_MAX];
@@ -140,6 +141,12 @@ static void pane_pump(struct pane_subscriber *sub)
         }
         if (status == RING_NONE)
             return;
+        /* A compass reader would decode agenthub's own events as empty
+         * frames: it is not sent them (docs/protocol.md, "What a compass reader receives"). */
+        if (!sub->agenthub_events && hub_frame_agenthub_only(entry.data, entry.len)) {
+            sub->cursor = entry.seq;
+            continue;
+        }
         size_t n = hub_pane_prefix(prefix, entry.seq, entry.at_unix_ms);
         if (grpc_call_send_encoded(sub->call, prefix, n, entry.data, entry.len) != 0)
             return;
@@ -252,6 +259,7 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->call = call;
     sub->ctx = ctx;
     sub->buffer_bytes = rpc_config(call)->subscriber_buffer_bytes;
+    sub->agenthub_events = request->agenthub_events;
     sub->watcher.wake = pane_wake;
     sub->subject = subject;
     sub->guard.recheck = pane_recheck;
@@ -311,6 +319,7 @@ struct events_subscriber {
     struct stream_guard guard;
     uint64_t cursor;
     int attached;
+    int agenthub_payloads; /* the request's: agenthub's own events too */
 };
 
 static void events_detach(struct events_subscriber *sub)
@@ -336,7 +345,10 @@ static void events_resync(struct grpc_call *call, struct hub *ctx)
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
 
-/* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault. */
+/* 1 when the subscriber may see EVENT, 0 when not, -1 on a store fault.
+ * An event whose payload is agenthub's own goes only to a subscriber that
+ * asked for those: a compass reader would see an event with no payload and
+ * no session (docs/protocol.md, "What a compass reader receives"). */
 static int events_visible(struct events_subscriber *sub, const struct bus_event *event)
 {
     char sid[STORE_ID_MAX];
@@ -344,6 +356,8 @@ static int events_visible(struct events_subscriber *sub, const struct bus_event 
     size_t len;
     int rv;
 
+    if (!sub->agenthub_payloads && hub_event_agenthub_only(event->payload, event->len))
+        return 0;
     if (sub->subject.is_admin)
         return 1;
     if (hub_event_session_id(event->payload, event->len, &id, &len) != 0 || len == 0 ||
@@ -440,6 +454,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->ctx = ctx;
     sub->subject = subject;
     sub->cursor = cursor;
+    sub->agenthub_payloads = request->agenthub_payloads;
     sub->watcher.wake = events_wake;
     sub->guard.recheck = events_recheck;
     sub->attached = 1;

@@ -94,7 +94,8 @@ def subscribe_frames(address, token, session_id, tail=1 << 31, timeout=5.0):
             "/compass.v1.CompassService/SubscribeAgentSession",
             request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
             response_deserializer=frames_pb.AgentSessionFrame.FromString)
-        stream = call(services.SubscribeAgentSessionRequest(session_id=session_id, tail=tail),
+        stream = call(services.SubscribeAgentSessionRequest(session_id=session_id, tail=tail,
+                                                            agenthub_events=True),
                       metadata=[("authorization", f"Bearer {token}")], timeout=timeout)
         try:
             for frame in stream:

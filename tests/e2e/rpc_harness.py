@@ -514,20 +514,28 @@ class Reader:
         self.done.wait(5)
 
 
-def subscribe(hub, session_id, token="t-alice", since_seq=0, tail=0, channel=None):
-    """An open SubscribeAgentSession (response headers already received)."""
+def subscribe(hub, session_id, token="t-alice", since_seq=0, tail=0, channel=None,
+              agenthub_events=True):
+    """An open SubscribeAgentSession (response headers already received), as
+    agenthub's own clients ask for it: with agenthub's events (records,
+    batch windows) unless AGENTHUB_EVENTS is False."""
     ch = channel or hub.channel()
     call = method(ch, "SubscribeAgentSession")(
-        S.SubscribeAgentSessionRequest(session_id=session_id, since_seq=since_seq, tail=tail),
+        S.SubscribeAgentSessionRequest(session_id=session_id, since_seq=since_seq, tail=tail,
+                                       agenthub_events=agenthub_events),
         metadata=auth(token))
     call.initial_metadata()  # blocks until the server has subscribed us
     return Reader(call)
 
 
-def subscribe_events(hub, token="t-admin", since_seq=0, epoch=0, channel=None):
+def subscribe_events(hub, token="t-admin", since_seq=0, epoch=0, channel=None,
+                     agenthub_payloads=True):
+    """SubscribeEvents as agenthub's own clients ask for it: with agenthub's
+    payloads (records, batch windows) unless AGENTHUB_PAYLOADS is False."""
     ch = channel or hub.channel()
     call = method(ch, "SubscribeEvents")(
-        S.SubscribeEventsRequest(since_seq=since_seq, instance_epoch=epoch), metadata=auth(token))
+        S.SubscribeEventsRequest(since_seq=since_seq, instance_epoch=epoch,
+                                 agenthub_payloads=agenthub_payloads), metadata=auth(token))
     call.initial_metadata()
     return Reader(call)
 

@@ -228,16 +228,32 @@ def test_send_agent_message_delivers_to_the_runner_for_owner_or_admin(hub):
 def test_stop_agent_session_is_for_owner_or_admin_and_tells_the_runner(hub):
     r = hub.runner("runner-1")
     r.open_sessions(["sess-1"])
-    a = fail(hub.call, "StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"),
-             token="t-bob")
-    b = fail(hub.call, "StopAgentSession", S.StopAgentSessionRequest(session_id="nope"),
-             token="t-bob")
-    assert a.code() == NOT_FOUND and error_view(a) == error_view(b)
     hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"), token="t-alice")
     assert command_session(r.wait_command("stop")) == "sess-1"
     st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
                   token="t-alice").statuses[0]
     assert st.state == F.AGENT_SESSION_STATE_STOPPED
+
+
+def test_stop_of_a_session_the_caller_may_not_control_is_an_unknown_ones_no_op(hub):
+    r = hub.runner("runner-1")
+    r.open_sessions(["sess-1"])
+    # bob may view sess-1 but not control it: answered as an unknown id is,
+    # OK and nothing done (compass's Stop is idempotent).
+    a = hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"),
+                 token="t-bob")
+    b = hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="nope"),
+                 token="t-bob")
+    assert a == b == S.StopAgentSessionResponse()
+    time.sleep(0.3)
+    assert not [c for c in r.commands if c.WhichOneof("command") == "stop"]
+    st = hub.call("GetAgentStatus", S.GetAgentStatusRequest(session_id="sess-1"),
+                  token="t-alice").statuses[0]
+    assert st.state != F.AGENT_SESSION_STATE_STOPPED
+    # Stopping again what is stopped succeeds too.
+    for _ in range(2):
+        hub.call("StopAgentSession", S.StopAgentSessionRequest(session_id="sess-1"),
+                 token="t-alice")
 
 
 def test_get_agent_status_lists_what_the_caller_may_see(hub):
@@ -336,7 +352,7 @@ def test_disconnected_reaches_sessions_known_only_by_a_subscriber_or_a_start(hub
         pane.cancel()
 
 
-def test_every_public_not_found_pair_is_byte_identical_on_the_wire(hub):
+def test_a_forbidden_and_an_unknown_session_answer_byte_identically_on_every_call(hub):
     hub.runner("runner-1").publish("sess-1", text("live"))
     cases = [
         ("SubscribeAgentSession", "t-carol", lambda s: S.SubscribeAgentSessionRequest(
@@ -345,6 +361,7 @@ def test_every_public_not_found_pair_is_byte_identical_on_the_wire(hub):
             session_id=s, since_seq=1, tail=5)),
         ("GetAgentStatus", "t-carol", lambda s: S.GetAgentStatusRequest(session_id=s)),
         ("SkipBatchWindow", "t-bob", skip),
+        # StopAgentSession succeeds for both (idempotent): the same OK.
         ("StopAgentSession", "t-bob", lambda s: S.StopAgentSessionRequest(session_id=s)),
         ("SendAgentMessage", "t-bob", lambda s: S.SendAgentMessageRequest(session_id=s,
                                                                           text="hi")),
@@ -355,7 +372,8 @@ def test_every_public_not_found_pair_is_byte_identical_on_the_wire(hub):
         unknown = raw_unary(hub.public, COMPASS + name, build("sess-x").SerializeToString(),
                             token=token)
         assert seen == unknown, name
-        assert (b"grpc-status", b"5") in seen[0] + seen[2], (name, seen)
+        status = b"0" if name == "StopAgentSession" else b"5"
+        assert (b"grpc-status", status) in seen[0] + seen[2], (name, seen)
         assert not any(k == b"agenthub-session" for k, _ in seen[0] + seen[2])
 
 

@@ -12,8 +12,9 @@ from rpc_harness import (COMPASS, F, S, RawStream, auth, command_session, error_
 SUB = "SubscribeAgentSession"
 
 
-def req(sid, since_seq=0, tail=0):
-    return S.SubscribeAgentSessionRequest(session_id=sid, since_seq=since_seq, tail=tail)
+def req(sid, since_seq=0, tail=0, agenthub_events=True):
+    return S.SubscribeAgentSessionRequest(session_id=sid, since_seq=since_seq, tail=tail,
+                                          agenthub_events=agenthub_events)
 
 
 # --- check order ----------------------------------------------------------

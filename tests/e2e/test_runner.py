@@ -87,7 +87,8 @@ class Tail:
             request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
             response_deserializer=frames.AgentSessionFrame.FromString)
         self.call = fn(services.SubscribeAgentSessionRequest(session_id=session,
-                                                             since_seq=since_seq, tail=tail),
+                                                             since_seq=since_seq, tail=tail,
+                                                             agenthub_events=True),
                        metadata=[("authorization", "Bearer " + token)])
         threading.Thread(target=self._run, daemon=True).start()
 

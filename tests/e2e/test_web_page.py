@@ -508,7 +508,8 @@ def test_bob_watches_sess1_live_frames_in_seq_order(web_both, browser, tmp_path,
         COMPASS + "SubscribeAgentSession",
         request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
         response_deserializer=frames_pb.AgentSessionFrame.FromString)(
-            services.SubscribeAgentSessionRequest(session_id="sess-1", tail=1000),
+            services.SubscribeAgentSessionRequest(session_id="sess-1", tail=1000,
+                                                  agenthub_events=True),
             metadata=[("authorization", "Bearer t-bob")], timeout=20)
     native = []
     for frame in stream:

@@ -131,6 +131,65 @@ START_TEST(event_prefix_plus_payload_decodes_and_names_its_session)
 }
 END_TEST
 
+/* What a compass reader must not be sent: an event whose only payload is
+ * agenthub's own.  Compass's payloads, and a bare session id, are not. */
+START_TEST(only_an_agenthub_payload_marks_a_bus_entry_agenthub_only)
+{
+    Compass__V1__SubscribeEventsResponse event = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
+    Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
+    Compass__V1__SessionBatchPending pending = COMPASS__V1__SESSION_BATCH_PENDING__INIT;
+    Compass__V1__AgentSessionStatus status = COMPASS__V1__AGENT_SESSION_STATUS__INIT;
+    static const uint8_t truncated[] = {0x9a};
+    uint8_t buf[256];
+    size_t len;
+
+    event.session_id = "sess-1";
+    event.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_SESSION_STATUS;
+    event.agent_session_status = &status;
+    len = compass__v1__subscribe_events_response__pack(&event, buf);
+    ck_assert_int_eq(hub_event_agenthub_only(buf, len), 0);
+    event.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_RECORD;
+    event.agent_record = &record;
+    len = compass__v1__subscribe_events_response__pack(&event, buf);
+    ck_assert_int_eq(hub_event_agenthub_only(buf, len), 1);
+    event.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SESSION_BATCH_PENDING;
+    event.session_batch_pending = &pending;
+    len = compass__v1__subscribe_events_response__pack(&event, buf);
+    ck_assert_int_eq(hub_event_agenthub_only(buf, len), 1);
+    ck_assert_int_eq(hub_event_agenthub_only(truncated, sizeof(truncated)), 1);
+}
+END_TEST
+
+/* The pane's counterpart: a frame whose event is agenthub's own and that
+ * carries no state.  Compass's events and any state frame are not. */
+START_TEST(only_an_agenthub_event_without_a_state_marks_a_frame_agenthub_only)
+{
+    Compass__V1__AgentSessionFrame frame = COMPASS__V1__AGENT_SESSION_FRAME__INIT;
+    Compass__V1__SessionEvent event = COMPASS__V1__SESSION_EVENT__INIT;
+    Compass__V1__AgentRecord record = COMPASS__V1__AGENT_RECORD__INIT;
+    Compass__V1__SessionNotice notice = COMPASS__V1__SESSION_NOTICE__INIT;
+    uint8_t buf[256];
+    size_t len;
+
+    frame.session_id = "sess-1";
+    frame.event = &event;
+    event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_NOTICE;
+    event.notice = &notice;
+    len = compass__v1__agent_session_frame__pack(&frame, buf);
+    ck_assert_int_eq(hub_frame_agenthub_only(buf, len), 0);
+    event.event_case = COMPASS__V1__SESSION_EVENT__EVENT_RECORD;
+    event.record = &record;
+    len = compass__v1__agent_session_frame__pack(&frame, buf);
+    ck_assert_int_eq(hub_frame_agenthub_only(buf, len), 1);
+    frame.state = COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_WORKING;
+    len = compass__v1__agent_session_frame__pack(&frame, buf);
+    ck_assert_int_eq(hub_frame_agenthub_only(buf, len), 0);
+    frame.event = NULL;
+    len = compass__v1__agent_session_frame__pack(&frame, buf);
+    ck_assert_int_eq(hub_frame_agenthub_only(buf, len), 0);
+}
+END_TEST
+
 Suite *protowire_suite(void)
 {
     Suite *s = suite_create("protowire");
@@ -142,6 +201,8 @@ Suite *protowire_suite(void)
     tcase_add_test(tc, hub_field_numbers_match_the_descriptors);
     tcase_add_test(tc, pane_prefix_plus_entry_decodes_as_the_frame);
     tcase_add_test(tc, event_prefix_plus_payload_decodes_and_names_its_session);
+    tcase_add_test(tc, only_an_agenthub_payload_marks_a_bus_entry_agenthub_only);
+    tcase_add_test(tc, only_an_agenthub_event_without_a_state_marks_a_frame_agenthub_only);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -59,8 +59,8 @@ static const struct shared shared[] = {
       "SessionAssistantText assistant_text = 3 in event", "SessionThinking thinking = 4 in event",
       "SessionToolCall tool_call = 5 in event",
       "SessionToolCallUpdate tool_call_update = 6 in event", "SessionPlan plan = 7 in event",
-      "SessionNotice notice = 8 in event", "SessionBatchPending batch_pending = 9 in event +",
-      "AgentRecord record = 10 in event +", NULL}},
+      "SessionNotice notice = 8 in event", "SessionBatchPending batch_pending = 100 in event +",
+      "AgentRecord record = 101 in event +", NULL}},
     {"SessionFrame",
      &compass__v1__session_frame__descriptor,
      NULL,
@@ -96,7 +96,7 @@ static const struct shared shared[] = {
      &compass__v1__agent_session_frame__descriptor,
      NULL,
      {"string session_id = 1", "SessionEvent event = 2", "AgentSessionState state = 3",
-      "uint64 seq = 4 +", "int64 at_unix_ms = 5 +", NULL}},
+      "uint64 seq = 100 +", "int64 at_unix_ms = 101 +", NULL}},
     {"AgentSessionState",
      NULL,
      &compass__v1__agent_session_state__descriptor,
@@ -119,18 +119,19 @@ static const struct shared shared[] = {
     {"SubscribeAgentSessionRequest",
      &compass__v1__subscribe_agent_session_request__descriptor,
      NULL,
-     {"string session_id = 1", "uint64 since_seq = 2 +", "uint32 tail = 3 +", NULL}},
+     {"string session_id = 1", "uint64 since_seq = 100 +", "uint32 tail = 101 +",
+      "bool agenthub_events = 102 +", NULL}},
     {"SubscribeEventsRequest",
      &compass__v1__subscribe_events_request__descriptor,
      NULL,
-     {"uint64 since_seq = 1", "uint64 instance_epoch = 2", NULL}},
+     {"uint64 since_seq = 1", "uint64 instance_epoch = 2", "bool agenthub_payloads = 100 +", NULL}},
     {"ResyncRequired", &compass__v1__resync_required__descriptor, NULL, {NULL}},
     {"AgentSessionStatus",
      &compass__v1__agent_session_status__descriptor,
      NULL,
      {"string session_id = 1", "AgentSessionState state = 2", "string agent_account_id = 3",
-      "string provider = 4 +", "string native_id = 5 +", "uint64 last_seq = 6 +",
-      "bool caller_may_control = 100 +", "string container = 101 +", "string owner = 102 +", NULL}},
+      "bool caller_may_control = 100 +", "string container = 101 +", "string owner = 102 +",
+      "string provider = 103 +", "string native_id = 104 +", "uint64 last_seq = 105 +", NULL}},
     {"AgentMessageChunk",
      &compass__v1__agent_message_chunk__descriptor,
      NULL,
@@ -152,8 +153,8 @@ static const struct shared shared[] = {
       "AgentSessionStatus agent_session_status = 12 in payload",
       "AgentMessageChunk agent_message_chunk = 13 in payload",
       "AgentToolCall agent_tool_call = 14 in payload", "AgentPlan agent_plan = 15 in payload",
-      "SessionBatchPending session_batch_pending = 17 in payload +",
-      "AgentRecord agent_record = 18 in payload +", "string session_id = 19 +", NULL}},
+      "SessionBatchPending session_batch_pending = 100 in payload +",
+      "AgentRecord agent_record = 101 in payload +", "string session_id = 102 +", NULL}},
     {"StartAgentSessionRequest",
      &compass__v1__start_agent_session_request__descriptor,
      NULL,
@@ -182,7 +183,8 @@ static const struct shared shared[] = {
     {"GetServerInfoResponse",
      &compass__v1__get_server_info_response__descriptor,
      NULL,
-     {"string version = 1", "string api_version = 2", "uint64 features = 3 +", NULL}},
+     {"string version = 1", "string api_version = 2", "uint64 features = 100 +",
+      "string product = 101 +", NULL}},
     {"WhoAmIRequest", &compass__v1__who_am_irequest__descriptor, NULL, {NULL}},
     {"WhoAmIResponse",
      &compass__v1__who_am_iresponse__descriptor,
@@ -357,25 +359,22 @@ START_TEST(every_shared_enum_has_exactly_its_values)
 }
 END_TEST
 
-/* agenthub's own fields in the Runner door's messages sit at 100 and up,
- * where compass will not add fields of its own. */
-START_TEST(agenthub_fields_of_the_runner_door_are_at_100_and_up)
+/* agenthub's own fields in every message compass also defines sit at 100
+ * and up, where compass will not add fields of its own.  (Enum values are
+ * not fields: AgentSessionState's 7 to 9 are agenthub's, docs/protocol.md.) */
+START_TEST(agenthub_fields_of_shared_messages_are_at_100_and_up)
 {
-    static const char *const runner_door[] = {"EnrollRequest", "EnrollResponse", "SessionsRequest",
-                                              "SessionsResponse", "PublishEventsRequest"};
-
-    for (size_t k = 0; k < sizeof(runner_door) / sizeof(runner_door[0]); k++)
-        for (size_t i = 0; i < N_SHARED; i++) {
-            if (strcmp(shared[i].name, runner_door[k]) != 0)
-                continue;
-            for (size_t r = 0; r < ROWS_MAX && shared[i].rows[r]; r++) {
-                const char *row = shared[i].rows[r];
-                size_t len = strlen(row);
-                const char *eq = strstr(row, " = ");
-                if (len >= 2 && strcmp(row + len - 2, " +") == 0)
-                    ck_assert_msg(eq && atoi(eq + 3) >= 100, "%s: %s", runner_door[k], row);
-            }
+    for (size_t i = 0; i < N_SHARED; i++) {
+        if (!shared[i].message)
+            continue;
+        for (size_t r = 0; r < ROWS_MAX && shared[i].rows[r]; r++) {
+            const char *row = shared[i].rows[r];
+            size_t len = strlen(row);
+            const char *eq = strstr(row, " = ");
+            if (len >= 2 && strcmp(row + len - 2, " +") == 0)
+                ck_assert_msg(eq && atoi(eq + 3) >= 100, "%s: %s", shared[i].name, row);
         }
+    }
 }
 END_TEST
 
@@ -386,7 +385,7 @@ Suite *wire_numbering_suite(void)
 
     tcase_add_loop_test(tc, every_shared_message_has_exactly_its_fields, 0, (int)N_SHARED);
     tcase_add_loop_test(tc, every_shared_enum_has_exactly_its_values, 0, (int)N_SHARED);
-    tcase_add_test(tc, agenthub_fields_of_the_runner_door_are_at_100_and_up);
+    tcase_add_test(tc, agenthub_fields_of_shared_messages_are_at_100_and_up);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -393,7 +393,8 @@ class Page {
       if (since === 0n) this.statusSeqs.clear();
       try {
         const stream = this.client.subscribeEvents(
-          { sinceSeq: since, instanceEpoch: epoch },
+          // agenthubPayloads: the page shows records and batch windows too.
+          { sinceSeq: since, instanceEpoch: epoch, agenthubPayloads: true },
           {
             headers: this.headers(),
             signal,
@@ -631,7 +632,13 @@ class Slot {
       let received = 0;
       try {
         const stream = this.host.client.subscribeAgentSession(
-          { sessionId: id, sinceSeq: lastSeq, tail: lastSeq === 0n ? tail : 0 },
+          // agenthubEvents: the pane shows records and batch windows too.
+          {
+            sessionId: id,
+            sinceSeq: lastSeq,
+            tail: lastSeq === 0n ? tail : 0,
+            agenthubEvents: true,
+          },
           {
             headers: this.host.headers(),
             signal,

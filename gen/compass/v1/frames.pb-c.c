@@ -1511,7 +1511,7 @@ static const ProtobufCFieldDescriptor compass__v1__session_event__field_descript
   },
   {
     "batch_pending",
-    9,
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_MESSAGE,
     offsetof(Compass__V1__SessionEvent, event_case),
@@ -1523,7 +1523,7 @@ static const ProtobufCFieldDescriptor compass__v1__session_event__field_descript
   },
   {
     "record",
-    10,
+    101,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_MESSAGE,
     offsetof(Compass__V1__SessionEvent, event_case),
@@ -1546,9 +1546,10 @@ static const unsigned compass__v1__session_event__field_indices_by_name[] = {
   4,   /* field[4] = tool_call */
   5,   /* field[5] = tool_call_update */
 };
-static const ProtobufCIntRange compass__v1__session_event__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__session_event__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 100, 8 },
   { 0, 10 }
 };
 const ProtobufCMessageDescriptor compass__v1__session_event__descriptor =
@@ -1562,7 +1563,7 @@ const ProtobufCMessageDescriptor compass__v1__session_event__descriptor =
   10,
   compass__v1__session_event__field_descriptors,
   compass__v1__session_event__field_indices_by_name,
-  1,  compass__v1__session_event__number_ranges,
+  2,  compass__v1__session_event__number_ranges,
   (ProtobufCMessageInit) compass__v1__session_event__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -2103,7 +2104,7 @@ static const ProtobufCFieldDescriptor compass__v1__agent_session_frame__field_de
   },
   {
     "seq",
-    4,
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_UINT64,
     0,   /* quantifier_offset */
@@ -2115,7 +2116,7 @@ static const ProtobufCFieldDescriptor compass__v1__agent_session_frame__field_de
   },
   {
     "at_unix_ms",
-    5,
+    101,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_INT64,
     0,   /* quantifier_offset */
@@ -2133,9 +2134,10 @@ static const unsigned compass__v1__agent_session_frame__field_indices_by_name[] 
   0,   /* field[0] = session_id */
   2,   /* field[2] = state */
 };
-static const ProtobufCIntRange compass__v1__agent_session_frame__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__agent_session_frame__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 100, 3 },
   { 0, 5 }
 };
 const ProtobufCMessageDescriptor compass__v1__agent_session_frame__descriptor =
@@ -2149,7 +2151,7 @@ const ProtobufCMessageDescriptor compass__v1__agent_session_frame__descriptor =
   5,
   compass__v1__agent_session_frame__field_descriptors,
   compass__v1__agent_session_frame__field_indices_by_name,
-  1,  compass__v1__agent_session_frame__number_ranges,
+  2,  compass__v1__agent_session_frame__number_ranges,
   (ProtobufCMessageInit) compass__v1__agent_session_frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -2077,7 +2077,7 @@ void   compass__v1__report_agent_state_response__free_unpacked
   assert(message->base.descriptor == &compass__v1__report_agent_state_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_request__field_descriptors[4] =
 {
   {
     "session_id",
@@ -2093,7 +2093,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_reque
   },
   {
     "since_seq",
-    2,
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_UINT64,
     0,   /* quantifier_offset */
@@ -2105,7 +2105,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_reque
   },
   {
     "tail",
-    3,
+    101,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_UINT32,
     0,   /* quantifier_offset */
@@ -2115,16 +2115,30 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_agent_session_reque
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "agenthub_events",
+    102,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__SubscribeAgentSessionRequest, agenthub_events),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__subscribe_agent_session_request__field_indices_by_name[] = {
+  3,   /* field[3] = agenthub_events */
   0,   /* field[0] = session_id */
   1,   /* field[1] = since_seq */
   2,   /* field[2] = tail */
 };
-static const ProtobufCIntRange compass__v1__subscribe_agent_session_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__subscribe_agent_session_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 100, 1 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor compass__v1__subscribe_agent_session_request__descriptor =
 {
@@ -2134,10 +2148,10 @@ const ProtobufCMessageDescriptor compass__v1__subscribe_agent_session_request__d
   "Compass__V1__SubscribeAgentSessionRequest",
   "compass.v1",
   sizeof(Compass__V1__SubscribeAgentSessionRequest),
-  3,
+  4,
   compass__v1__subscribe_agent_session_request__field_descriptors,
   compass__v1__subscribe_agent_session_request__field_indices_by_name,
-  1,  compass__v1__subscribe_agent_session_request__number_ranges,
+  2,  compass__v1__subscribe_agent_session_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__subscribe_agent_session_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -2197,7 +2211,7 @@ const ProtobufCMessageDescriptor compass__v1__skip_batch_window_response__descri
   (ProtobufCMessageInit) compass__v1__skip_batch_window_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__subscribe_events_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor compass__v1__subscribe_events_request__field_descriptors[3] =
 {
   {
     "since_seq",
@@ -2223,15 +2237,29 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_request__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "agenthub_payloads",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__SubscribeEventsRequest, agenthub_payloads),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__subscribe_events_request__field_indices_by_name[] = {
+  2,   /* field[2] = agenthub_payloads */
   1,   /* field[1] = instance_epoch */
   0,   /* field[0] = since_seq */
 };
-static const ProtobufCIntRange compass__v1__subscribe_events_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__subscribe_events_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 100, 2 },
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor compass__v1__subscribe_events_request__descriptor =
 {
@@ -2241,10 +2269,10 @@ const ProtobufCMessageDescriptor compass__v1__subscribe_events_request__descript
   "Compass__V1__SubscribeEventsRequest",
   "compass.v1",
   sizeof(Compass__V1__SubscribeEventsRequest),
-  2,
+  3,
   compass__v1__subscribe_events_request__field_descriptors,
   compass__v1__subscribe_events_request__field_indices_by_name,
-  1,  compass__v1__subscribe_events_request__number_ranges,
+  2,  compass__v1__subscribe_events_request__number_ranges,
   (ProtobufCMessageInit) compass__v1__subscribe_events_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -2305,42 +2333,6 @@ static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_d
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "provider",
-    4,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Compass__V1__AgentSessionStatus, provider),
-    NULL,
-    &protobuf_c_empty_string,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "native_id",
-    5,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Compass__V1__AgentSessionStatus, native_id),
-    NULL,
-    &protobuf_c_empty_string,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "last_seq",
-    6,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_UINT64,
-    0,   /* quantifier_offset */
-    offsetof(Compass__V1__AgentSessionStatus, last_seq),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
     "caller_may_control",
     100,
     PROTOBUF_C_LABEL_NONE,
@@ -2376,22 +2368,58 @@ static const ProtobufCFieldDescriptor compass__v1__agent_session_status__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "provider",
+    103,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, provider),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "native_id",
+    104,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, native_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_seq",
+    105,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__AgentSessionStatus, last_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__agent_session_status__field_indices_by_name[] = {
   2,   /* field[2] = agent_account_id */
-  6,   /* field[6] = caller_may_control */
-  7,   /* field[7] = container */
-  5,   /* field[5] = last_seq */
-  4,   /* field[4] = native_id */
-  8,   /* field[8] = owner */
-  3,   /* field[3] = provider */
+  3,   /* field[3] = caller_may_control */
+  4,   /* field[4] = container */
+  8,   /* field[8] = last_seq */
+  7,   /* field[7] = native_id */
+  5,   /* field[5] = owner */
+  6,   /* field[6] = provider */
   0,   /* field[0] = session_id */
   1,   /* field[1] = state */
 };
 static const ProtobufCIntRange compass__v1__agent_session_status__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 100, 6 },
+  { 100, 3 },
   { 0, 9 }
 };
 const ProtobufCMessageDescriptor compass__v1__agent_session_status__descriptor =
@@ -2701,7 +2729,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__fi
   },
   {
     "session_batch_pending",
-    17,
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_MESSAGE,
     offsetof(Compass__V1__SubscribeEventsResponse, payload_case),
@@ -2713,7 +2741,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__fi
   },
   {
     "agent_record",
-    18,
+    101,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_MESSAGE,
     offsetof(Compass__V1__SubscribeEventsResponse, payload_case),
@@ -2725,7 +2753,7 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__fi
   },
   {
     "session_id",
-    19,
+    102,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_STRING,
     0,   /* quantifier_offset */
@@ -2753,7 +2781,7 @@ static const ProtobufCIntRange compass__v1__subscribe_events_response__number_ra
 {
   { 1, 0 },
   { 11, 3 },
-  { 17, 8 },
+  { 100, 8 },
   { 0, 11 }
 };
 const ProtobufCMessageDescriptor compass__v1__subscribe_events_response__descriptor =
@@ -3080,7 +3108,7 @@ const ProtobufCMessageDescriptor compass__v1__get_server_info_request__descripto
   (ProtobufCMessageInit) compass__v1__get_server_info_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__get_server_info_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor compass__v1__get_server_info_response__field_descriptors[4] =
 {
   {
     "version",
@@ -3108,7 +3136,7 @@ static const ProtobufCFieldDescriptor compass__v1__get_server_info_response__fie
   },
   {
     "features",
-    3,
+    100,
     PROTOBUF_C_LABEL_NONE,
     PROTOBUF_C_TYPE_UINT64,
     0,   /* quantifier_offset */
@@ -3118,16 +3146,30 @@ static const ProtobufCFieldDescriptor compass__v1__get_server_info_response__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "product",
+    101,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__GetServerInfoResponse, product),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned compass__v1__get_server_info_response__field_indices_by_name[] = {
   1,   /* field[1] = api_version */
   2,   /* field[2] = features */
+  3,   /* field[3] = product */
   0,   /* field[0] = version */
 };
-static const ProtobufCIntRange compass__v1__get_server_info_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange compass__v1__get_server_info_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 100, 2 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor compass__v1__get_server_info_response__descriptor =
 {
@@ -3137,10 +3179,10 @@ const ProtobufCMessageDescriptor compass__v1__get_server_info_response__descript
   "Compass__V1__GetServerInfoResponse",
   "compass.v1",
   sizeof(Compass__V1__GetServerInfoResponse),
-  3,
+  4,
   compass__v1__get_server_info_response__field_descriptors,
   compass__v1__get_server_info_response__field_indices_by_name,
-  1,  compass__v1__get_server_info_response__number_ranges,
+  2,  compass__v1__get_server_info_response__number_ranges,
   (ProtobufCMessageInit) compass__v1__get_server_info_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

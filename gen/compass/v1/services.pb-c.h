@@ -96,12 +96,21 @@ struct  Compass__V1__SubscribeAgentSessionRequest
 {
   ProtobufCMessage base;
   char *session_id;
+  /*
+   * agenthub: where the pane starts (after this seq; or the last TAIL frames).
+   */
   uint64_t since_seq;
   uint32_t tail;
+  /*
+   * agenthub: also send the frames whose event is agenthub's own
+   * (batch_pending, record).  A compass reader never sets it, so it never
+   * receives a frame it would decode as empty.
+   */
+  protobuf_c_boolean agenthub_events;
 };
 #define COMPASS__V1__SUBSCRIBE_AGENT_SESSION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__subscribe_agent_session_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0 }
 
 
 struct  Compass__V1__SkipBatchWindowRequest
@@ -128,10 +137,16 @@ struct  Compass__V1__SubscribeEventsRequest
   ProtobufCMessage base;
   uint64_t since_seq;
   uint64_t instance_epoch;
+  /*
+   * agenthub: also send the events whose payload is agenthub's own
+   * (session_batch_pending, agent_record).  A compass reader never sets it,
+   * so it never receives an event it would decode as empty.
+   */
+  protobuf_c_boolean agenthub_payloads;
 };
 #define COMPASS__V1__SUBSCRIBE_EVENTS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__subscribe_events_request__descriptor) \
-    , 0, 0 }
+    , 0, 0, 0 }
 
 
 struct  Compass__V1__ResyncRequired
@@ -149,9 +164,6 @@ struct  Compass__V1__AgentSessionStatus
   char *session_id;
   Compass__V1__AgentSessionState state;
   char *agent_account_id;
-  char *provider;
-  char *native_id;
-  uint64_t last_seq;
   /*
    * True when the calling account may control the session (SkipBatchWindow,
    * SendAgentMessage, StopAgentSession), as the membership gate decides: its
@@ -167,10 +179,17 @@ struct  Compass__V1__AgentSessionStatus
    */
   char *container;
   char *owner;
+  /*
+   * The agent's provider and its own id for the session, and the newest seq
+   * of the session's pane (0 when none is held).
+   */
+  char *provider;
+  char *native_id;
+  uint64_t last_seq;
 };
 #define COMPASS__V1__AGENT_SESSION_STATUS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__agent_session_status__descriptor) \
-    , (char *)protobuf_c_empty_string, COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, COMPASS__V1__AGENT_SESSION_STATE__AGENT_SESSION_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Compass__V1__AgentMessageChunk
@@ -217,8 +236,8 @@ typedef enum {
   COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_MESSAGE_CHUNK = 13,
   COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_TOOL_CALL = 14,
   COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_PLAN = 15,
-  COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SESSION_BATCH_PENDING = 17,
-  COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_RECORD = 18
+  COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SESSION_BATCH_PENDING = 100,
+  COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_RECORD = 101
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD__CASE)
 } Compass__V1__SubscribeEventsResponse__PayloadCase;
 
@@ -228,6 +247,10 @@ struct  Compass__V1__SubscribeEventsResponse
   uint64_t seq;
   int64_t at_unix_ms;
   uint64_t instance_epoch;
+  /*
+   * agenthub: the session of an agenthub payload (compass's payloads name
+   * their session themselves).
+   */
   char *session_id;
   Compass__V1__SubscribeEventsResponse__PayloadCase payload_case;
   union {
@@ -236,6 +259,10 @@ struct  Compass__V1__SubscribeEventsResponse
     Compass__V1__AgentMessageChunk *agent_message_chunk;
     Compass__V1__AgentToolCall *agent_tool_call;
     Compass__V1__AgentPlan *agent_plan;
+    /*
+     * agenthub's own payloads, sent only to a subscriber that asked for
+     * them (SubscribeEventsRequest.agenthub_payloads).
+     */
     Compass__V1__SessionBatchPending *session_batch_pending;
     Compass__V1__AgentRecord *agent_record;
   };
@@ -344,11 +371,15 @@ struct  Compass__V1__GetServerInfoResponse
   ProtobufCMessage base;
   char *version;
   char *api_version;
+  /*
+   * agenthub: the FEATURE_ bits of what this server offers, and its name.
+   */
   uint64_t features;
+  char *product;
 };
 #define COMPASS__V1__GET_SERVER_INFO_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&compass__v1__get_server_info_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Compass__V1__WhoAmIRequest
