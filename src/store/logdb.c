@@ -11,13 +11,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "store/logdb_upgrade.h"
 #include "store/sqlite_internal.h"
 
 #include "common/failpoint.h"
+#include "common/log.h"
 
 /* "AHLG" in the file's header: a file without it is not ours. */
 #define LOGDB_APPLICATION_ID 0x41484c47
-#define LOGDB_VERSION        2
+#define LOGDB_VERSION        3
 /* What a reader of older frames (logdb_read) takes at most per call. */
 #define READ_MAX_ROWS 4096
 /* The WAL is written back into the file (an fsync) once it holds this many
@@ -298,13 +300,26 @@ static enum logdb_rc check_or_create(struct logdb *db, uint64_t new_epoch, uint6
     if (version == 1) {
         /* Format 1 kept only what memory held: its frames count as one
          * chunk per session. */
-        snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; COMMIT", LOGDB_VERSION);
         if ((rc = sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK ||
             (rc = sqlite3_exec(db->db,
                                CHUNKS_SCHEMA "INSERT INTO chunks SELECT sid, min(seq), "
                                              "sum(length(data)), max(at) FROM entries WHERE "
-                                             "kind = 0 GROUP BY sid;",
-                               NULL, NULL, NULL)) != SQLITE_OK ||
+                                             "kind = 0 GROUP BY sid;"
+                                             "PRAGMA user_version = 2; COMMIT",
+                               NULL, NULL, NULL)) != SQLITE_OK) {
+            enum logdb_rc out = fail(db, rc, err, errlen);
+            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+            return out;
+        }
+        version = 2;
+    }
+    if (version == 2) {
+        /* Format 3 numbers agenthub's own fields from 100 up: the frames
+         * and bus events are rewritten with the new numbers. */
+        log_info("session log: upgrading format 2 to 3 (agenthub's fields renumbered)");
+        snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; COMMIT", LOGDB_VERSION);
+        if ((rc = sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK ||
+            (rc = logdb_upgrade_2_to_3(db->db)) != SQLITE_OK ||
             (rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL)) != SQLITE_OK) {
             enum logdb_rc out = fail(db, rc, err, errlen);
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compass/v1/frames.pb-c.h"
+#include "compass/v1/services.pb-c.h"
 #include "store/logdb.h"
+#include "store/logdb_upgrade.h"
 
 struct fixture {
     char dir[64], path[96];
@@ -321,10 +324,106 @@ START_TEST(test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted)
     ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
     ck_assert_int_eq(sqlite3_column_int(stmt, 0), 7);
     ck_assert_int_eq(sqlite3_column_int(stmt, 1), 10);
-    ck_assert_int_eq(sqlite3_column_int(stmt, 2), 2);
+    ck_assert_int_eq(sqlite3_column_int(stmt, 2), 3);
     ck_assert_int_eq(sqlite3_step(stmt), SQLITE_DONE);
     sqlite3_finalize(stmt);
     sqlite3_close(db);
+    fixture_remove(&f);
+}
+END_TEST
+
+/* Format 2's numbers, by hand: AgentSessionFrame {session_id 1 "s1",
+ * event 2 {event_id 1 "e", batch_pending 9 {count 1: 3}}, state 3: 2,
+ * seq 4: 7} and a bus event {agent_session_status 12 {session_id 1 "s1",
+ * provider 4 "claude", last_seq 6: 9}, agent_record 18 {type 1 "ask"},
+ * session_id 19 "s1"}. */
+static const uint8_t OLD_FRAME[] = {0x0a, 2,    's', '1',  0x12, 7,    0x0a, 1, 'e',
+                                    0x4a, 2,    0x08, 3,   0x18, 2,    0x20, 7};
+static const uint8_t OLD_BUS[] = {0x62, 14,  0x0a, 2,   's', '1', 0x22, 6,   'c', 'l', 'a', 'u',
+                                  'd',  'e', 0x30, 9,   0x92, 1,  5,    0x0a, 3,   'a', 's', 'k',
+                                  0x9a, 1,   2,    's', '1'};
+
+START_TEST(test_format_2s_field_numbers_are_rewritten_to_format_3s)
+{
+    Compass__V1__AgentSessionFrame *frame;
+    Compass__V1__SubscribeEventsResponse *bus;
+    uint8_t *out;
+    size_t len;
+
+    ck_assert_int_eq(logdb_renumber(LOGDB_BLOB_FRAME, OLD_FRAME, sizeof(OLD_FRAME), &out, &len), 0);
+    frame = compass__v1__agent_session_frame__unpack(NULL, len, out);
+    free(out);
+    ck_assert_ptr_nonnull(frame);
+    ck_assert_str_eq(frame->session_id, "s1");
+    ck_assert_uint_eq(frame->seq, 7);
+    ck_assert_int_eq(frame->state, 2);
+    ck_assert_ptr_nonnull(frame->event);
+    ck_assert_str_eq(frame->event->event_id, "e");
+    ck_assert_int_eq(frame->event->event_case, COMPASS__V1__SESSION_EVENT__EVENT_BATCH_PENDING);
+    ck_assert_uint_eq(frame->event->batch_pending->count, 3);
+    compass__v1__agent_session_frame__free_unpacked(frame, NULL);
+
+    ck_assert_int_eq(logdb_renumber(LOGDB_BLOB_BUS, OLD_BUS, sizeof(OLD_BUS), &out, &len), 0);
+    bus = compass__v1__subscribe_events_response__unpack(NULL, len, out);
+    free(out);
+    ck_assert_ptr_nonnull(bus);
+    ck_assert_str_eq(bus->session_id, "s1");
+    /* The oneof keeps its last member on the wire: the record. */
+    ck_assert_int_eq(bus->payload_case, COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_RECORD);
+    ck_assert_str_eq(bus->agent_record->type, "ask");
+    compass__v1__subscribe_events_response__free_unpacked(bus, NULL);
+    /* The status alone, as a bus event holds it. */
+    ck_assert_int_eq(logdb_renumber(LOGDB_BLOB_BUS, OLD_BUS, 16, &out, &len), 0);
+    bus = compass__v1__subscribe_events_response__unpack(NULL, len, out);
+    free(out);
+    ck_assert_ptr_nonnull(bus);
+    ck_assert_str_eq(bus->agent_session_status->provider, "claude");
+    ck_assert_uint_eq(bus->agent_session_status->last_seq, 9);
+    compass__v1__subscribe_events_response__free_unpacked(bus, NULL);
+    /* Bytes that are not a message are refused (the upgrade keeps them). */
+    ck_assert_int_eq(logdb_renumber(LOGDB_BLOB_FRAME, OLD_FRAME, 5, &out, &len), -1);
+}
+END_TEST
+
+START_TEST(test_a_log_of_format_2_comes_back_with_its_records_at_the_new_numbers)
+{
+    struct fixture f;
+    sqlite3 *db;
+    sqlite3_stmt *stmt;
+    struct session *s;
+    struct ring_entry e;
+    Compass__V1__AgentSessionFrame *frame;
+
+    fixture_init(&f);
+    fixture_open(&f);
+    fixture_close(&f);
+    /* Made a format 2 file by hand: one frame of the old numbering. */
+    ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(db,
+                     "INSERT INTO sessions VALUES (1, 's1');"
+                     "INSERT INTO chunks VALUES (1, 1, 17, 10); PRAGMA user_version = 2;",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "INSERT INTO entries(sid, seq, kind, at, data) "
+                                        "VALUES (1, 1, 0, 10, ?)",
+                                        -1, &stmt, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_blob(stmt, 1, OLD_FRAME, sizeof(OLD_FRAME), SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(stmt), SQLITE_DONE);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    fixture_open(&f);
+    s = session_lookup(&f.reg, "s1", 2);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(hub_log_read(&f.log, s, 0, &e), RING_OK);
+    frame = compass__v1__agent_session_frame__unpack(NULL, e.len, e.data);
+    ck_assert_ptr_nonnull(frame);
+    ck_assert_int_eq(frame->event->event_case, COMPASS__V1__SESSION_EVENT__EVENT_BATCH_PENDING);
+    ck_assert_uint_eq(frame->event->batch_pending->count, 3);
+    compass__v1__agent_session_frame__free_unpacked(frame, NULL);
+    fixture_close(&f);
     fixture_remove(&f);
 }
 END_TEST
@@ -338,6 +437,8 @@ Suite *log_disk_suite(void)
     tcase_add_test(tc, test_a_file_that_is_not_a_log_is_refused_and_left_alone);
     tcase_add_test(tc, test_a_reader_behind_the_ring_is_served_from_disk_also_after_a_restart);
     tcase_add_test(tc, test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted);
+    tcase_add_test(tc, test_format_2s_field_numbers_are_rewritten_to_format_3s);
+    tcase_add_test(tc, test_a_log_of_format_2_comes_back_with_its_records_at_the_new_numbers);
     suite_add_tcase(suite, tc);
     return suite;
 }

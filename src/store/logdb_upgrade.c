@@ -1,0 +1,154 @@
+#include "store/logdb_upgrade.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/protowire.h"
+
+/* One message's moves: FROM becomes TO; a length-delimited field NESTED
+ * (its number before the move) holds a message renumbered by INNER. */
+struct wire_move {
+    uint32_t from, to;
+};
+
+struct wire_map {
+    const struct wire_move *moves;
+    size_t n_moves;
+    uint32_t nested;
+    const struct wire_map *inner;
+};
+
+/* SessionEvent: batch_pending 9 -> 100, record 10 -> 101. */
+static const struct wire_move EVENT_MOVES[] = {{9, 100}, {10, 101}};
+static const struct wire_map EVENT_MAP = {EVENT_MOVES, 2, 0, NULL};
+/* AgentSessionFrame: seq 4 -> 100, at_unix_ms 5 -> 101; event (2) nested. */
+static const struct wire_move FRAME_MOVES[] = {{4, 100}, {5, 101}};
+static const struct wire_map FRAME_MAP = {FRAME_MOVES, 2, 2, &EVENT_MAP};
+/* AgentSessionStatus: provider 4 -> 103, native_id 5 -> 104, last_seq 6 -> 105. */
+static const struct wire_move STATUS_MOVES[] = {{4, 103}, {5, 104}, {6, 105}};
+static const struct wire_map STATUS_MAP = {STATUS_MOVES, 3, 0, NULL};
+/* SubscribeEventsResponse: session_batch_pending 17 -> 100, agent_record
+ * 18 -> 101, session_id 19 -> 102; agent_session_status (12) nested. */
+static const struct wire_move BUS_MOVES[] = {{17, 100}, {18, 101}, {19, 102}};
+static const struct wire_map BUS_MAP = {BUS_MOVES, 3, 12, &STATUS_MAP};
+
+static uint32_t moved(const struct wire_map *map, uint32_t number)
+{
+    for (size_t i = 0; i < map->n_moves; i++)
+        if (map->moves[i].from == number)
+            return map->moves[i].to;
+    return number;
+}
+
+static int renumber_with(const struct wire_map *map, const uint8_t *bytes, size_t len,
+                         uint8_t **out, size_t *out_len);
+
+/* Appends field F, renumbered by MAP, at OUT + *AT; VALUE and VALUE_LEN
+ * are a fixed field's raw bytes.  OUT has room (renumber_with's bound).
+ * Returns 0, or -1 on malformed nested bytes or memory. */
+static int put_field(const struct wire_map *map, const struct protowire_field *f,
+                     const uint8_t *value, size_t value_len, uint8_t *out, size_t *at)
+{
+    const uint8_t *data = f->data;
+    size_t len = f->len;
+    uint8_t *inner = NULL;
+
+    *at += protowire_put_varint(out + *at,
+                                ((uint64_t)moved(map, f->number) << 3) | (uint64_t)f->type);
+    switch (f->type) {
+    case PROTOWIRE_VARINT:
+        *at += protowire_put_varint(out + *at, f->varint);
+        return 0;
+    case PROTOWIRE_FIXED64:
+    case PROTOWIRE_FIXED32:
+        memcpy(out + *at, value, value_len);
+        *at += value_len;
+        return 0;
+    case PROTOWIRE_LEN:
+        if (map->inner && f->number == map->nested) {
+            if (renumber_with(map->inner, data, len, &inner, &len) != 0)
+                return -1;
+            data = inner;
+        }
+        *at += protowire_put_varint(out + *at, len);
+        if (len)
+            memcpy(out + *at, data, len);
+        *at += len;
+        free(inner);
+        return 0;
+    }
+    return -1;
+}
+
+static int renumber_with(const struct wire_map *map, const uint8_t *bytes, size_t len,
+                         uint8_t **out, size_t *out_len)
+{
+    struct protowire_reader r;
+    struct protowire_field f;
+    /* A key grows by at most 4 bytes and a length by at most 4 (moves only
+     * raise numbers; a nested message grows by the same rule), and every
+     * field is at least 2 bytes: 5 times the input bounds the output. */
+    size_t cap = 5 * len + 16, at = 0;
+    uint8_t *buf = malloc(cap);
+    int rv;
+
+    if (!buf)
+        return -1;
+    protowire_reader_init(&r, bytes, len);
+    for (;;) {
+        rv = protowire_next(&r, &f);
+        if (rv != 1)
+            break;
+        size_t fixed = f.type == PROTOWIRE_FIXED64 ? 8 : f.type == PROTOWIRE_FIXED32 ? 4 : 0;
+        if (put_field(map, &f, r.at - fixed, fixed, buf, &at) != 0) {
+            rv = -1;
+            break;
+        }
+    }
+    if (rv != 0) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    *out_len = at;
+    return 0;
+}
+
+int logdb_renumber(enum logdb_blob what, const uint8_t *bytes, size_t len, uint8_t **out,
+                   size_t *out_len)
+{
+    return renumber_with(what == LOGDB_BLOB_BUS ? &BUS_MAP : &FRAME_MAP, bytes, len, out, out_len);
+}
+
+/* SQL agenthub_renumber(blob, what): the blob in format 3's numbers, or
+ * the blob itself when it is not a well-formed message. */
+static void renumber_sql(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    const uint8_t *bytes = sqlite3_value_blob(argv[0]);
+    size_t len = (size_t)sqlite3_value_bytes(argv[0]);
+    int what = sqlite3_value_int(argv[1]);
+    uint8_t *out;
+    size_t out_len;
+
+    (void)argc;
+    if (!bytes || (what != LOGDB_BLOB_FRAME && what != LOGDB_BLOB_BUS) ||
+        logdb_renumber((enum logdb_blob)what, bytes, len, &out, &out_len) != 0) {
+        sqlite3_result_value(ctx, argv[0]);
+        return;
+    }
+    sqlite3_result_blob64(ctx, out, out_len, free);
+}
+
+int logdb_upgrade_2_to_3(sqlite3 *db)
+{
+    int rc = sqlite3_create_function(db, "agenthub_renumber", 2,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, renumber_sql,
+                                      NULL, NULL);
+
+    if (rc != SQLITE_OK)
+        return rc;
+    return sqlite3_exec(db,
+                        "UPDATE entries SET data = agenthub_renumber(data, 0) WHERE kind = 0;"
+                        "UPDATE bus SET data = agenthub_renumber(data, 1);",
+                        NULL, NULL, NULL);
+}
