@@ -16,6 +16,7 @@
 #include "rpc/rpc.h"
 #include "hub/hub.h"
 #include "hub/hub_log_jetstream.h"
+#include "hub/hub_snapshot.h"
 #include "hub/runner_remote.h"
 #include "hub/hub_wire.h"
 #include "hub/runner_control.h"
@@ -42,6 +43,7 @@ struct server {
     struct rpc_context rpc; /* every door's door data */
     struct session_registry sessions;
     struct bus bus;
+    struct hub_snapshot snapshot; /* the bus's latest status of each session */
     struct hub_log_js *cluster;   /* NULL: the disk or the in-memory log */
     struct hub_log_disk *disk;    /* the durable log of a single node, or NULL */
     char health_reason[160];      /* what /healthz says the session log waits for */
@@ -222,6 +224,7 @@ static void server_free(struct server *server)
     hub_log_disk_free(server->disk);
     stream_guards_free(server->hub.guards);
     session_registry_free(&server->sessions);
+    hub_snapshot_free(&server->snapshot);
     bus_free(&server->bus);
     store_close(server->hub.store);
     health_free(server->rpc.health);
@@ -285,8 +288,11 @@ int main(int argc, char **argv)
     session_registry_set_retention(&server.sessions, server.config.ended_log_bytes,
                                    (int64_t)server.config.ended_log_age_ms);
     bus_init(&server.bus, server.config.bus_bytes, 0);
+    /* Before any log fills the bus (a replay from disk or JetStream). */
+    hub_snapshot_init(&server.snapshot, &server.bus);
     server.hub.sessions = &server.sessions;
     server.hub.bus = &server.bus;
+    server.hub.snapshot = &server.snapshot;
     hub_log_memory(&server.hub.log, &server.bus);
     server.hub.config.command_timeout_ms = server.config.command_timeout_ms;
     server.hub.config.runner_queue_bytes = server.config.runner_queue_bytes;

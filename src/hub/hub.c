@@ -243,9 +243,13 @@ static int state_is_terminal(int state)
     return state == ARBITER_STOPPED || state == ARBITER_ERRORED;
 }
 
-/* Appends the state frame of S and publishes AgentSessionStatus.  A
- * terminal state ends S's current tail after its frame (its panes drain and
- * end); any other state after one starts a new tail with its frame. */
+/* Appends the state frame of S and publishes AgentSessionStatus, when
+ * STATE is not what S's last status said: a status is a transition, so
+ * announcing a session again (a Runner's report of every session it hosts,
+ * sent whenever its stream opens) tells nothing twice, while the first
+ * announcement of a session this server has not told yet always goes out.
+ * A terminal state ends S's current tail after its frame (its panes drain
+ * and end); any other state after one starts a new tail with its frame. */
 static void publish_status(struct hub *ctx, struct session *s, int state)
 {
     Compass__V1__SubscribeEventsResponse event = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
@@ -254,6 +258,10 @@ static void publish_status(struct hub *ctx, struct session *s, int state)
     struct hub_log_span span;
     struct store_session row;
 
+    if (s->told && s->told_state == state)
+        return;
+    s->told = 1;
+    s->told_state = (uint8_t)state;
     if (!state_is_terminal(state))
         hub_log_mark(&ctx->log, s, HUB_LOG_TAIL_RESUME);
     frame.session_id = (char *)session_id(s);

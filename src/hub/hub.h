@@ -25,6 +25,7 @@ struct store;
 struct store_subject;
 struct runner_registry;
 struct stream_guards;
+struct hub_snapshot;
 
 /* What the hub itself reads; the handlers' own settings are in
  * struct rpc_config (rpc/rpc.h). */
@@ -71,6 +72,7 @@ struct hub {
     struct store *store;
     struct session_registry *sessions;
     struct bus *bus;    /* the memory log's bus (its metrics) */
+    struct hub_snapshot *snapshot; /* for since_seq = 0 subscribers; NULL: none */
     struct hub_log log; /* session logs and the bus: read and write through this */
     struct runner_registry *runners;
     struct stream_guards *guards; /* open streams re-checked on store changes */

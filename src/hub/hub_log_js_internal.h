@@ -149,9 +149,10 @@ struct hub_log_js {
     uint64_t frames_target, bus_target; /* caught up once applied past these */
     uint64_t frames_applied, bus_applied;
     uint64_t catchup_applied; /* frames_applied + bus_applied at the last watch */
-    /* Tests (failpoint cluster.hold_frames): frames messages held back, as
-     * from a consumer that lags, applied in order once released. */
-    struct js_held *held_head, *held_tail;
+    /* Tests (failpoints cluster.hold_frames, cluster.hold_bus): frames and
+     * bus messages held back, as from a consumer that lags, applied in
+     * order once released.  [0] frames, [1] the bus. */
+    struct js_held *held_head[2], *held_tail[2];
     struct event *hold_timer;
     int got_ready, connected, caught_up;
     int was_writable;            /* what the state listener last heard */

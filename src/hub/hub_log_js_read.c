@@ -263,32 +263,44 @@ static void held_free(struct js_held *h)
 }
 
 static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m);
+static void apply_bus(struct hub_log_js *js, const struct js_link_msg *m);
+
+/* Each consumer's failpoint, by its held queue. */
+static const char *const hold_names[2] = {"cluster.hold_frames", "cluster.hold_bus"};
 
 void hub_log_js_on_hold(evutil_socket_t fd, short what, void *arg)
 {
     struct hub_log_js *js = arg;
+    int held = 0;
 
-    if (failpoint_active("cluster.hold_frames")) {
+    for (int q = 0; q < 2; q++) {
+        if (failpoint_active(hold_names[q])) {
+            held |= js->held_head[q] != NULL;
+            continue;
+        }
+        while (js->held_head[q]) {
+            struct js_held *h = js->held_head[q];
+            js->held_head[q] = h->next;
+            if (!js->held_head[q])
+                js->held_tail[q] = NULL;
+            if (q == 0)
+                apply_frames(js, &h->m);
+            else
+                apply_bus(js, &h->m);
+            held_free(h);
+        }
+    }
+    if (held)
         event_add(js->hold_timer, &(struct timeval){0, 10 * 1000});
-        return;
-    }
-    while (js->held_head) {
-        struct js_held *h = js->held_head;
-        js->held_head = h->next;
-        if (!js->held_head)
-            js->held_tail = NULL;
-        apply_frames(js, &h->m);
-        held_free(h);
-    }
 }
 
-/* Holds M back while the failpoint is set (or older messages are held).
- * Returns 1 when it did. */
-static int hold(struct hub_log_js *js, const struct js_link_msg *m)
+/* Holds M back on queue Q while its failpoint is set (or older messages
+ * are held).  Returns 1 when it did. */
+static int hold(struct hub_log_js *js, int q, const struct js_link_msg *m)
 {
     struct js_held *h;
 
-    if (!js->held_head && !failpoint_active("cluster.hold_frames"))
+    if (!js->held_head[q] && !failpoint_active(hold_names[q]))
         return 0;
     h = calloc(1, sizeof(*h) + m->len);
     if (!h)
@@ -300,11 +312,11 @@ static int hold(struct hub_log_js *js, const struct js_link_msg *m)
     h->m.batch_header = h->batch = held_str(m->batch_header);
     memcpy(h->data, m->data, m->len);
     h->m.data = h->data;
-    if (js->held_tail)
-        js->held_tail->next = h;
+    if (js->held_tail[q])
+        js->held_tail[q]->next = h;
     else
-        js->held_head = h;
-    js->held_tail = h;
+        js->held_head[q] = h;
+    js->held_tail[q] = h;
     if (js->hold_timer && !evtimer_pending(js->hold_timer, NULL))
         event_add(js->hold_timer, &(struct timeval){0, 10 * 1000});
     return 1;
@@ -312,19 +324,21 @@ static int hold(struct hub_log_js *js, const struct js_link_msg *m)
 
 void hub_log_js_held_free(struct hub_log_js *js)
 {
-    while (js->held_head) {
-        struct js_held *h = js->held_head;
-        js->held_head = h->next;
-        held_free(h);
+    for (int q = 0; q < 2; q++) {
+        while (js->held_head[q]) {
+            struct js_held *h = js->held_head[q];
+            js->held_head[q] = h->next;
+            held_free(h);
+        }
+        js->held_tail[q] = NULL;
     }
-    js->held_tail = NULL;
 }
 
 void hub_log_js_on_frames(void *arg, const struct js_link_msg *m)
 {
     struct hub_log_js *js = arg;
 
-    if (!hold(js, m))
+    if (!hold(js, 0, m))
         apply_frames(js, m);
 }
 
@@ -417,6 +431,13 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
 void hub_log_js_on_bus(void *arg, const struct js_link_msg *m)
 {
     struct hub_log_js *js = arg;
+
+    if (!hold(js, 1, m))
+        apply_bus(js, m);
+}
+
+static void apply_bus(struct hub_log_js *js, const struct js_link_msg *m)
+{
     int64_t at = m->at_header ? strtoll(m->at_header, NULL, 10) : clock_unix_ms();
 
     if (m->stream_seq > js->bus_applied)

@@ -66,6 +66,27 @@ int hub_event_session_id(const void *payload, size_t len, const char **id, size_
     return 0;
 }
 
+int hub_event_status_state(const void *payload, size_t len)
+{
+    struct protowire_reader r;
+    struct protowire_field f;
+    const uint8_t *status;
+    size_t status_len;
+    int state = 0;
+
+    if (protowire_find_len(payload, len, HUB_EVENT_STATUS, &status, &status_len) != 0)
+        return -1;
+    protowire_reader_init(&r, status, status_len);
+    for (int rv; (rv = protowire_next(&r, &f)) != 0;) {
+        if (rv < 0)
+            return -1;
+        /* The last occurrence wins, as when protobuf-c decodes it. */
+        if (f.number == HUB_STATUS_STATE && f.type == PROTOWIRE_VARINT)
+            state = f.varint <= 64 ? (int)f.varint : 0;
+    }
+    return state;
+}
+
 int hub_frame_state(const void *frame, size_t len)
 {
     struct protowire_reader r;
@@ -94,6 +115,7 @@ int hub_wire_check(char *why, size_t why_size)
 {
     const ProtobufCMessageDescriptor *frame = &compass__v1__agent_session_frame__descriptor;
     const ProtobufCMessageDescriptor *event = &compass__v1__subscribe_events_response__descriptor;
+    const ProtobufCMessageDescriptor *status = &compass__v1__agent_session_status__descriptor;
 
     if (check_field(frame, "state", HUB_FRAME_STATE, why, why_size) != 0 ||
         check_field(frame, "seq", HUB_FRAME_SEQ, why, why_size) != 0 ||
@@ -101,7 +123,9 @@ int hub_wire_check(char *why, size_t why_size)
         check_field(event, "seq", HUB_EVENT_SEQ, why, why_size) != 0 ||
         check_field(event, "at_unix_ms", HUB_EVENT_AT_UNIX_MS, why, why_size) != 0 ||
         check_field(event, "instance_epoch", HUB_EVENT_INSTANCE_EPOCH, why, why_size) != 0 ||
-        check_field(event, "session_id", HUB_EVENT_SESSION_ID, why, why_size) != 0)
+        check_field(event, "session_id", HUB_EVENT_SESSION_ID, why, why_size) != 0 ||
+        check_field(event, "agent_session_status", HUB_EVENT_STATUS, why, why_size) != 0 ||
+        check_field(status, "state", HUB_STATUS_STATE, why, why_size) != 0)
         return -1;
     return 0;
 }

@@ -24,6 +24,10 @@
 #define HUB_EVENT_AT_UNIX_MS     2
 #define HUB_EVENT_INSTANCE_EPOCH 3
 #define HUB_EVENT_SESSION_ID     19
+/* compass.v1.SubscribeEventsResponse.agent_session_status and its state
+ * (compass's numbers). */
+#define HUB_EVENT_STATUS 12
+#define HUB_STATUS_STATE 2
 
 /* Room for any prefix below. */
 #define HUB_PREFIX_MAX (3 * PROTOWIRE_VARINT_FIELD_MAX)
@@ -40,6 +44,11 @@ size_t hub_event_prefix(uint8_t out[HUB_PREFIX_MAX], uint64_t seq, int64_t at_un
 /* The session id of the bus entry PAYLOAD[0..LEN).  Returns 0 with *ID and
  * *ID_LEN (not NUL-terminated), or -1 when it has none or is malformed. */
 int hub_event_session_id(const void *payload, size_t len, const char **id, size_t *id_len);
+
+/* The AgentSessionState of the bus entry PAYLOAD[0..LEN) when it is an
+ * agent_session_status (0 when the status says none), or -1 when it is
+ * another event or malformed. */
+int hub_event_status_state(const void *payload, size_t len);
 
 /* The state a ring entry FRAME[0..LEN) carries (a state frame), or 0 when
  * it carries none or is malformed. */

@@ -24,12 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/container_of.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
 #include "rpc/rpc.h"
 #include "hub/hub_session.h"
+#include "hub/hub_snapshot.h"
 #include "hub/hub_wire.h"
 #include "hub/stream_guard.h"
 #include "store/gate.h"
@@ -303,6 +305,13 @@ static const struct grpc_method subscribe_agent_session_method = {
 
 /* --- SubscribeEvents ----------------------------------------------------- */
 
+/* A since_seq = 0 subscriber is first told the snapshot (hub_snapshot.h):
+ * ServerStatus, then each session's latest status it may view, each with
+ * the seq and time of the bus event that said it, ascending; then the live
+ * tail after the seq the snapshot stands at.  Every event sent is thus one
+ * the bus holds at that seq, and a client resuming after any of them with
+ * since_seq hears every later one (or resync_required): no gap when the
+ * stream breaks inside the snapshot, and nothing told twice. */
 struct events_subscriber {
     struct watcher watcher;
     struct grpc_call *call;
@@ -310,6 +319,10 @@ struct events_subscriber {
     struct store_subject subject;
     struct stream_guard guard;
     uint64_t cursor;
+    uint64_t *snap; /* the snapshot's seqs still to send (snap_i on) */
+    size_t snap_n, snap_i;
+    int status_due; /* ServerStatus is still to be sent, at seq status_seq */
+    uint64_t status_seq;
     int attached;
 };
 
@@ -355,12 +368,70 @@ static int events_visible(struct events_subscriber *sub, const struct bus_event 
     return rv == GATE_ALLOWED ? 1 : rv == GATE_FAULT ? -1 : 0;
 }
 
+/* Sends EVENT when SUB may see it.  Returns 0, or -1 when the stream
+ * ended (a store fault, or the call could not send). */
+static int events_send(struct events_subscriber *sub, const struct bus_event *event)
+{
+    uint8_t prefix[HUB_PREFIX_MAX];
+    int visible = events_visible(sub, event);
+    size_t n;
+
+    if (visible < 0) {
+        events_detach(sub);
+        grpc_call_finish(sub->call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return -1;
+    }
+    if (!visible)
+        return 0;
+    n = hub_event_prefix(prefix, event->seq, event->at_unix_ms, hub_log_epoch(&sub->ctx->log));
+    return grpc_call_send_encoded(sub->call, prefix, n, event->payload, event->len) != 0 ? -1 : 0;
+}
+
+/* The snapshot's next part, ServerStatus first.  Returns 1 while there is
+ * more of it, 0 when it is all sent, -1 when the stream ended. */
+static int snapshot_pump(struct events_subscriber *sub)
+{
+    struct bus_event event;
+
+    if (sub->status_due) {
+        Compass__V1__SubscribeEventsResponse response =
+            COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
+        Compass__V1__ServerStatus status = COMPASS__V1__SERVER_STATUS__INIT;
+
+        sub->status_due = 0;
+        /* A server that takes the subscription serves: the state is the
+         * one compass names for that. */
+        status.state = COMPASS__V1__SERVER_STATE__SERVER_STATE_READY;
+        response.seq = sub->status_seq;
+        response.at_unix_ms = clock_unix_ms();
+        response.instance_epoch = hub_log_epoch(&sub->ctx->log);
+        response.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SERVER_STATUS;
+        response.server_status = &status;
+        return grpc_call_send(sub->call, &response.base) != 0 ? -1 : 1;
+    }
+    while (sub->snap_i < sub->snap_n) {
+        uint64_t seq = sub->snap[sub->snap_i++];
+        /* A session whose status changed since has it in the tail. */
+        if (hub_snapshot_get(sub->ctx->snapshot, seq, &event) != 0)
+            continue;
+        return events_send(sub, &event) != 0 ? -1 : 1;
+    }
+    free(sub->snap);
+    sub->snap = NULL;
+    sub->snap_n = sub->snap_i = 0;
+    return 0;
+}
+
 static void events_pump(struct events_subscriber *sub)
 {
     struct bus_event event;
-    uint8_t prefix[HUB_PREFIX_MAX];
 
     while (sub->attached && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
+        if (sub->status_due || sub->snap) {
+            if (snapshot_pump(sub) < 0)
+                return;
+            continue;
+        }
         enum bus_status status = hub_log_next(&sub->ctx->log, sub->cursor, &event);
         if (status == BUS_NONE)
             return;
@@ -369,17 +440,8 @@ static void events_pump(struct events_subscriber *sub)
             events_resync(sub->call, sub->ctx);
             return;
         }
-        int visible = events_visible(sub, &event);
-        if (visible < 0) {
-            events_detach(sub);
-            grpc_call_finish(sub->call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
-            return;
-        }
         sub->cursor = event.seq;
-        if (!visible)
-            continue;
-        size_t n = hub_event_prefix(prefix, event.seq, event.at_unix_ms, event.epoch);
-        if (grpc_call_send_encoded(sub->call, prefix, n, event.payload, event.len) != 0)
+        if (events_send(sub, &event) != 0)
             return;
     }
 }
@@ -412,6 +474,23 @@ static void events_recheck(struct stream_guard *guard)
         events_detach(sub);
 }
 
+/* Takes the snapshot SUB is told first; the tail goes on after the seq it
+ * stands at.  Returns 0, or -1 when memory is short. */
+static int events_take_snapshot(struct events_subscriber *sub)
+{
+    uint64_t at = sub->cursor;
+
+    if (sub->ctx->snapshot &&
+        hub_snapshot_take(sub->ctx->snapshot, &sub->snap, &sub->snap_n, &at) != 0)
+        return -1;
+    sub->cursor = at;
+    sub->status_due = 1;
+    /* Resuming after ServerStatus replays from the snapshot's first event
+     * on, which tells the rest of it; with no status to tell, the tail. */
+    sub->status_seq = sub->snap_n ? sub->snap[0] - 1 : at;
+    return 0;
+}
+
 static void events_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__SubscribeEventsRequest *request =
@@ -440,6 +519,11 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->ctx = ctx;
     sub->subject = subject;
     sub->cursor = cursor;
+    if (request->since_seq == 0 && events_take_snapshot(sub) != 0) {
+        free(sub);
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
     sub->watcher.wake = events_wake;
     sub->guard.recheck = events_recheck;
     sub->attached = 1;
@@ -458,6 +542,7 @@ static void events_on_close(struct grpc_call *call)
     if (!sub)
         return;
     events_detach(sub);
+    free(sub->snap);
     free(sub);
 }
 
