@@ -208,3 +208,41 @@ def test_records_acknowledged_survive_a_kill_of_every_nats_server(nodes):
     lengths = [json.loads(f.event.record.data_json)["length"] for f in got
                if f.event.HasField("record")]
     assert lengths == list(range(1, 201))
+
+
+def chunk_texts(events):
+    return [e.agent_message_chunk.text for e in events if e.HasField("agent_message_chunk")]
+
+
+def test_a_subscriber_resuming_on_a_node_whose_bus_copy_lags_waits_for_it(nodes):
+    # Node C's bus consumer is held back while the Runner's events, stored
+    # through B, reach a subscriber on A.  A client resuming on C after the
+    # newest of them has a cursor C's copy has not read yet: history that
+    # exists.  C must deliver what follows once its copy catches up, never
+    # resync_required.
+    from rpc_harness import subscribe_events
+    n = nodes(faults=True)
+    a, b, c = n[0], n[1], n[2]
+    first = subscribe_events(a)
+    first.wait_count(1)  # the snapshot's ServerStatus: A has subscribed
+    n.fault(2, "cluster.hold_bus")
+    r = b.runner("runner-1")
+    r.publish("sess-1", *[text("e%d" % i) for i in range(1, 4)])
+    got = first.wait(lambda items: items if len(chunk_texts(items)) >= 3 else None)
+    epoch = got[-1].instance_epoch
+    for resume_at in (got[-2].seq, got[-1].seq):
+        again = subscribe_events(c, since_seq=resume_at, epoch=epoch)
+        assert not again.done.wait(0.3), (again.error, again.items)
+        n.fault(2, "cluster.hold_bus")
+        again.cancel()
+    resume_at = got[-1].seq
+    again = subscribe_events(c, since_seq=resume_at, epoch=epoch)
+    r.publish("sess-1", text("e4"))
+    first.wait(lambda items: "e4" in chunk_texts(items))
+    n.fault(2)
+    more = again.wait(lambda items: items if "e4" in chunk_texts(items) else None)
+    assert not any(e.HasField("resync_required") for e in more)
+    assert [e.seq for e in more] == list(range(resume_at + 1, resume_at + 1 + len(more)))
+    assert chunk_texts(more) == ["e4"]
+    again.cancel()
+    first.cancel()
