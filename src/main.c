@@ -302,6 +302,7 @@ int main(int argc, char **argv)
     server.base = event_base_new();
     if (!server.base)
         goto fail;
+    server.hub.base = server.base;
     if (log_attach(server.base) != 0)
         log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the server");
     if (server.config.cluster && start_cluster(&server) != 0)

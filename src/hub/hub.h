@@ -26,6 +26,7 @@ struct store_subject;
 struct runner_registry;
 struct stream_guards;
 struct hub_snapshot;
+struct event_base;
 
 /* What the hub itself reads; the handlers' own settings are in
  * struct rpc_config (rpc/rpc.h). */
@@ -73,6 +74,7 @@ struct hub {
     struct session_registry *sessions;
     struct bus *bus;    /* the memory log's bus (its metrics) */
     struct hub_snapshot *snapshot; /* for since_seq = 0 subscribers; NULL: none */
+    struct event_base *base;       /* for the handlers' timers; NULL: none */
     struct hub_log log; /* session logs and the bus: read and write through this */
     struct runner_registry *runners;
     struct stream_guards *guards; /* open streams re-checked on store changes */

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "common/clock.h"
 #include "common/container_of.h"
 #include "common/log.h"
@@ -323,8 +325,18 @@ struct events_subscriber {
     size_t snap_n, snap_i;
     int status_due; /* ServerStatus is still to be sent, at seq status_seq */
     uint64_t status_seq;
+    /* Pending while this node's copy of the bus has not read up to the
+     * cursor (a cluster node resuming a client that came from a node
+     * ahead of it): the events exist and come, but not forever. */
+    struct event *catch_up;
     int attached;
 };
+
+/* How long a subscriber waits for this node's copy of the bus to reach
+ * its since_seq before it is told to retry (elsewhere, or later). */
+#define EVENTS_CATCH_UP_MS 10000
+#define EVENTS_BEHIND_MESSAGE                                                                   \
+    "this node has not read the bus up to since_seq yet; retry"
 
 static void events_detach(struct events_subscriber *sub)
 {
@@ -426,6 +438,8 @@ static void events_pump(struct events_subscriber *sub)
 {
     struct bus_event event;
 
+    if (sub->catch_up && bus_newest_seq(sub->ctx->bus) >= sub->cursor)
+        event_del(sub->catch_up);
     while (sub->attached && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
         if (sub->status_due || sub->snap) {
             if (snapshot_pump(sub) < 0)
@@ -474,6 +488,29 @@ static void events_recheck(struct stream_guard *guard)
         events_detach(sub);
 }
 
+static void events_catch_up_expired(evutil_socket_t fd, short what, void *arg)
+{
+    struct events_subscriber *sub = arg;
+
+    if (!sub->attached || bus_newest_seq(sub->ctx->bus) >= sub->cursor)
+        return;
+    events_detach(sub);
+    grpc_call_finish(sub->call, GRPC_STATUS_UNAVAILABLE, EVENTS_BEHIND_MESSAGE);
+}
+
+/* Bounds the wait of a subscriber whose cursor is past this node's copy
+ * of the bus (only a cluster's log opens such a cursor: one seen on
+ * another node).  Returns 0, or -1 when memory is short. */
+static int events_wait_for_copy(struct events_subscriber *sub)
+{
+    const struct timeval bound = {EVENTS_CATCH_UP_MS / 1000, (EVENTS_CATCH_UP_MS % 1000) * 1000};
+
+    if (!sub->ctx->base || !sub->ctx->bus || bus_newest_seq(sub->ctx->bus) >= sub->cursor)
+        return 0;
+    sub->catch_up = evtimer_new(sub->ctx->base, events_catch_up_expired, sub);
+    return sub->catch_up && evtimer_add(sub->catch_up, &bound) == 0 ? 0 : -1;
+}
+
 /* Takes the snapshot SUB is told first; the tail goes on after the seq it
  * stands at.  Returns 0, or -1 when memory is short. */
 static int events_take_snapshot(struct events_subscriber *sub)
@@ -519,7 +556,10 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->ctx = ctx;
     sub->subject = subject;
     sub->cursor = cursor;
-    if (request->since_seq == 0 && events_take_snapshot(sub) != 0) {
+    if ((request->since_seq == 0 ? events_take_snapshot(sub) : events_wait_for_copy(sub)) != 0) {
+        if (sub->catch_up)
+            event_free(sub->catch_up);
+        free(sub->snap);
         free(sub);
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
         return;
@@ -542,6 +582,8 @@ static void events_on_close(struct grpc_call *call)
     if (!sub)
         return;
     events_detach(sub);
+    if (sub->catch_up)
+        event_free(sub->catch_up);
     free(sub->snap);
     free(sub);
 }
