@@ -114,8 +114,9 @@ static void catch_up(struct hub_snapshot *snap)
             /* Events before the oldest retained one were never here to
              * read: a copy that started later (bus_skip_to) than seq 1,
              * or events published before the index began.  Going on from
-             * the oldest is all there is. */
-            snap->cursor = ring_oldest_seq(&snap->bus->ring) - 1;
+             * the oldest is all there is (an empty ring: the newest). */
+            snap->cursor = ring_count(&snap->bus->ring) ? ring_oldest_seq(&snap->bus->ring) - 1
+                                                        : bus_newest_seq(snap->bus);
             break;
         }
     }
