@@ -121,8 +121,12 @@ static void on_log_state(void *arg)
 {
     struct server *server = arg;
 
-    if (!server->shutting_down)
+    if (!server->shutting_down) {
         health_recheck(&server->rpc);
+        /* Bus subscribers look again at whether the server serves
+         * (their ServerStatus). */
+        watch_list_wake(&server->bus.watchers);
+    }
 }
 
 static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)

@@ -325,6 +325,7 @@ struct events_subscriber {
     size_t snap_n, snap_i;
     int status_due; /* ServerStatus is still to be sent, at seq status_seq */
     uint64_t status_seq;
+    int told_ready; /* what the last ServerStatus said (or would have) */
     /* Pending while this node's copy of the bus has not read up to the
      * cursor (a cluster node resuming a client that came from a node
      * ahead of it): the events exist and come, but not forever. */
@@ -399,6 +400,29 @@ static int events_send(struct events_subscriber *sub, const struct bus_event *ev
     return grpc_call_send_encoded(sub->call, prefix, n, event->payload, event->len) != 0 ? -1 : 0;
 }
 
+/* Is this server serving the bus now?  READY while its log takes events;
+ * a cluster node cut off from JetStream (or a disk log that cannot write)
+ * publishes nothing until it can again, and says so. */
+static int events_serving(const struct events_subscriber *sub)
+{
+    return hub_log_writable(&sub->ctx->log);
+}
+
+static int send_server_status(struct events_subscriber *sub, uint64_t seq)
+{
+    Compass__V1__SubscribeEventsResponse response = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
+    Compass__V1__ServerStatus status = COMPASS__V1__SERVER_STATUS__INIT;
+
+    status.state = sub->told_ready ? COMPASS__V1__SERVER_STATE__SERVER_STATE_READY
+                                   : COMPASS__V1__SERVER_STATE__SERVER_STATE_UNSPECIFIED;
+    response.seq = seq;
+    response.at_unix_ms = clock_unix_ms();
+    response.instance_epoch = hub_log_epoch(&sub->ctx->log);
+    response.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SERVER_STATUS;
+    response.server_status = &status;
+    return grpc_call_send(sub->call, &response.base) != 0 ? -1 : 0;
+}
+
 /* The snapshot's next part, ServerStatus first.  Returns 1 while there is
  * more of it, 0 when it is all sent, -1 when the stream ended. */
 static int snapshot_pump(struct events_subscriber *sub)
@@ -406,20 +430,8 @@ static int snapshot_pump(struct events_subscriber *sub)
     struct bus_event event;
 
     if (sub->status_due) {
-        Compass__V1__SubscribeEventsResponse response =
-            COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
-        Compass__V1__ServerStatus status = COMPASS__V1__SERVER_STATUS__INIT;
-
         sub->status_due = 0;
-        /* A server that takes the subscription serves: the state is the
-         * one compass names for that. */
-        status.state = COMPASS__V1__SERVER_STATE__SERVER_STATE_READY;
-        response.seq = sub->status_seq;
-        response.at_unix_ms = clock_unix_ms();
-        response.instance_epoch = hub_log_epoch(&sub->ctx->log);
-        response.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SERVER_STATUS;
-        response.server_status = &status;
-        return grpc_call_send(sub->call, &response.base) != 0 ? -1 : 1;
+        return send_server_status(sub, sub->status_seq) != 0 ? -1 : 1;
     }
     while (sub->snap_i < sub->snap_n) {
         uint64_t seq = sub->snap[sub->snap_i++];
@@ -443,6 +455,14 @@ static void events_pump(struct events_subscriber *sub)
     while (sub->attached && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
         if (sub->status_due || sub->snap) {
             if (snapshot_pump(sub) < 0)
+                return;
+            continue;
+        }
+        if (events_serving(sub) != sub->told_ready) {
+            /* A change is no bus event: seq 0, as compass gives the
+             * signals that are not a position (a client keeps its cursor). */
+            sub->told_ready = !sub->told_ready;
+            if (send_server_status(sub, 0) != 0)
                 return;
             continue;
         }
@@ -556,6 +576,7 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->ctx = ctx;
     sub->subject = subject;
     sub->cursor = cursor;
+    sub->told_ready = events_serving(sub);
     if ((request->since_seq == 0 ? events_take_snapshot(sub) : events_wait_for_copy(sub)) != 0) {
         if (sub->catch_up)
             event_free(sub->catch_up);

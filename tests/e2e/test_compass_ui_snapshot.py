@@ -17,6 +17,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from rpc_harness import COMPASS, RawStream, S, start_hub, text  # noqa: F401
+from test_cluster import nodes  # noqa: F401 (fixture)
 
 FD = descriptor_pb2.FieldDescriptorProto
 STRING, BOOL, UINT64, INT64 = FD.TYPE_STRING, FD.TYPE_BOOL, FD.TYPE_UINT64, FD.TYPE_INT64
@@ -245,4 +246,31 @@ def test_a_status_is_pushed_only_on_a_transition(start_hub):
     bus.wait(lambda got: [s.state for s in statuses(got, "sess-1")] ==
              [announced, DISCONNECTED, announced])
     frames.cancel()
+    bus.close()
+
+
+def test_server_status_is_pushed_again_when_the_server_stops_and_starts_serving(nodes):
+    # A cluster node whose session log (JetStream) is gone publishes
+    # nothing: its open bus streams are told so, and told again when it
+    # serves once more.  A change carries seq 0 (no bus position).
+    n = nodes(count=1, replicas=1)
+    h = n[0]
+    bus = Events(h, "t-admin", "application/grpc")
+    bus.wait(lambda got: len(got) >= 1)
+
+    def server_states(got):
+        return [e.server_status.state for e in got if e.WhichOneof("payload") == "server_status"]
+    for s in n.nats.servers:
+        s.stop()
+    # (The node may reach one NATS server for a moment while they stop.)
+    bus.wait(lambda got: server_states(got)[-1] == 0, timeout=20)
+    for s in n.nats.servers:
+        s.start()
+    n.nats.wait_healthy()
+    got = bus.wait(lambda got: server_states(got)[-1] == 1 and len(server_states(got)) > 2,
+                   timeout=40)
+    states = server_states(got)
+    assert states[0] == 1 and all(a != b for a, b in zip(states, states[1:])), states
+    changes = [e for e in got if e.WhichOneof("payload") == "server_status"][1:]
+    assert all(e.seq == 0 for e in changes), changes
     bus.close()
