@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
+#include "hub/hub_snapshot.h"
 #include "hub/runner_control.h"
 #include "hub/stream_guard.h"
 #include "store/gate.h"
@@ -167,6 +168,20 @@ void hub_write_metrics(const struct hub *ctx, FILE *out)
             "# TYPE agenthub_session_quota_refusals_total counter\n"
             "agenthub_session_quota_refusals_total %llu\n",
             (unsigned long long)ctx->counters.session_quota_refusals);
+    if (ctx->snapshot)
+        fprintf(out,
+                "# HELP agenthub_bus_snapshot_sessions Sessions whose latest status a "
+                "since_seq 0 subscriber is told first.\n"
+                "# TYPE agenthub_bus_snapshot_sessions gauge\n"
+                "agenthub_bus_snapshot_sessions %zu\n"
+                "# TYPE agenthub_bus_snapshot_bytes gauge\n"
+                "agenthub_bus_snapshot_bytes %zu\n"
+                "# HELP agenthub_bus_snapshot_losses_total Statuses left out of the snapshot "
+                "for want of memory.\n"
+                "# TYPE agenthub_bus_snapshot_losses_total counter\n"
+                "agenthub_bus_snapshot_losses_total %llu\n",
+                hash_map_count(&ctx->snapshot->by_id), ctx->snapshot->bytes,
+                (unsigned long long)ctx->snapshot->losses);
     if (ctx->runners)
         runner_registry_write_metrics(ctx->runners, out);
     stream_guards_write_metrics(ctx->guards, out);
