@@ -335,9 +335,8 @@ struct events_subscriber {
 
 /* How long a subscriber waits for this node's copy of the bus to reach
  * its since_seq before it is told to retry (elsewhere, or later). */
-#define EVENTS_CATCH_UP_MS 10000
-#define EVENTS_BEHIND_MESSAGE                                                                   \
-    "this node has not read the bus up to since_seq yet; retry"
+#define EVENTS_CATCH_UP_MS    10000
+#define EVENTS_BEHIND_MESSAGE "this node has not read the bus up to since_seq yet; retry"
 
 static void events_detach(struct events_subscriber *sub)
 {

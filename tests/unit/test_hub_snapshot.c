@@ -61,12 +61,12 @@ START_TEST(holds_each_sessions_latest_status_in_seq_order_at_the_newest_seq)
 
     bus_init(&b, 0, EPOCH);
     hub_snapshot_init(&snap, &b);
-    pub(&b, "s1", 1);                /* 1 */
-    pub(&b, "s2", 2);                /* 2 */
-    pub(&b, "s1", -1);               /* 3: a chunk, not a status */
-    uint64_t s1 = pub(&b, "s1", 3);  /* 4 */
-    pub(&b, "s3", 2);                /* 5 */
-    pub(&b, "s3", 4);                /* 6: STOPPED drops it */
+    pub(&b, "s1", 1);               /* 1 */
+    pub(&b, "s2", 2);               /* 2 */
+    pub(&b, "s1", -1);              /* 3: a chunk, not a status */
+    uint64_t s1 = pub(&b, "s1", 3); /* 4 */
+    pub(&b, "s3", 2);               /* 5 */
+    pub(&b, "s3", 4);               /* 6: STOPPED drops it */
     ck_assert_int_eq(hub_snapshot_take(&snap, &seqs, &n, &at), 0);
     ck_assert_uint_eq(at, 6);
     ck_assert_uint_eq(n, 2);
