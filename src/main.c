@@ -16,6 +16,7 @@
 #include "rpc/rpc.h"
 #include "hub/hub.h"
 #include "hub/hub_log_jetstream.h"
+#include "hub/hub_snapshot.h"
 #include "hub/runner_remote.h"
 #include "hub/hub_wire.h"
 #include "hub/runner_control.h"
@@ -42,6 +43,7 @@ struct server {
     struct rpc_context rpc; /* every door's door data */
     struct session_registry sessions;
     struct bus bus;
+    struct hub_snapshot snapshot; /* the bus's latest status of each session */
     struct hub_log_js *cluster;   /* NULL: the disk or the in-memory log */
     struct hub_log_disk *disk;    /* the durable log of a single node, or NULL */
     char health_reason[160];      /* what /healthz says the session log waits for */
@@ -119,8 +121,12 @@ static void on_log_state(void *arg)
 {
     struct server *server = arg;
 
-    if (!server->shutting_down)
+    if (!server->shutting_down) {
         health_recheck(&server->rpc);
+        /* Bus subscribers look again at whether the server serves
+         * (their ServerStatus). */
+        watch_list_wake(&server->bus.watchers);
+    }
 }
 
 static void on_shutdown_poll(evutil_socket_t fd, short what, void *arg)
@@ -222,6 +228,7 @@ static void server_free(struct server *server)
     hub_log_disk_free(server->disk);
     stream_guards_free(server->hub.guards);
     session_registry_free(&server->sessions);
+    hub_snapshot_free(&server->snapshot);
     bus_free(&server->bus);
     store_close(server->hub.store);
     health_free(server->rpc.health);
@@ -287,7 +294,11 @@ int main(int argc, char **argv)
     bus_init(&server.bus, server.config.bus_bytes, 0);
     server.hub.sessions = &server.sessions;
     server.hub.bus = &server.bus;
+    server.hub.snapshot = &server.snapshot;
     hub_log_memory(&server.hub.log, &server.bus);
+    /* Before any log fills the bus (a replay from disk or JetStream); it
+     * reads through server.hub.log, whichever backend that becomes. */
+    hub_snapshot_init(&server.snapshot, &server.hub.log);
     server.hub.config.command_timeout_ms = server.config.command_timeout_ms;
     server.hub.config.runner_queue_bytes = server.config.runner_queue_bytes;
     server.hub.config.max_report_sessions = server.config.max_report_sessions;
@@ -296,6 +307,7 @@ int main(int argc, char **argv)
     server.base = event_base_new();
     if (!server.base)
         goto fail;
+    server.hub.base = server.base;
     if (log_attach(server.base) != 0)
         log_warn("cannot reopen stderr without blocking; a stalled stderr will stall the server");
     if (server.config.cluster && start_cluster(&server) != 0)

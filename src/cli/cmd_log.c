@@ -342,8 +342,9 @@ static void bus_on_done(void *arg, const struct grpc_client_result *result)
 static const char events_usage[] =
     "usage: agenthub events [--since SEQ --epoch EPOCH] [--json] [--limit N]\n"
     "Follows the global event bus (every session the caller may see), from after\n"
-    "SEQ of server boot EPOCH (the \"epoch\" of --json lines) when given, else live.\n"
-    "--limit N exits after N events.  A resume point the bus cannot honour prints\n"
+    "SEQ of server boot EPOCH (the \"epoch\" of --json lines) when given; else the\n"
+    "current state first (server_status, then each session's latest status), then\n"
+    "live.  --limit N exits after N events.  A resume point the bus cannot honour prints\n"
     "resync_required and exits.\n";
 
 int cli_events_main(int argc, char **argv)

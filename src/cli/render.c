@@ -93,6 +93,14 @@ json_t *render_event_json(const Compass__V1__SubscribeEventsResponse *event)
         type = "resync_required";
         data = json_object();
         break;
+    case COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SERVER_STATUS:
+        type = "server_status";
+        data =
+            json_pack("{s:s}", "state",
+                      event->server_status->state == COMPASS__V1__SERVER_STATE__SERVER_STATE_READY
+                          ? "READY"
+                          : "UNSPECIFIED");
+        break;
     case COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_SESSION_STATUS:
         type = "agent_session_status";
         data = json_pack("{s:s, s:s, s:s}", "session_id", event->agent_session_status->session_id,

@@ -112,3 +112,8 @@ size_t bus_memory_bytes(const struct bus *b)
 {
     return sizeof(*b) - sizeof(b->ring) + ring_memory_bytes(&b->ring);
 }
+
+uint64_t bus_oldest_cursor(const struct bus *b)
+{
+    return ring_count(&b->ring) ? ring_oldest_seq(&b->ring) - 1 : ring_newest_seq(&b->ring);
+}

@@ -75,6 +75,9 @@ void bus_watch(struct bus *b, struct watcher *w);
 void bus_unwatch(struct bus *b, struct watcher *w);
 
 uint64_t bus_newest_seq(const struct bus *b);
+/* The cursor from which bus_next yields the oldest retained event (the
+ * newest seq when none is retained). */
+uint64_t bus_oldest_cursor(const struct bus *b);
 /* The next publish gets seq NEXT_SEQ when it is past the bus's own (see
  * ring_skip_to): a copy of a bus kept elsewhere starts where it is. */
 void bus_skip_to(struct bus *b, uint64_t next_seq);

@@ -26,12 +26,16 @@ struct seq_index {
 
 void seq_index_free(struct seq_index *x);
 
+/* Makes room for one more entry.  Returns 0, or -1 when memory is short
+ * (the index is unchanged).  Call it before the ring takes the entry, so
+ * that what the ring holds and what the index maps never part. */
+int seq_index_reserve(struct seq_index *x);
+
 /* Records that local seq LOCAL (the ring's newest, one past the last
  * pushed) holds SEQ (above every seq pushed), after forgetting the entries
  * below OLDEST (the ring's oldest retained local seq now), whose seqs
- * raise the floor.  Returns 0, or -1 when memory is short (nothing
- * recorded; the caller raises the floor to SEQ). */
-int seq_index_push(struct seq_index *x, uint64_t local, uint64_t seq, uint64_t oldest);
+ * raise the floor.  Room must have been reserved. */
+void seq_index_push(struct seq_index *x, uint64_t local, uint64_t seq, uint64_t oldest);
 
 /* The seq at local seq LOCAL, which must be held. */
 static inline uint64_t seq_index_at(const struct seq_index *x, uint64_t local)

@@ -77,6 +77,10 @@ struct session {
     uint8_t retained; /* in the retained list */
     uint8_t in_table; /* findable by id */
     uint8_t closing;  /* its end is being stored: session_find no longer sees it */
+    /* The hub's: the state its last status told (valid once told is 1), so
+     * that a status goes out only on a transition. */
+    uint8_t told;
+    uint8_t told_state;
     uint16_t id_len;
     char id[]; /* NUL-terminated */
 };

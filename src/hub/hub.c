@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
+#include "hub/hub_snapshot.h"
 #include "hub/runner_control.h"
 #include "hub/stream_guard.h"
 #include "store/gate.h"
@@ -167,6 +168,20 @@ void hub_write_metrics(const struct hub *ctx, FILE *out)
             "# TYPE agenthub_session_quota_refusals_total counter\n"
             "agenthub_session_quota_refusals_total %llu\n",
             (unsigned long long)ctx->counters.session_quota_refusals);
+    if (ctx->snapshot)
+        fprintf(out,
+                "# HELP agenthub_bus_snapshot_sessions Sessions whose latest status a "
+                "since_seq 0 subscriber is told first.\n"
+                "# TYPE agenthub_bus_snapshot_sessions gauge\n"
+                "agenthub_bus_snapshot_sessions %zu\n"
+                "# TYPE agenthub_bus_snapshot_bytes gauge\n"
+                "agenthub_bus_snapshot_bytes %zu\n"
+                "# HELP agenthub_bus_snapshot_losses_total Statuses left out of the snapshot "
+                "for want of memory.\n"
+                "# TYPE agenthub_bus_snapshot_losses_total counter\n"
+                "agenthub_bus_snapshot_losses_total %llu\n",
+                hash_map_count(&ctx->snapshot->by_id), ctx->snapshot->bytes,
+                (unsigned long long)ctx->snapshot->losses);
     if (ctx->runners)
         runner_registry_write_metrics(ctx->runners, out);
     stream_guards_write_metrics(ctx->guards, out);
@@ -243,9 +258,13 @@ static int state_is_terminal(int state)
     return state == ARBITER_STOPPED || state == ARBITER_ERRORED;
 }
 
-/* Appends the state frame of S and publishes AgentSessionStatus.  A
- * terminal state ends S's current tail after its frame (its panes drain and
- * end); any other state after one starts a new tail with its frame. */
+/* Appends the state frame of S and publishes AgentSessionStatus, when
+ * STATE is not what S's last status said: a status is a transition, so
+ * announcing a session again (a Runner's report of every session it hosts,
+ * sent whenever its stream opens) tells nothing twice, while the first
+ * announcement of a session this server has not told yet always goes out.
+ * A terminal state ends S's current tail after its frame (its panes drain
+ * and end); any other state after one starts a new tail with its frame. */
 static void publish_status(struct hub *ctx, struct session *s, int state)
 {
     Compass__V1__SubscribeEventsResponse event = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
@@ -254,6 +273,10 @@ static void publish_status(struct hub *ctx, struct session *s, int state)
     struct hub_log_span span;
     struct store_session row;
 
+    if (s->told && s->told_state == state)
+        return;
+    s->told = 1;
+    s->told_state = (uint8_t)state;
     if (!state_is_terminal(state))
         hub_log_mark(&ctx->log, s, HUB_LOG_TAIL_RESUME);
     frame.session_id = (char *)session_id(s);

@@ -25,6 +25,8 @@ struct store;
 struct store_subject;
 struct runner_registry;
 struct stream_guards;
+struct hub_snapshot;
+struct event_base;
 
 /* What the hub itself reads; the handlers' own settings are in
  * struct rpc_config (rpc/rpc.h). */
@@ -70,8 +72,10 @@ struct hub_counters {
 struct hub {
     struct store *store;
     struct session_registry *sessions;
-    struct bus *bus;    /* the memory log's bus (its metrics) */
-    struct hub_log log; /* session logs and the bus: read and write through this */
+    struct bus *bus;               /* the memory log's bus (its metrics) */
+    struct hub_snapshot *snapshot; /* for since_seq = 0 subscribers; NULL: none */
+    struct event_base *base;       /* for the handlers' timers; NULL: none */
+    struct hub_log log;            /* session logs and the bus: read and write through this */
     struct runner_registry *runners;
     struct stream_guards *guards; /* open streams re-checked on store changes */
     struct hub_config config;

@@ -99,6 +99,10 @@ struct hub_log_ops {
     void (*unsubscribe)(void *impl, struct watcher *w);
     /* This server run's instance_epoch. */
     uint64_t (*epoch)(void *impl);
+    /* The cursor from which next yields the oldest event retained, and the
+     * newest bus seq (0 before the first). */
+    uint64_t (*bus_oldest)(void *impl);
+    uint64_t (*bus_newest)(void *impl);
 
     /* --- where frames come from: Runners' runner_seq, keyed calls --- */
     /* Frames appended until the next call come from O (NULL: nowhere a
@@ -339,6 +343,16 @@ static inline void hub_log_unsubscribe(const struct hub_log *log, struct watcher
 static inline uint64_t hub_log_epoch(const struct hub_log *log)
 {
     return log->ops->epoch(log->impl);
+}
+
+static inline uint64_t hub_log_bus_oldest(const struct hub_log *log)
+{
+    return log->ops->bus_oldest(log->impl);
+}
+
+static inline uint64_t hub_log_bus_newest(const struct hub_log *log)
+{
+    return log->ops->bus_newest(log->impl);
 }
 
 #endif

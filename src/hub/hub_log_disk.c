@@ -326,6 +326,20 @@ static enum bus_status disk_next(void *impl, uint64_t cursor, struct bus_event *
     return bus_next(d->bus, cursor, out);
 }
 
+static uint64_t disk_bus_oldest(void *impl)
+{
+    struct hub_log_disk *d = impl;
+
+    return bus_oldest_cursor(d->bus);
+}
+
+static uint64_t disk_bus_newest(void *impl)
+{
+    struct hub_log_disk *d = impl;
+
+    return bus_newest_seq(d->bus);
+}
+
 static void disk_subscribe(void *impl, struct watcher *w)
 {
     struct hub_log_disk *d = impl;
@@ -500,6 +514,8 @@ static const struct hub_log_ops disk_ops = {
     .subscribe = disk_subscribe,
     .unsubscribe = disk_unsubscribe,
     .epoch = disk_epoch,
+    .bus_oldest = disk_bus_oldest,
+    .bus_newest = disk_bus_newest,
     .origin = disk_origin,
     .runner_mark = disk_runner_mark,
     .runner_reset = disk_runner_reset,

@@ -269,9 +269,8 @@ static void js_write_metrics(void *impl, FILE *out)
             (unsigned long long)st.publishes, (double)js->publish_ns_sum / 1e9,
             (unsigned long long)js->publish_acks, (double)js->publish_ns_max / 1e9,
             (unsigned long long)js->writer_changes, (unsigned long long)js->publish_retries,
-            (unsigned long long)js->apply_gaps,
-            (unsigned long long)js->waits_failed, (unsigned long long)js->copies_dropped,
-            (unsigned long long)js->renumbered);
+            (unsigned long long)js->apply_gaps, (unsigned long long)js->waits_failed,
+            (unsigned long long)js->copies_dropped, (unsigned long long)js->renumbered);
     hub_log_js_bus_write_metrics(js, out);
 }
 
@@ -288,6 +287,8 @@ static const struct hub_log_ops js_ops = {
     .subscribe = hub_log_js_bus_subscribe,
     .unsubscribe = hub_log_js_bus_unsubscribe,
     .epoch = hub_log_js_epoch,
+    .bus_oldest = hub_log_js_bus_oldest,
+    .bus_newest = hub_log_js_bus_newest,
     .origin = js_origin,
     .runner_mark = js_runner_mark,
     .runner_reset = hub_log_js_runner_reset,
@@ -345,7 +346,8 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
      * the link cannot publish, waiting for a silent consumer). */
     js->wait_ns = ((uint64_t)config->publish_wait_ms * 2 + 1000) * 1000000;
     js->marks = runner_marks_new();
-    if (hub_log_js_bus_init(js) != 0 || !js->retry_timer || !js->watch_timer || !js->wait_timer || !js->hold_timer || !js->marks) {
+    if (hub_log_js_bus_init(js) != 0 || !js->retry_timer || !js->watch_timer || !js->wait_timer ||
+        !js->hold_timer || !js->marks) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

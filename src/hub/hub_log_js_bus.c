@@ -232,18 +232,21 @@ static void bus_take(struct hub_log_js *js, uint64_t ext, const void *payload, s
 
     if (ext <= seq_index_newest(x) || ext <= x->floor)
         return; /* read again after the consumer was made anew */
-    local = bus_publish(js->bus, payload, len, at);
-    if (local == 0 || seq_index_push(x, local, ext, ring_oldest_seq(&js->bus->ring)) != 0) {
+    /* Appended and indexed before the watchers wake: one that reads at
+     * once (the snapshot index) finds the event under its bus seq. */
+    if (seq_index_reserve(x) != 0 || (local = ring_append(&js->bus->ring, payload, len, at)) == 0) {
         /* Memory is short: the event is not in the copy, and a reader
          * resuming before it is told to resync rather than skip it. */
         seq_index_raise_floor(x, ext);
         log_warn("cluster: out of memory for bus event %" PRIu64, ext);
+        return;
     }
+    seq_index_push(x, local, ext, ring_oldest_seq(&js->bus->ring));
+    watch_list_wake(&js->bus->watchers);
 }
 
-void hub_log_js_on_bus(void *arg, const struct js_link_msg *m)
+void hub_log_js_bus_apply(struct hub_log_js *js, const struct js_link_msg *m)
 {
-    struct hub_log_js *js = arg;
     struct seq_index *x = &js->bus_index;
     uint64_t base = m->stream_seq * HUB_LOG_JS_BUS_STRIDE;
     size_t at = 0, index = 0;
@@ -313,6 +316,23 @@ enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_even
     if (status == BUS_OK)
         out->seq = seq_index_at(x, local);
     return status;
+}
+
+uint64_t hub_log_js_bus_oldest(void *impl)
+{
+    const struct hub_log_js *js = impl;
+    const struct seq_index *x = &js->bus_index;
+
+    /* At or above the floor (the events below it are not held). */
+    return x->count ? seq_index_at(x, x->first) - 1 : hub_log_js_bus_newest(impl);
+}
+
+uint64_t hub_log_js_bus_newest(void *impl)
+{
+    const struct hub_log_js *js = impl;
+    uint64_t newest = seq_index_newest(&js->bus_index);
+
+    return newest > js->bus_index.floor ? newest : js->bus_index.floor;
 }
 
 void hub_log_js_bus_subscribe(void *impl, struct watcher *w)

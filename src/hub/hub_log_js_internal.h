@@ -180,9 +180,10 @@ struct hub_log_js {
     uint64_t frames_target, bus_target; /* caught up once applied past these */
     uint64_t frames_applied, bus_applied;
     uint64_t catchup_applied; /* frames_applied + bus_applied at the last watch */
-    /* Tests (failpoint cluster.hold_frames): frames messages held back, as
-     * from a consumer that lags, applied in order once released. */
-    struct js_held *held_head, *held_tail;
+    /* Tests (failpoints cluster.hold_frames, cluster.hold_bus): frames and
+     * bus messages held back, as from a consumer that lags, applied in
+     * order once released.  [0] frames, [1] the bus. */
+    struct js_held *held_head[2], *held_tail[2];
     struct event *hold_timer;
     int got_ready, connected, caught_up;
     int was_writable;            /* what the state listener last heard */
@@ -202,10 +203,10 @@ struct hub_log_js {
     struct js_bus_origin bus_origins[HUB_LOG_JS_BUS_ORIGINS];
     size_t bus_origins_next;
     uint64_t bus_copies_dropped; /* second copies of a bus batch readers skipped */
-    uint64_t apply_gaps;     /* a session's copy resumed past a gap */
-    uint64_t copies_dropped; /* entries readers took once already (by origin or key) */
-    uint64_t renumbered;     /* batches whose header seq readers corrected */
-    uint64_t waits_failed;   /* producers told their frames could not be stored */
+    uint64_t apply_gaps;         /* a session's copy resumed past a gap */
+    uint64_t copies_dropped;     /* entries readers took once already (by origin or key) */
+    uint64_t renumbered;         /* batches whose header seq readers corrected */
+    uint64_t waits_failed;       /* producers told their frames could not be stored */
 };
 
 /* The first session JS knows, or NULL; with hub_log_js_session_next, a walk
@@ -284,6 +285,9 @@ struct keyset_fp hub_log_js_key_fp(const uint8_t *key, size_t len);
 /* --- hub_log_js_read.c: the consumers' events and the bus reads -------------- */
 
 void hub_log_js_on_frames(void *arg, const struct js_link_msg *m);
+/* A bus message (held back while cluster.hold_bus is set), then
+ * hub_log_js_bus_apply. */
+void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);
 /* Tests: the timer releasing held frames messages (ARG the struct
  * hub_log_js), and freeing what is still held. */
 void hub_log_js_on_hold(evutil_socket_t fd, short what, void *arg);
@@ -307,12 +311,16 @@ uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t
 void hub_log_js_bus_on_ack(struct hub_log_js *js, const char *batch, enum js_ack ack);
 /* The connection came up again: an attempt without an answer is sent again. */
 void hub_log_js_bus_on_connection(struct hub_log_js *js);
-void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);
+/* Takes bus message M into this node's copy (hub_log_js_on_bus calls it,
+ * unless a test holds the bus consumer back). */
+void hub_log_js_bus_apply(struct hub_log_js *js, const struct js_link_msg *m);
 /* The hub_log bus reads, in bus seqs, over the index. */
 enum bus_status hub_log_js_bus_open(void *impl, uint64_t since_seq, uint64_t epoch,
                                     uint64_t *cursor);
 enum bus_status hub_log_js_bus_next(void *impl, uint64_t cursor, struct bus_event *out);
 void hub_log_js_bus_subscribe(void *impl, struct watcher *w);
+uint64_t hub_log_js_bus_oldest(void *impl);
+uint64_t hub_log_js_bus_newest(void *impl);
 void hub_log_js_bus_unsubscribe(void *impl, struct watcher *w);
 void hub_log_js_bus_write_metrics(const struct hub_log_js *js, FILE *out);
 

@@ -244,7 +244,7 @@ static void note_runner(struct hub_log_js *js, const struct cluster_wire_entry *
 struct js_held {
     struct js_held *next;
     struct js_link_msg m;
-    char *subject, *seq, *at, *batch;
+    char *subject, *seq, *at, *batch, *node;
     uint8_t data[];
 };
 
@@ -259,36 +259,48 @@ static void held_free(struct js_held *h)
     free(h->seq);
     free(h->at);
     free(h->batch);
+    free(h->node);
     free(h);
 }
 
 static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m);
 
+/* Each consumer's failpoint, by its held queue. */
+static const char *const hold_names[2] = {"cluster.hold_frames", "cluster.hold_bus"};
+
 void hub_log_js_on_hold(evutil_socket_t fd, short what, void *arg)
 {
     struct hub_log_js *js = arg;
+    int held = 0;
 
-    if (failpoint_active("cluster.hold_frames")) {
+    for (int q = 0; q < 2; q++) {
+        if (failpoint_active(hold_names[q])) {
+            held |= js->held_head[q] != NULL;
+            continue;
+        }
+        while (js->held_head[q]) {
+            struct js_held *h = js->held_head[q];
+            js->held_head[q] = h->next;
+            if (!js->held_head[q])
+                js->held_tail[q] = NULL;
+            if (q == 0)
+                apply_frames(js, &h->m);
+            else
+                hub_log_js_bus_apply(js, &h->m);
+            held_free(h);
+        }
+    }
+    if (held)
         event_add(js->hold_timer, &(struct timeval){0, 10 * 1000});
-        return;
-    }
-    while (js->held_head) {
-        struct js_held *h = js->held_head;
-        js->held_head = h->next;
-        if (!js->held_head)
-            js->held_tail = NULL;
-        apply_frames(js, &h->m);
-        held_free(h);
-    }
 }
 
-/* Holds M back while the failpoint is set (or older messages are held).
- * Returns 1 when it did. */
-static int hold(struct hub_log_js *js, const struct js_link_msg *m)
+/* Holds M back on queue Q while its failpoint is set (or older messages
+ * are held).  Returns 1 when it did. */
+static int hold(struct hub_log_js *js, int q, const struct js_link_msg *m)
 {
     struct js_held *h;
 
-    if (!js->held_head && !failpoint_active("cluster.hold_frames"))
+    if (!js->held_head[q] && !failpoint_active(hold_names[q]))
         return 0;
     h = calloc(1, sizeof(*h) + m->len);
     if (!h)
@@ -298,13 +310,14 @@ static int hold(struct hub_log_js *js, const struct js_link_msg *m)
     h->m.seq_header = h->seq = held_str(m->seq_header);
     h->m.at_header = h->at = held_str(m->at_header);
     h->m.batch_header = h->batch = held_str(m->batch_header);
+    h->m.node_header = h->node = held_str(m->node_header);
     memcpy(h->data, m->data, m->len);
     h->m.data = h->data;
-    if (js->held_tail)
-        js->held_tail->next = h;
+    if (js->held_tail[q])
+        js->held_tail[q]->next = h;
     else
-        js->held_head = h;
-    js->held_tail = h;
+        js->held_head[q] = h;
+    js->held_tail[q] = h;
     if (js->hold_timer && !evtimer_pending(js->hold_timer, NULL))
         event_add(js->hold_timer, &(struct timeval){0, 10 * 1000});
     return 1;
@@ -312,19 +325,21 @@ static int hold(struct hub_log_js *js, const struct js_link_msg *m)
 
 void hub_log_js_held_free(struct hub_log_js *js)
 {
-    while (js->held_head) {
-        struct js_held *h = js->held_head;
-        js->held_head = h->next;
-        held_free(h);
+    for (int q = 0; q < 2; q++) {
+        while (js->held_head[q]) {
+            struct js_held *h = js->held_head[q];
+            js->held_head[q] = h->next;
+            held_free(h);
+        }
+        js->held_tail[q] = NULL;
     }
-    js->held_tail = NULL;
 }
 
 void hub_log_js_on_frames(void *arg, const struct js_link_msg *m)
 {
     struct hub_log_js *js = arg;
 
-    if (!hold(js, m))
+    if (!hold(js, 0, m))
         apply_frames(js, m);
 }
 
@@ -412,6 +427,14 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
         hub_log_js_pump(js, e);
     }
     hub_log_js_check_caught_up(js);
+}
+
+void hub_log_js_on_bus(void *arg, const struct js_link_msg *m)
+{
+    struct hub_log_js *js = arg;
+
+    if (!hold(js, 1, m))
+        hub_log_js_bus_apply(js, m);
 }
 
 void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64_t bus_last)

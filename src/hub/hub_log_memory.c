@@ -85,6 +85,16 @@ static enum bus_status memory_next(void *impl, uint64_t cursor, struct bus_event
     return bus_next(impl, cursor, out);
 }
 
+static uint64_t memory_bus_oldest(void *impl)
+{
+    return bus_oldest_cursor(impl);
+}
+
+static uint64_t memory_bus_newest(void *impl)
+{
+    return bus_newest_seq(impl);
+}
+
 static void memory_subscribe(void *impl, struct watcher *w)
 {
     bus_watch(impl, w);
@@ -126,6 +136,8 @@ static const struct hub_log_ops memory_ops = {
     .subscribe = memory_subscribe,
     .unsubscribe = memory_unsubscribe,
     .epoch = memory_epoch,
+    .bus_oldest = memory_bus_oldest,
+    .bus_newest = memory_bus_newest,
     .origin = memory_origin,
     .runner_mark = memory_runner_mark,
     .runner_reset = memory_runner_reset,

@@ -110,6 +110,27 @@ int hub_frame_agenthub_only(const void *frame, size_t len)
     return rv < 0 || own;
 }
 
+int hub_event_status_state(const void *payload, size_t len)
+{
+    struct protowire_reader r;
+    struct protowire_field f;
+    const uint8_t *status;
+    size_t status_len;
+    int state = 0;
+
+    if (protowire_find_len(payload, len, HUB_EVENT_STATUS, &status, &status_len) != 0)
+        return -1;
+    protowire_reader_init(&r, status, status_len);
+    for (int rv; (rv = protowire_next(&r, &f)) != 0;) {
+        if (rv < 0)
+            return -1;
+        /* The last occurrence wins, as when protobuf-c decodes it. */
+        if (f.number == HUB_STATUS_STATE && f.type == PROTOWIRE_VARINT)
+            state = f.varint <= 64 ? (int)f.varint : 0;
+    }
+    return state;
+}
+
 int hub_frame_state(const void *frame, size_t len)
 {
     struct protowire_reader r;
@@ -139,6 +160,7 @@ int hub_wire_check(char *why, size_t why_size)
     const ProtobufCMessageDescriptor *frame = &compass__v1__agent_session_frame__descriptor;
     const ProtobufCMessageDescriptor *event = &compass__v1__subscribe_events_response__descriptor;
     const ProtobufCMessageDescriptor *typed = &compass__v1__session_event__descriptor;
+    const ProtobufCMessageDescriptor *status = &compass__v1__agent_session_status__descriptor;
 
     if (check_field(frame, "event", HUB_FRAME_EVENT, why, why_size) != 0 ||
         check_field(frame, "state", HUB_FRAME_STATE, why, why_size) != 0 ||
@@ -152,7 +174,9 @@ int hub_wire_check(char *why, size_t why_size)
         check_field(event, "session_batch_pending", HUB_EVENT_SESSION_BATCH_PENDING, why,
                     why_size) != 0 ||
         check_field(event, "agent_record", HUB_EVENT_AGENT_RECORD, why, why_size) != 0 ||
-        check_field(event, "session_id", HUB_EVENT_SESSION_ID, why, why_size) != 0)
+        check_field(event, "session_id", HUB_EVENT_SESSION_ID, why, why_size) != 0 ||
+        check_field(event, "agent_session_status", HUB_EVENT_STATUS, why, why_size) != 0 ||
+        check_field(status, "state", HUB_STATUS_STATE, why, why_size) != 0)
         return -1;
     return 0;
 }

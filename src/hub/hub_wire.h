@@ -30,6 +30,10 @@
 #define HUB_EVENT_SESSION_BATCH_PENDING 100
 #define HUB_EVENT_AGENT_RECORD          101
 #define HUB_EVENT_SESSION_ID            102
+/* compass.v1.SubscribeEventsResponse.agent_session_status and its state
+ * (compass's numbers). */
+#define HUB_EVENT_STATUS 12
+#define HUB_STATUS_STATE 2
 
 /* Room for any prefix below. */
 #define HUB_PREFIX_MAX (3 * PROTOWIRE_VARINT_FIELD_MAX)
@@ -57,6 +61,11 @@ int hub_event_agenthub_only(const void *payload, size_t len);
  * agenthub's own (a compass reader would decode an empty frame), else 0.
  * A malformed entry counts as agenthub's. */
 int hub_frame_agenthub_only(const void *frame, size_t len);
+
+/* The AgentSessionState of the bus entry PAYLOAD[0..LEN) when it is an
+ * agent_session_status (0 when the status says none), or -1 when it is
+ * another event or malformed. */
+int hub_event_status_state(const void *payload, size_t len);
 
 /* The state a ring entry FRAME[0..LEN) carries (a state frame), or 0 when
  * it carries none or is malformed. */

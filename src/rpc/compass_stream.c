@@ -24,12 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
+#include "common/clock.h"
 #include "common/container_of.h"
 #include "common/log.h"
 #include "compass/v1/services.pb-c.h"
 #include "grpc/grpc.h"
 #include "rpc/rpc.h"
 #include "hub/hub_session.h"
+#include "hub/hub_snapshot.h"
 #include "hub/hub_wire.h"
 #include "hub/stream_guard.h"
 #include "store/gate.h"
@@ -311,6 +315,13 @@ static const struct grpc_method subscribe_agent_session_method = {
 
 /* --- SubscribeEvents ----------------------------------------------------- */
 
+/* A since_seq = 0 subscriber is first told the snapshot (hub_snapshot.h):
+ * ServerStatus, then each session's latest status it may view, each with
+ * the seq and time of the bus event that said it, ascending; then the live
+ * tail after the seq the snapshot stands at.  Every event sent is thus one
+ * the bus holds at that seq, and a client resuming after any of them with
+ * since_seq hears every later one (or resync_required): no gap when the
+ * stream breaks inside the snapshot, and nothing told twice. */
 struct events_subscriber {
     struct watcher watcher;
     struct grpc_call *call;
@@ -318,9 +329,23 @@ struct events_subscriber {
     struct store_subject subject;
     struct stream_guard guard;
     uint64_t cursor;
+    uint64_t *snap; /* the snapshot's seqs still to send (snap_i on) */
+    size_t snap_n, snap_i;
+    int status_due; /* ServerStatus is still to be sent, at seq status_seq */
+    uint64_t status_seq;
+    int told_ready; /* what the last ServerStatus said (or would have) */
+    /* Pending while this node's copy of the bus has not read up to the
+     * cursor (a cluster node resuming a client that came from a node
+     * ahead of it): the events exist and come, but not forever. */
+    struct event *catch_up;
     int attached;
     int agenthub_payloads; /* the request's: agenthub's own events too */
 };
+
+/* How long a subscriber waits for this node's copy of the bus to reach
+ * its since_seq before it is told to retry (elsewhere, or later). */
+#define EVENTS_CATCH_UP_MS    10000
+#define EVENTS_BEHIND_MESSAGE "this node has not read the bus up to since_seq yet; retry"
 
 static void events_detach(struct events_subscriber *sub)
 {
@@ -369,12 +394,91 @@ static int events_visible(struct events_subscriber *sub, const struct bus_event 
     return rv == GATE_ALLOWED ? 1 : rv == GATE_FAULT ? -1 : 0;
 }
 
+/* Sends EVENT when SUB may see it.  Returns 0, or -1 when the stream
+ * ended (a store fault, or the call could not send). */
+static int events_send(struct events_subscriber *sub, const struct bus_event *event)
+{
+    uint8_t prefix[HUB_PREFIX_MAX];
+    int visible = events_visible(sub, event);
+    size_t n;
+
+    if (visible < 0) {
+        events_detach(sub);
+        grpc_call_finish(sub->call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
+        return -1;
+    }
+    if (!visible)
+        return 0;
+    n = hub_event_prefix(prefix, event->seq, event->at_unix_ms, hub_log_epoch(&sub->ctx->log));
+    return grpc_call_send_encoded(sub->call, prefix, n, event->payload, event->len) != 0 ? -1 : 0;
+}
+
+/* Is this server serving the bus now?  READY while its log takes events;
+ * a cluster node cut off from JetStream (or a disk log that cannot write)
+ * publishes nothing until it can again, and says so. */
+static int events_serving(const struct events_subscriber *sub)
+{
+    return hub_log_writable(&sub->ctx->log);
+}
+
+static int send_server_status(struct events_subscriber *sub, uint64_t seq)
+{
+    Compass__V1__SubscribeEventsResponse response = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__INIT;
+    Compass__V1__ServerStatus status = COMPASS__V1__SERVER_STATUS__INIT;
+
+    status.state = sub->told_ready ? COMPASS__V1__SERVER_STATE__SERVER_STATE_READY
+                                   : COMPASS__V1__SERVER_STATE__SERVER_STATE_UNSPECIFIED;
+    response.seq = seq;
+    response.at_unix_ms = clock_unix_ms();
+    response.instance_epoch = hub_log_epoch(&sub->ctx->log);
+    response.payload_case = COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SERVER_STATUS;
+    response.server_status = &status;
+    return grpc_call_send(sub->call, &response.base) != 0 ? -1 : 0;
+}
+
+/* The snapshot's next part, ServerStatus first.  Returns 1 while there is
+ * more of it, 0 when it is all sent, -1 when the stream ended. */
+static int snapshot_pump(struct events_subscriber *sub)
+{
+    struct bus_event event;
+
+    if (sub->status_due) {
+        sub->status_due = 0;
+        return send_server_status(sub, sub->status_seq) != 0 ? -1 : 1;
+    }
+    while (sub->snap_i < sub->snap_n) {
+        uint64_t seq = sub->snap[sub->snap_i++];
+        /* A session whose status changed since has it in the tail. */
+        if (hub_snapshot_get(sub->ctx->snapshot, seq, &event) != 0)
+            continue;
+        return events_send(sub, &event) != 0 ? -1 : 1;
+    }
+    free(sub->snap);
+    sub->snap = NULL;
+    sub->snap_n = sub->snap_i = 0;
+    return 0;
+}
+
 static void events_pump(struct events_subscriber *sub)
 {
     struct bus_event event;
-    uint8_t prefix[HUB_PREFIX_MAX];
 
+    if (sub->catch_up && hub_log_bus_newest(&sub->ctx->log) >= sub->cursor)
+        event_del(sub->catch_up);
     while (sub->attached && grpc_call_pending_bytes(sub->call) < PULL_CHUNK_BYTES) {
+        if (sub->status_due || sub->snap) {
+            if (snapshot_pump(sub) < 0)
+                return;
+            continue;
+        }
+        if (events_serving(sub) != sub->told_ready) {
+            /* A change is no bus event: seq 0, as compass gives the
+             * signals that are not a position (a client keeps its cursor). */
+            sub->told_ready = !sub->told_ready;
+            if (send_server_status(sub, 0) != 0)
+                return;
+            continue;
+        }
         enum bus_status status = hub_log_next(&sub->ctx->log, sub->cursor, &event);
         if (status == BUS_NONE)
             return;
@@ -383,17 +487,8 @@ static void events_pump(struct events_subscriber *sub)
             events_resync(sub->call, sub->ctx);
             return;
         }
-        int visible = events_visible(sub, &event);
-        if (visible < 0) {
-            events_detach(sub);
-            grpc_call_finish(sub->call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
-            return;
-        }
         sub->cursor = event.seq;
-        if (!visible)
-            continue;
-        size_t n = hub_event_prefix(prefix, event.seq, event.at_unix_ms, event.epoch);
-        if (grpc_call_send_encoded(sub->call, prefix, n, event.payload, event.len) != 0)
+        if (events_send(sub, &event) != 0)
             return;
     }
 }
@@ -426,6 +521,46 @@ static void events_recheck(struct stream_guard *guard)
         events_detach(sub);
 }
 
+static void events_catch_up_expired(evutil_socket_t fd, short what, void *arg)
+{
+    struct events_subscriber *sub = arg;
+
+    if (!sub->attached || hub_log_bus_newest(&sub->ctx->log) >= sub->cursor)
+        return;
+    events_detach(sub);
+    grpc_call_finish(sub->call, GRPC_STATUS_UNAVAILABLE, EVENTS_BEHIND_MESSAGE);
+}
+
+/* Bounds the wait of a subscriber whose cursor is past this node's copy
+ * of the bus (only a cluster's log opens such a cursor: one seen on
+ * another node).  Returns 0, or -1 when memory is short. */
+static int events_wait_for_copy(struct events_subscriber *sub)
+{
+    const struct timeval bound = {EVENTS_CATCH_UP_MS / 1000, (EVENTS_CATCH_UP_MS % 1000) * 1000};
+
+    if (!sub->ctx->base || hub_log_bus_newest(&sub->ctx->log) >= sub->cursor)
+        return 0;
+    sub->catch_up = evtimer_new(sub->ctx->base, events_catch_up_expired, sub);
+    return sub->catch_up && evtimer_add(sub->catch_up, &bound) == 0 ? 0 : -1;
+}
+
+/* Takes the snapshot SUB is told first; the tail goes on after the seq it
+ * stands at.  Returns 0, or -1 when memory is short. */
+static int events_take_snapshot(struct events_subscriber *sub)
+{
+    uint64_t at = sub->cursor;
+
+    if (sub->ctx->snapshot &&
+        hub_snapshot_take(sub->ctx->snapshot, &sub->snap, &sub->snap_n, &at) != 0)
+        return -1;
+    sub->cursor = at;
+    sub->status_due = 1;
+    /* Resuming after ServerStatus replays from the snapshot's first event
+     * on, which tells the rest of it; with no status to tell, the tail. */
+    sub->status_seq = sub->snap_n ? sub->snap[0] - 1 : at;
+    return 0;
+}
+
 static void events_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__SubscribeEventsRequest *request =
@@ -455,6 +590,15 @@ static void events_on_message(struct grpc_call *call, const ProtobufCMessage *me
     sub->subject = subject;
     sub->cursor = cursor;
     sub->agenthub_payloads = request->agenthub_payloads;
+    sub->told_ready = events_serving(sub);
+    if ((request->since_seq == 0 ? events_take_snapshot(sub) : events_wait_for_copy(sub)) != 0) {
+        if (sub->catch_up)
+            event_free(sub->catch_up);
+        free(sub->snap);
+        free(sub);
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
     sub->watcher.wake = events_wake;
     sub->guard.recheck = events_recheck;
     sub->attached = 1;
@@ -473,6 +617,9 @@ static void events_on_close(struct grpc_call *call)
     if (!sub)
         return;
     events_detach(sub);
+    if (sub->catch_up)
+        event_free(sub->catch_up);
+    free(sub->snap);
     free(sub);
 }
 

@@ -53,8 +53,8 @@ static int put_field(const struct wire_map *map, const struct protowire_field *f
     size_t len = f->len;
     uint8_t *inner = NULL;
 
-    *at += protowire_put_varint(out + *at,
-                                ((uint64_t)moved(map, f->number) << 3) | (uint64_t)f->type);
+    *at +=
+        protowire_put_varint(out + *at, ((uint64_t)moved(map, f->number) << 3) | (uint64_t)f->type);
     switch (f->type) {
     case PROTOWIRE_VARINT:
         *at += protowire_put_varint(out + *at, f->varint);
@@ -141,9 +141,8 @@ static void renumber_sql(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 int logdb_upgrade_2_to_3(sqlite3 *db)
 {
-    int rc = sqlite3_create_function(db, "agenthub_renumber", 2,
-                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, renumber_sql,
-                                      NULL, NULL);
+    int rc = sqlite3_create_function(db, "agenthub_renumber", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                     NULL, renumber_sql, NULL, NULL);
 
     if (rc != SQLITE_OK)
         return rc;

@@ -460,8 +460,10 @@ def record(type_, data=None):
 class Reader:
     """Reads a server stream on a thread; frames land in .items."""
 
-    def __init__(self, call):
+    def __init__(self, call, keep=None):
+        """KEEP(item) false: ITEM is read and left out of .items."""
         self.call = call
+        self.keep = keep
         self.items = []
         self.error = None
         self.done = threading.Event()
@@ -472,6 +474,8 @@ class Reader:
     def _run(self):
         try:
             for item in self.call:
+                if self.keep is not None and not self.keep(item):
+                    continue
                 with self.cond:
                     self.items.append(item)
                     self.cond.notify_all()
@@ -529,15 +533,20 @@ def subscribe(hub, session_id, token="t-alice", since_seq=0, tail=0, channel=Non
 
 
 def subscribe_events(hub, token="t-admin", since_seq=0, epoch=0, channel=None,
-                     agenthub_payloads=True):
-    """SubscribeEvents as agenthub's own clients ask for it: with agenthub's
-    payloads (records, batch windows) unless AGENTHUB_PAYLOADS is False."""
+                     agenthub_payloads=True, server_status=False):
+    """An open SubscribeEvents, as agenthub's own clients ask for it: with
+    agenthub's payloads (records, batch windows) unless AGENTHUB_PAYLOADS is
+    False.  With since_seq 0 the server starts with a snapshot: ServerStatus,
+    then the latest status of each session the caller may view (none on a
+    hub where no session was announced yet).  Unless SERVER_STATUS, the
+    ServerStatus is left out of .items."""
     ch = channel or hub.channel()
     call = method(ch, "SubscribeEvents")(
         S.SubscribeEventsRequest(since_seq=since_seq, instance_epoch=epoch,
                                  agenthub_payloads=agenthub_payloads), metadata=auth(token))
     call.initial_metadata()
-    return Reader(call)
+    return Reader(call, None if server_status else
+                  lambda e: e.WhichOneof("payload") != "server_status")
 
 
 # ---------------------------------------------------------------------------

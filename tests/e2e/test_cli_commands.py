@@ -194,7 +194,8 @@ def test_log_without_follow_exits_at_live_edge(server):
 
 def test_events_bus(server):
     _, sid = open_session(server, "events-1")
-    follower = subprocess.Popen([str(AGENTHUB), "events", "--json", "--limit", "2"],
+    # The snapshot (server_status; the session has no status yet), then live.
+    follower = subprocess.Popen([str(AGENTHUB), "events", "--json", "--limit", "3"],
                                 env=server.env("t-alice"), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
     try:
@@ -207,7 +208,10 @@ def test_events_bus(server):
             follower.wait()
     assert follower.returncode == 0, err
     events = [json.loads(line) for line in out.splitlines()]
-    assert len(events) == 2
+    assert len(events) == 3
+    assert events[0]["type"] == "server_status" and events[0]["data"] == {"state": "READY"}
+    assert events[0]["seq"] < min(e["seq"] for e in events[1:])
+    events = events[1:]
     assert all(e["session_id"] == sid for e in events)
     assert {"agent_record", "agent_session_status"} == {e["type"] for e in events}
     record = next(e for e in events if e["type"] == "agent_record")

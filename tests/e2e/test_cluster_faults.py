@@ -278,3 +278,67 @@ def test_a_bus_batch_stored_twice_past_the_duplicate_window_is_read_once(nodes):
     n = nodes(faults=True)
     run_bus_faults(n, "cluster.bus_ack_lost", "cluster.bus_no_msg_id")
     assert all(h.metric("agenthub_cluster_bus_copies_dropped_total") >= 1 for h in n.hubs)
+
+def bus_behind(n):
+    """Node C's bus consumer held back while the Runner's events, stored
+    through B, reach a subscriber on A.  Returns the Runner, A's
+    subscriber and its events so far (three chunks)."""
+    from rpc_harness import subscribe_events
+    a, b = n[0], n[1]
+    first = subscribe_events(a)
+    n.fault(2, "cluster.hold_bus")
+    r = b.runner("runner-1")
+    r.publish("sess-1", *[text("e%d" % i) for i in range(1, 4)])
+    return r, first, first.wait(lambda items: items if len(chunk_texts(items)) >= 3 else None)
+
+
+def test_a_subscriber_resuming_on_a_node_whose_bus_copy_lags_waits_for_it(nodes):
+    # A client resuming on C after events C's copy has not read yet has a
+    # cursor into history that exists: C delivers what follows once its
+    # copy catches up, never resync_required.
+    from rpc_harness import subscribe_events
+    n = nodes(faults=True)
+    r, first, got = bus_behind(n)
+    epoch, resume_at = got[-1].instance_epoch, got[-2].seq
+    again = subscribe_events(n[2], since_seq=resume_at, epoch=epoch)
+    r.publish("sess-1", text("e4"))
+    first.wait(lambda items: "e4" in chunk_texts(items))
+    assert not again.done.wait(0.5) and again.items == [], (again.error, again.items)
+    n.fault(2)
+    more = again.wait(lambda items: items if "e4" in chunk_texts(items) else None)
+    assert not any(e.HasField("resync_required") for e in more)
+    # Bus seqs only grow (a node's batch of events, stream seq * 1024 +
+    # index): after resume_at, each once.
+    assert [e.seq for e in more] == sorted(set(e.seq for e in more)) and more[0].seq > resume_at
+    assert chunk_texts(more) == ["e3", "e4"]
+    assert all(e.instance_epoch == epoch for e in more)
+    again.cancel()
+    first.cancel()
+
+
+def test_a_node_whose_bus_copy_stays_behind_answers_unavailable_to_retry(nodes):
+    # The wait is bounded: a copy that does not reach since_seq in time
+    # (its consumer stuck) tells the client to retry, never to resync.
+    import grpc
+    from rpc_harness import subscribe_events
+    n = nodes(faults=True)
+    r, first, got = bus_behind(n)
+    epoch, resume_at = got[-1].instance_epoch, got[-1].seq
+    again = subscribe_events(n[2], since_seq=resume_at, epoch=epoch)
+    code, _ = again.finish(timeout=20)
+    assert code == grpc.StatusCode.UNAVAILABLE and again.items == []
+    assert again.error.details() == "this node has not read the bus up to since_seq yet; retry"
+    n.fault(2)
+    # The retry, once the copy caught up, goes on after since_seq.
+    def resumed():
+        rd = subscribe_events(n[2], since_seq=resume_at, epoch=epoch)
+        if rd.done.wait(0.3):
+            return None
+        return rd
+    again = wait_for(resumed, 20, what="C to take the resume")
+    r.publish("sess-1", text("e4"))
+    more = again.wait(lambda items: items if "e4" in chunk_texts(items) else None)
+    assert more[0].seq > resume_at and not any(e.HasField("resync_required") for e in more)
+    assert chunk_texts(more) == ["e4"]
+    again.cancel()
+    first.cancel()

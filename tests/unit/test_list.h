@@ -35,6 +35,7 @@
     TEST_SUITE(hub_control)                                                                        \
     TEST_SUITE(hub_relay)                                                                          \
     TEST_SUITE(hub_session)                                                                        \
+    TEST_SUITE(hub_snapshot)                                                                       \
     TEST_SUITE(intrusive_list)                                                                     \
     TEST_SUITE(jsonl)                                                                              \
     TEST_SUITE(keyset)                                                                             \

@@ -337,11 +337,11 @@ END_TEST
  * seq 4: 7} and a bus event {agent_session_status 12 {session_id 1 "s1",
  * provider 4 "claude", last_seq 6: 9}, agent_record 18 {type 1 "ask"},
  * session_id 19 "s1"}. */
-static const uint8_t OLD_FRAME[] = {0x0a, 2,    's', '1',  0x12, 7,    0x0a, 1, 'e',
-                                    0x4a, 2,    0x08, 3,   0x18, 2,    0x20, 7};
-static const uint8_t OLD_BUS[] = {0x62, 14,  0x0a, 2,   's', '1', 0x22, 6,   'c', 'l', 'a', 'u',
-                                  'd',  'e', 0x30, 9,   0x92, 1,  5,    0x0a, 3,   'a', 's', 'k',
-                                  0x9a, 1,   2,    's', '1'};
+static const uint8_t OLD_FRAME[] = {0x0a, 2, 's',  '1', 0x12, 7, 0x0a, 1, 'e',
+                                    0x4a, 2, 0x08, 3,   0x18, 2, 0x20, 7};
+static const uint8_t OLD_BUS[] = {0x62, 14,  0x0a, 2,   's',  '1', 0x22, 6,   'c', 'l',
+                                  'a',  'u', 'd',  'e', 0x30, 9,   0x92, 1,   5,   0x0a,
+                                  3,    'a', 's',  'k', 0x9a, 1,   2,    's', '1'};
 
 START_TEST(test_format_2s_field_numbers_are_rewritten_to_format_3s)
 {
@@ -369,7 +369,8 @@ START_TEST(test_format_2s_field_numbers_are_rewritten_to_format_3s)
     ck_assert_ptr_nonnull(bus);
     ck_assert_str_eq(bus->session_id, "s1");
     /* The oneof keeps its last member on the wire: the record. */
-    ck_assert_int_eq(bus->payload_case, COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_RECORD);
+    ck_assert_int_eq(bus->payload_case,
+                     COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_RECORD);
     ck_assert_str_eq(bus->agent_record->type, "ask");
     compass__v1__subscribe_events_response__free_unpacked(bus, NULL);
     /* The status alone, as a bus event holds it. */

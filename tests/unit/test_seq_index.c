@@ -18,9 +18,12 @@ START_TEST(the_entry_after_a_seq_is_found_across_gaps)
     struct seq_index x = {0};
 
     /* Local seqs 1..3 hold 1024, 1025, 5120 (two batches). */
-    ck_assert_int_eq(seq_index_push(&x, 1, 1024, 1), 0);
-    ck_assert_int_eq(seq_index_push(&x, 2, 1025, 1), 0);
-    ck_assert_int_eq(seq_index_push(&x, 3, 5120, 1), 0);
+    ck_assert_int_eq(seq_index_reserve(&x), 0);
+    seq_index_push(&x, 1, 1024, 1);
+    ck_assert_int_eq(seq_index_reserve(&x), 0);
+    seq_index_push(&x, 2, 1025, 1);
+    ck_assert_int_eq(seq_index_reserve(&x), 0);
+    seq_index_push(&x, 3, 5120, 1);
     ck_assert_uint_eq(seq_index_newest(&x), 5120);
     ck_assert_uint_eq(seq_index_after(&x, 0), 1);
     ck_assert_uint_eq(seq_index_after(&x, 1024), 2);
@@ -37,10 +40,13 @@ START_TEST(evicted_entries_raise_the_floor_and_are_no_longer_found)
 {
     struct seq_index x = {0};
 
-    for (uint64_t l = 1; l <= 10; l++)
-        ck_assert_int_eq(seq_index_push(&x, l, l * 10, 1), 0);
+    for (uint64_t l = 1; l <= 10; l++) {
+        ck_assert_int_eq(seq_index_reserve(&x), 0);
+        seq_index_push(&x, l, l * 10, 1);
+    }
     /* The ring evicted local 1..4 before local 11 came. */
-    ck_assert_int_eq(seq_index_push(&x, 11, 110, 5), 0);
+    ck_assert_int_eq(seq_index_reserve(&x), 0);
+    seq_index_push(&x, 11, 110, 5);
     ck_assert_uint_eq(x.floor, 40);
     ck_assert_uint_eq(x.count, 7);
     ck_assert_uint_eq(seq_index_after(&x, 0), 5);
@@ -61,7 +67,8 @@ START_TEST(growing_past_its_capacity_keeps_every_entry_in_order)
     for (uint64_t l = 1; l <= n; l++) {
         if (l > 1500)
             oldest = l - 1500;
-        ck_assert_int_eq(seq_index_push(&x, l, 3 * l + 7, oldest), 0);
+        ck_assert_int_eq(seq_index_reserve(&x), 0);
+        seq_index_push(&x, l, 3 * l + 7, oldest);
     }
     ck_assert_uint_eq(x.first, oldest);
     for (uint64_t l = x.first; l < x.first + x.count; l++) {
@@ -78,10 +85,13 @@ START_TEST(an_index_emptied_by_eviction_starts_again_at_the_next_local_seq)
 {
     struct seq_index x = {0};
 
-    ck_assert_int_eq(seq_index_push(&x, 1, 100, 1), 0);
-    ck_assert_int_eq(seq_index_push(&x, 2, 200, 1), 0);
+    ck_assert_int_eq(seq_index_reserve(&x), 0);
+    seq_index_push(&x, 1, 100, 1);
+    ck_assert_int_eq(seq_index_reserve(&x), 0);
+    seq_index_push(&x, 2, 200, 1);
     /* One large entry evicted both before it. */
-    ck_assert_int_eq(seq_index_push(&x, 3, 300, 3), 0);
+    ck_assert_int_eq(seq_index_reserve(&x), 0);
+    seq_index_push(&x, 3, 300, 3);
     ck_assert_uint_eq(x.count, 1);
     ck_assert_uint_eq(x.floor, 200);
     ck_assert_uint_eq(seq_index_after(&x, 250), 3);

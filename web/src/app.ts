@@ -381,7 +381,10 @@ class Page {
   }
 
   /* SubscribeEvents, resumed from the last event after a drop; a resync
-   * (another server instance, or events gone) takes a fresh snapshot. */
+   * (another server instance, or events gone) takes a fresh snapshot.  From
+   * since 0 the server sends its own snapshot first (each session's latest
+   * status), which applyEvent takes like any status; GetAgentStatus adds
+   * the ended sessions and caller_may_control. */
   private async eventsLoop(signal: AbortSignal): Promise<void> {
     let since = 0n;
     let epoch = 0n;
@@ -414,7 +417,8 @@ class Page {
             epoch = r.instanceEpoch;
             continue;
           }
-          since = r.seq;
+          // A ServerStatus change carries seq 0: no position, the cursor stays.
+          if (r.seq !== 0n) since = r.seq;
           epoch = r.instanceEpoch;
           this.applyEvent(r);
         }

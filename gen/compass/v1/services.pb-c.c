@@ -412,6 +412,51 @@ void   compass__v1__agent_plan__free_unpacked
   assert(message->base.descriptor == &compass__v1__agent_plan__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   compass__v1__server_status__init
+                     (Compass__V1__ServerStatus         *message)
+{
+  static const Compass__V1__ServerStatus init_value = COMPASS__V1__SERVER_STATUS__INIT;
+  *message = init_value;
+}
+size_t compass__v1__server_status__get_packed_size
+                     (const Compass__V1__ServerStatus *message)
+{
+  assert(message->base.descriptor == &compass__v1__server_status__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t compass__v1__server_status__pack
+                     (const Compass__V1__ServerStatus *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &compass__v1__server_status__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t compass__v1__server_status__pack_to_buffer
+                     (const Compass__V1__ServerStatus *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &compass__v1__server_status__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Compass__V1__ServerStatus *
+       compass__v1__server_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Compass__V1__ServerStatus *)
+     protobuf_c_message_unpack (&compass__v1__server_status__descriptor,
+                                allocator, len, data);
+}
+void   compass__v1__server_status__free_unpacked
+                     (Compass__V1__ServerStatus *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &compass__v1__server_status__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   compass__v1__subscribe_events_response__init
                      (Compass__V1__SubscribeEventsResponse         *message)
 {
@@ -2629,7 +2674,45 @@ const ProtobufCMessageDescriptor compass__v1__agent_plan__descriptor =
   (ProtobufCMessageInit) compass__v1__agent_plan__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__field_descriptors[11] =
+static const ProtobufCFieldDescriptor compass__v1__server_status__field_descriptors[1] =
+{
+  {
+    "state",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Compass__V1__ServerStatus, state),
+    &compass__v1__server_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned compass__v1__server_status__field_indices_by_name[] = {
+  0,   /* field[0] = state */
+};
+static const ProtobufCIntRange compass__v1__server_status__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor compass__v1__server_status__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "compass.v1.ServerStatus",
+  "ServerStatus",
+  "Compass__V1__ServerStatus",
+  "compass.v1",
+  sizeof(Compass__V1__ServerStatus),
+  1,
+  compass__v1__server_status__field_descriptors,
+  compass__v1__server_status__field_indices_by_name,
+  1,  compass__v1__server_status__number_ranges,
+  (ProtobufCMessageInit) compass__v1__server_status__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__field_descriptors[12] =
 {
   {
     "seq",
@@ -2665,6 +2748,18 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__fi
     NULL,
     NULL,
     0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "server_status",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Compass__V1__SubscribeEventsResponse, payload_case),
+    offsetof(Compass__V1__SubscribeEventsResponse, server_status),
+    &compass__v1__server_status__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
@@ -2765,24 +2860,25 @@ static const ProtobufCFieldDescriptor compass__v1__subscribe_events_response__fi
   },
 };
 static const unsigned compass__v1__subscribe_events_response__field_indices_by_name[] = {
-  5,   /* field[5] = agent_message_chunk */
-  7,   /* field[7] = agent_plan */
-  9,   /* field[9] = agent_record */
-  4,   /* field[4] = agent_session_status */
-  6,   /* field[6] = agent_tool_call */
+  6,   /* field[6] = agent_message_chunk */
+  8,   /* field[8] = agent_plan */
+  10,   /* field[10] = agent_record */
+  5,   /* field[5] = agent_session_status */
+  7,   /* field[7] = agent_tool_call */
   1,   /* field[1] = at_unix_ms */
   2,   /* field[2] = instance_epoch */
-  3,   /* field[3] = resync_required */
+  4,   /* field[4] = resync_required */
   0,   /* field[0] = seq */
-  8,   /* field[8] = session_batch_pending */
-  10,   /* field[10] = session_id */
+  3,   /* field[3] = server_status */
+  9,   /* field[9] = session_batch_pending */
+  11,   /* field[11] = session_id */
 };
 static const ProtobufCIntRange compass__v1__subscribe_events_response__number_ranges[3 + 1] =
 {
   { 1, 0 },
-  { 11, 3 },
-  { 100, 8 },
-  { 0, 11 }
+  { 10, 3 },
+  { 100, 9 },
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor compass__v1__subscribe_events_response__descriptor =
 {
@@ -2792,7 +2888,7 @@ const ProtobufCMessageDescriptor compass__v1__subscribe_events_response__descrip
   "Compass__V1__SubscribeEventsResponse",
   "compass.v1",
   sizeof(Compass__V1__SubscribeEventsResponse),
-  11,
+  12,
   compass__v1__subscribe_events_response__field_descriptors,
   compass__v1__subscribe_events_response__field_indices_by_name,
   3,  compass__v1__subscribe_events_response__number_ranges,
@@ -4672,6 +4768,34 @@ const ProtobufCMessageDescriptor compass__v1__report_agent_state_response__descr
   0,  compass__v1__report_agent_state_response__number_ranges,
   (ProtobufCMessageInit) compass__v1__report_agent_state_response__init,
   NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue compass__v1__server_state__enum_values_by_number[2] =
+{
+  { "SERVER_STATE_UNSPECIFIED", "COMPASS__V1__SERVER_STATE__SERVER_STATE_UNSPECIFIED", 0 },
+  { "SERVER_STATE_READY", "COMPASS__V1__SERVER_STATE__SERVER_STATE_READY", 1 },
+};
+static const ProtobufCIntRange compass__v1__server_state__value_ranges[] = {
+{0, 0},{0, 2}
+};
+static const ProtobufCEnumValueIndex compass__v1__server_state__enum_values_by_name[2] =
+{
+  { "SERVER_STATE_READY", 1 },
+  { "SERVER_STATE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor compass__v1__server_state__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "compass.v1.ServerState",
+  "ServerState",
+  "Compass__V1__ServerState",
+  "compass.v1",
+  2,
+  compass__v1__server_state__enum_values_by_number,
+  2,
+  compass__v1__server_state__enum_values_by_name,
+  1,
+  compass__v1__server_state__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue compass__v1__runner_error_code__enum_values_by_number[6] =
 {

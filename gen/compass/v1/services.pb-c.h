@@ -25,6 +25,7 @@ typedef struct Compass__V1__AgentSessionStatus Compass__V1__AgentSessionStatus;
 typedef struct Compass__V1__AgentMessageChunk Compass__V1__AgentMessageChunk;
 typedef struct Compass__V1__AgentToolCall Compass__V1__AgentToolCall;
 typedef struct Compass__V1__AgentPlan Compass__V1__AgentPlan;
+typedef struct Compass__V1__ServerStatus Compass__V1__ServerStatus;
 typedef struct Compass__V1__SubscribeEventsResponse Compass__V1__SubscribeEventsResponse;
 typedef struct Compass__V1__StartAgentSessionRequest Compass__V1__StartAgentSessionRequest;
 typedef struct Compass__V1__StartAgentSessionResponse Compass__V1__StartAgentSessionResponse;
@@ -66,6 +67,11 @@ typedef struct Compass__V1__ReportAgentStateResponse Compass__V1__ReportAgentSta
 
 /* --- enums --- */
 
+typedef enum _Compass__V1__ServerState {
+  COMPASS__V1__SERVER_STATE__SERVER_STATE_UNSPECIFIED = 0,
+  COMPASS__V1__SERVER_STATE__SERVER_STATE_READY = 1
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(COMPASS__V1__SERVER_STATE)
+} Compass__V1__ServerState;
 /*
  * The failure classes of a Runner's refusal of a command.
  */
@@ -229,8 +235,23 @@ struct  Compass__V1__AgentPlan
     , (char *)protobuf_c_empty_string, 0,NULL }
 
 
+/*
+ * The server's state, sent first on a since_seq = 0 subscription (the
+ * snapshot) and whenever it changes while the stream is open.
+ */
+struct  Compass__V1__ServerStatus
+{
+  ProtobufCMessage base;
+  Compass__V1__ServerState state;
+};
+#define COMPASS__V1__SERVER_STATUS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&compass__v1__server_status__descriptor) \
+    , COMPASS__V1__SERVER_STATE__SERVER_STATE_UNSPECIFIED }
+
+
 typedef enum {
   COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD__NOT_SET = 0,
+  COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_SERVER_STATUS = 10,
   COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_RESYNC_REQUIRED = 11,
   COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_SESSION_STATUS = 12,
   COMPASS__V1__SUBSCRIBE_EVENTS_RESPONSE__PAYLOAD_AGENT_MESSAGE_CHUNK = 13,
@@ -254,6 +275,7 @@ struct  Compass__V1__SubscribeEventsResponse
   char *session_id;
   Compass__V1__SubscribeEventsResponse__PayloadCase payload_case;
   union {
+    Compass__V1__ServerStatus *server_status;
     Compass__V1__ResyncRequired *resync_required;
     Compass__V1__AgentSessionStatus *agent_session_status;
     Compass__V1__AgentMessageChunk *agent_message_chunk;
@@ -925,6 +947,25 @@ Compass__V1__AgentPlan *
                       const uint8_t       *data);
 void   compass__v1__agent_plan__free_unpacked
                      (Compass__V1__AgentPlan *message,
+                      ProtobufCAllocator *allocator);
+/* Compass__V1__ServerStatus methods */
+void   compass__v1__server_status__init
+                     (Compass__V1__ServerStatus         *message);
+size_t compass__v1__server_status__get_packed_size
+                     (const Compass__V1__ServerStatus   *message);
+size_t compass__v1__server_status__pack
+                     (const Compass__V1__ServerStatus   *message,
+                      uint8_t             *out);
+size_t compass__v1__server_status__pack_to_buffer
+                     (const Compass__V1__ServerStatus   *message,
+                      ProtobufCBuffer     *buffer);
+Compass__V1__ServerStatus *
+       compass__v1__server_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   compass__v1__server_status__free_unpacked
+                     (Compass__V1__ServerStatus *message,
                       ProtobufCAllocator *allocator);
 /* Compass__V1__SubscribeEventsResponse methods */
 void   compass__v1__subscribe_events_response__init
@@ -1658,6 +1699,9 @@ typedef void (*Compass__V1__AgentToolCall_Closure)
 typedef void (*Compass__V1__AgentPlan_Closure)
                  (const Compass__V1__AgentPlan *message,
                   void *closure_data);
+typedef void (*Compass__V1__ServerStatus_Closure)
+                 (const Compass__V1__ServerStatus *message,
+                  void *closure_data);
 typedef void (*Compass__V1__SubscribeEventsResponse_Closure)
                  (const Compass__V1__SubscribeEventsResponse *message,
                   void *closure_data);
@@ -2000,6 +2044,7 @@ void compass__v1__resource_service__report_agent_state(ProtobufCService *service
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    compass__v1__server_state__descriptor;
 extern const ProtobufCEnumDescriptor    compass__v1__runner_error_code__descriptor;
 extern const ProtobufCEnumDescriptor    compass__v1__evidence_rank__descriptor;
 extern const ProtobufCEnumDescriptor    compass__v1__resource_kind__descriptor;
@@ -2012,6 +2057,7 @@ extern const ProtobufCMessageDescriptor compass__v1__agent_session_status__descr
 extern const ProtobufCMessageDescriptor compass__v1__agent_message_chunk__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__agent_tool_call__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__agent_plan__descriptor;
+extern const ProtobufCMessageDescriptor compass__v1__server_status__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__subscribe_events_response__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__start_agent_session_request__descriptor;
 extern const ProtobufCMessageDescriptor compass__v1__start_agent_session_response__descriptor;

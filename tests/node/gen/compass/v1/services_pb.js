@@ -14,7 +14,7 @@ import { file_compass_v1_frames } from "./frames_pb.js";
  * Describes the file compass/v1/services.proto.
  */
 export const file_compass_v1_services = /*@__PURE__*/
-  fileDesc("Chljb21wYXNzL3YxL3NlcnZpY2VzLnByb3RvEgpjb21wYXNzLnYxImwKHFN1YnNjcmliZUFnZW50U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglzaW5jZV9zZXEYZCABKAQSDAoEdGFpbBhlIAEoDRIXCg9hZ2VudGh1Yl9ldmVudHMYZiABKAgiLAoWU2tpcEJhdGNoV2luZG93UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhkKF1NraXBCYXRjaFdpbmRvd1Jlc3BvbnNlIl4KFlN1YnNjcmliZUV2ZW50c1JlcXVlc3QSEQoJc2luY2Vfc2VxGAEgASgEEhYKDmluc3RhbmNlX2Vwb2NoGAIgASgEEhkKEWFnZW50aHViX3BheWxvYWRzGGQgASgIIhAKDlJlc3luY1JlcXVpcmVkIuUBChJBZ2VudFNlc3Npb25TdGF0dXMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIsCgVzdGF0ZRgCIAEoDjIdLmNvbXBhc3MudjEuQWdlbnRTZXNzaW9uU3RhdGUSGAoQYWdlbnRfYWNjb3VudF9pZBgDIAEoCRIaChJjYWxsZXJfbWF5X2NvbnRyb2wYZCABKAgSEQoJY29udGFpbmVyGGUgASgJEg0KBW93bmVyGGYgASgJEhAKCHByb3ZpZGVyGGcgASgJEhEKCW5hdGl2ZV9pZBhoIAEoCRIQCghsYXN0X3NlcRhpIAEoBCJJChFBZ2VudE1lc3NhZ2VDaHVuaxISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSEgoKaXNfdGhvdWdodBgDIAEoCCJ5Cg1BZ2VudFRvb2xDYWxsEhIKCnNlc3Npb25faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg0KBXRpdGxlGAMgASgJEi8KBnN0YXR1cxgEIAEoDjIfLmNvbXBhc3MudjEuQWdlbnRUb29sQ2FsbFN0YXR1cyJMCglBZ2VudFBsYW4SEgoKc2Vzc2lvbl9pZBgBIAEoCRIrCgdlbnRyaWVzGAIgAygLMhouY29tcGFzcy52MS5BZ2VudFBsYW5FbnRyeSL8AwoXU3Vic2NyaWJlRXZlbnRzUmVzcG9uc2USCwoDc2VxGAEgASgEEhIKCmF0X3VuaXhfbXMYAiABKAMSFgoOaW5zdGFuY2VfZXBvY2gYAyABKAQSNQoPcmVzeW5jX3JlcXVpcmVkGAsgASgLMhouY29tcGFzcy52MS5SZXN5bmNSZXF1aXJlZEgAEj4KFGFnZW50X3Nlc3Npb25fc3RhdHVzGAwgASgLMh4uY29tcGFzcy52MS5BZ2VudFNlc3Npb25TdGF0dXNIABI8ChNhZ2VudF9tZXNzYWdlX2NodW5rGA0gASgLMh0uY29tcGFzcy52MS5BZ2VudE1lc3NhZ2VDaHVua0gAEjQKD2FnZW50X3Rvb2xfY2FsbBgOIAEoCzIZLmNvbXBhc3MudjEuQWdlbnRUb29sQ2FsbEgAEisKCmFnZW50X3BsYW4YDyABKAsyFS5jb21wYXNzLnYxLkFnZW50UGxhbkgAEkAKFXNlc3Npb25fYmF0Y2hfcGVuZGluZxhkIAEoCzIfLmNvbXBhc3MudjEuU2Vzc2lvbkJhdGNoUGVuZGluZ0gAEi8KDGFnZW50X3JlY29yZBhlIAEoCzIXLmNvbXBhc3MudjEuQWdlbnRSZWNvcmRIABISCgpzZXNzaW9uX2lkGGYgASgJQgkKB3BheWxvYWQiUwoYU3RhcnRBZ2VudFNlc3Npb25SZXF1ZXN0EhYKDmNvbnRhaW5lcl9uYW1lGAEgASgJEhkKEXJlc3VtZV9zZXNzaW9uX2lkGAMgASgJSgQIAhADIi8KGVN0YXJ0QWdlbnRTZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCSItChdTdG9wQWdlbnRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhoKGFN0b3BBZ2VudFNlc3Npb25SZXNwb25zZSI7ChdTZW5kQWdlbnRNZXNzYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkiGgoYU2VuZEFnZW50TWVzc2FnZVJlc3BvbnNlIisKFUdldEFnZW50U3RhdHVzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkoKFkdldEFnZW50U3RhdHVzUmVzcG9uc2USMAoIc3RhdHVzZXMYASADKAsyHi5jb21wYXNzLnYxLkFnZW50U2Vzc2lvblN0YXR1cyIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCJgChVHZXRTZXJ2ZXJJbmZvUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRITCgthcGlfdmVyc2lvbhgCIAEoCRIQCghmZWF0dXJlcxhkIAEoBBIPCgdwcm9kdWN0GGUgASgJIg8KDVdob0FtSVJlcXVlc3QiJAoOV2hvQW1JUmVzcG9uc2USEgoKYWNjb3VudF9pZBgBIAEoCSI6ChFJc3N1ZVRva2VuUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEhEKCXJ1bm5lcl9pZBhkIAEoCSIjChJJc3N1ZVRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkiIwoSUmV2b2tlVG9rZW5SZXF1ZXN0Eg0KBXRva2VuGAEgASgJIhUKE1Jldm9rZVRva2VuUmVzcG9uc2UiSgoNRW5yb2xsUmVxdWVzdBIRCglydW5uZXJfaWQYASABKAkSFgoOcnVubmVyX3ZlcnNpb24YZCABKAkSDgoGcmVzdW1lGGUgASgIIlAKDkVucm9sbFJlc3BvbnNlEhIKCnJlYXR0YWNoZWQYASABKAgSEQoJcnVubmVyX2lkGGQgASgJEhcKD2xhc3RfcnVubmVyX3NlcRhlIAEoBCJJCgtSdW5uZXJFcnJvchIpCgRjb2RlGAEgASgOMhsuY29tcGFzcy52MS5SdW5uZXJFcnJvckNvZGUSDwoHbWVzc2FnZRgCIAEoCSJLCg9EaXNwYXRjaENvbnRyb2wSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgJvcBgCIAEoCzIYLmNvbXBhc3MudjEuQWdlbnRDb250cm9sIu8CChBTZXNzaW9uc1Jlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSNQoFc3RhcnQYAiABKAsyJC5jb21wYXNzLnYxLlN0YXJ0QWdlbnRTZXNzaW9uUmVxdWVzdEgAEjMKBHN0b3AYAyABKAsyIy5jb21wYXNzLnYxLlN0b3BBZ2VudFNlc3Npb25SZXF1ZXN0SAASMwoGc3RhdHVzGAUgASgLMiEuY29tcGFzcy52MS5HZXRBZ2VudFN0YXR1c1JlcXVlc3RIABI2Cg9kZWxpdmVyX2NvbnRyb2wYCyABKAsyGy5jb21wYXNzLnYxLkRpc3BhdGNoQ29udHJvbEgAEjcKCXN0YXJ0X25vdxhkIAEoCzIiLmNvbXBhc3MudjEuU2tpcEJhdGNoV2luZG93UmVxdWVzdEgAEhIKCnNlc3Npb25faWQYZSABKAlCCQoHY29tbWFuZEoECAQQBUoECAYQC0oECAwQDUoECA0QDiKmAgoPU2Vzc2lvbnNSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSNgoFc3RhcnQYAiABKAsyJS5jb21wYXNzLnYxLlN0YXJ0QWdlbnRTZXNzaW9uUmVzcG9uc2VIABI0CgRzdG9wGAMgASgLMiQuY29tcGFzcy52MS5TdG9wQWdlbnRTZXNzaW9uUmVzcG9uc2VIABI0CgZzdGF0dXMYBSABKAsyIi5jb21wYXNzLnYxLkdldEFnZW50U3RhdHVzUmVzcG9uc2VIABIoCgVlcnJvchgHIAEoCzIXLmNvbXBhc3MudjEuUnVubmVyRXJyb3JIABIVCg1saXZlX3Nlc3Npb25zGGQgAygJQggKBnJlc3VsdEoECAQQBUoECAYQB0oECAgQCSJSChhVcGxvYWRTZXNzaW9uQmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgxjb250ZW50X3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoDCItChlVcGxvYWRTZXNzaW9uQmxvYlJlc3BvbnNlEhAKCGJsb2JfcmVmGAEgASgJIj8KF0ZldGNoU2Vzc2lvbkJsb2JSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEAoIYmxvYl9yZWYYAiABKAkiPgoYRmV0Y2hTZXNzaW9uQmxvYlJlc3BvbnNlEhQKDGNvbnRlbnRfdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgMIpUBChVSZXBvcnRFdmlkZW5jZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRImCgRyYW5rGAIgASgOMhguY29tcGFzcy52MS5FdmlkZW5jZVJhbmsSLAoFc3RhdGUYAyABKA4yHS5jb21wYXNzLnYxLkFnZW50U2Vzc2lvblN0YXRlEhIKCmxpdmVfY2hpbGQYBCABKAgiGAoWUmVwb3J0RXZpZGVuY2VSZXNwb25zZSLFAQoUU3Bhd25SZXNvdXJjZVJlcXVlc3QSJgoEa2luZBgBIAEoDjIYLmNvbXBhc3MudjEuUmVzb3VyY2VLaW5kEg8KB2NvbW1hbmQYAyABKAkSCwoDY3dkGAQgASgJEgwKBGNvbHMYBSABKA0SDAoEcm93cxgGIAEoDRIWCg5jb250YWluZXJfbmFtZRgKIAEoCRIOCgZwYXJlbnQYDCABKAQSEAoIcHJvdmlkZXIYDSABKAkSEQoJbmF0aXZlX2lkGA4gASgJIkAKFVNwYXduUmVzb3VyY2VSZXNwb25zZRITCgtyZXNvdXJjZV9pZBgBIAEoBBISCgpzZXNzaW9uX2lkGAIgASgJIpMBChtBcHBlbmRSZXNvdXJjZU91dHB1dFJlcXVlc3QSEwoLcmVzb3VyY2VfaWQYASABKAQSDQoFYnl0ZXMYAiABKAwSEgoKc2Vzc2lvbl9pZBgDIAEoCRIQCghwcm92aWRlchgEIAEoCRIRCgluYXRpdmVfaWQYBSABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GGQgASgJIkMKHEFwcGVuZFJlc291cmNlT3V0cHV0UmVzcG9uc2USEQoJZmlyc3Rfc2VxGAEgASgEEhAKCGxhc3Rfc2VxGAIgASgEImQKFENsb3NlUmVzb3VyY2VSZXF1ZXN0EhMKC3Jlc291cmNlX2lkGAEgASgEEhIKCnNlc3Npb25faWQYAyABKAkSEAoIcHJvdmlkZXIYBCABKAkSEQoJbmF0aXZlX2lkGAUgASgJIhcKFUNsb3NlUmVzb3VyY2VSZXNwb25zZSJRChdSZXBvcnRBZ2VudFN0YXRlUmVxdWVzdBITCgtyZXNvdXJjZV9pZBgBIAEoBBINCgVzdGF0ZRgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJIhoKGFJlcG9ydEFnZW50U3RhdGVSZXNwb25zZSrxAQoPUnVubmVyRXJyb3JDb2RlEiEKHVJVTk5FUl9FUlJPUl9DT0RFX1VOU1BFQ0lGSUVEEAASJQohUlVOTkVSX0VSUk9SX0NPREVfQUxSRUFEWV9SVU5OSU5HEAESHwobUlVOTkVSX0VSUk9SX0NPREVfTk9UX0ZPVU5EEAISHgoaUlVOTkVSX0VSUk9SX0NPREVfSU5URVJOQUwQAxIoCiRSVU5ORVJfRVJST1JfQ09ERV9SRVNPVVJDRV9FWEhBVVNURUQQBBIpCiVSVU5ORVJfRVJST1JfQ09ERV9GQUlMRURfUFJFQ09ORElUSU9OEAUqYgoMRXZpZGVuY2VSYW5rEh0KGUVWSURFTkNFX1JBTktfVU5TUEVDSUZJRUQQABIZChVFVklERU5DRV9SQU5LX1BST0NFU1MQARIYChRFVklERU5DRV9SQU5LX1NDUkVFThACKksKDFJlc291cmNlS2luZBIaChZSRVNPVVJDRV9LSU5EX1RFUk1JTkFMEAASHwobUkVTT1VSQ0VfS0lORF9BR0VOVF9TRVNTSU9OEAEy2wcKDkNvbXBhc3NTZXJ2aWNlEmIKFVN1YnNjcmliZUFnZW50U2Vzc2lvbhIoLmNvbXBhc3MudjEuU3Vic2NyaWJlQWdlbnRTZXNzaW9uUmVxdWVzdBodLmNvbXBhc3MudjEuQWdlbnRTZXNzaW9uRnJhbWUwARJaCg9Ta2lwQmF0Y2hXaW5kb3cSIi5jb21wYXNzLnYxLlNraXBCYXRjaFdpbmRvd1JlcXVlc3QaIy5jb21wYXNzLnYxLlNraXBCYXRjaFdpbmRvd1Jlc3BvbnNlElwKD1N1YnNjcmliZUV2ZW50cxIiLmNvbXBhc3MudjEuU3Vic2NyaWJlRXZlbnRzUmVxdWVzdBojLmNvbXBhc3MudjEuU3Vic2NyaWJlRXZlbnRzUmVzcG9uc2UwARJgChFTdGFydEFnZW50U2Vzc2lvbhIkLmNvbXBhc3MudjEuU3RhcnRBZ2VudFNlc3Npb25SZXF1ZXN0GiUuY29tcGFzcy52MS5TdGFydEFnZW50U2Vzc2lvblJlc3BvbnNlEl0KEFN0b3BBZ2VudFNlc3Npb24SIy5jb21wYXNzLnYxLlN0b3BBZ2VudFNlc3Npb25SZXF1ZXN0GiQuY29tcGFzcy52MS5TdG9wQWdlbnRTZXNzaW9uUmVzcG9uc2USXQoQU2VuZEFnZW50TWVzc2FnZRIjLmNvbXBhc3MudjEuU2VuZEFnZW50TWVzc2FnZVJlcXVlc3QaJC5jb21wYXNzLnYxLlNlbmRBZ2VudE1lc3NhZ2VSZXNwb25zZRJXCg5HZXRBZ2VudFN0YXR1cxIhLmNvbXBhc3MudjEuR2V0QWdlbnRTdGF0dXNSZXF1ZXN0GiIuY29tcGFzcy52MS5HZXRBZ2VudFN0YXR1c1Jlc3BvbnNlElQKDUdldFNlcnZlckluZm8SIC5jb21wYXNzLnYxLkdldFNlcnZlckluZm9SZXF1ZXN0GiEuY29tcGFzcy52MS5HZXRTZXJ2ZXJJbmZvUmVzcG9uc2USPwoGV2hvQW1JEhkuY29tcGFzcy52MS5XaG9BbUlSZXF1ZXN0GhouY29tcGFzcy52MS5XaG9BbUlSZXNwb25zZRJLCgpJc3N1ZVRva2VuEh0uY29tcGFzcy52MS5Jc3N1ZVRva2VuUmVxdWVzdBoeLmNvbXBhc3MudjEuSXNzdWVUb2tlblJlc3BvbnNlEk4KC1Jldm9rZVRva2VuEh4uY29tcGFzcy52MS5SZXZva2VUb2tlblJlcXVlc3QaHy5jb21wYXNzLnYxLlJldm9rZVRva2VuUmVzcG9uc2UyjQQKDVJ1bm5lclNlcnZpY2USPwoGRW5yb2xsEhkuY29tcGFzcy52MS5FbnJvbGxSZXF1ZXN0GhouY29tcGFzcy52MS5FbnJvbGxSZXNwb25zZRJJCghTZXNzaW9ucxIbLmNvbXBhc3MudjEuU2Vzc2lvbnNSZXF1ZXN0GhwuY29tcGFzcy52MS5TZXNzaW9uc1Jlc3BvbnNlKAEwARJWCg1QdWJsaXNoRXZlbnRzEiAuY29tcGFzcy52MS5QdWJsaXNoRXZlbnRzUmVxdWVzdBohLmNvbXBhc3MudjEuUHVibGlzaEV2ZW50c1Jlc3BvbnNlKAESYAoRVXBsb2FkU2Vzc2lvbkJsb2ISJC5jb21wYXNzLnYxLlVwbG9hZFNlc3Npb25CbG9iUmVxdWVzdBolLmNvbXBhc3MudjEuVXBsb2FkU2Vzc2lvbkJsb2JSZXNwb25zZRJdChBGZXRjaFNlc3Npb25CbG9iEiMuY29tcGFzcy52MS5GZXRjaFNlc3Npb25CbG9iUmVxdWVzdBokLmNvbXBhc3MudjEuRmV0Y2hTZXNzaW9uQmxvYlJlc3BvbnNlElcKDlJlcG9ydEV2aWRlbmNlEiEuY29tcGFzcy52MS5SZXBvcnRFdmlkZW5jZVJlcXVlc3QaIi5jb21wYXNzLnYxLlJlcG9ydEV2aWRlbmNlUmVzcG9uc2UyhwMKD1Jlc291cmNlU2VydmljZRJUCg1TcGF3blJlc291cmNlEiAuY29tcGFzcy52MS5TcGF3blJlc291cmNlUmVxdWVzdBohLmNvbXBhc3MudjEuU3Bhd25SZXNvdXJjZVJlc3BvbnNlEmkKFEFwcGVuZFJlc291cmNlT3V0cHV0EicuY29tcGFzcy52MS5BcHBlbmRSZXNvdXJjZU91dHB1dFJlcXVlc3QaKC5jb21wYXNzLnYxLkFwcGVuZFJlc291cmNlT3V0cHV0UmVzcG9uc2USVAoNQ2xvc2VSZXNvdXJjZRIgLmNvbXBhc3MudjEuQ2xvc2VSZXNvdXJjZVJlcXVlc3QaIS5jb21wYXNzLnYxLkNsb3NlUmVzb3VyY2VSZXNwb25zZRJdChBSZXBvcnRBZ2VudFN0YXRlEiMuY29tcGFzcy52MS5SZXBvcnRBZ2VudFN0YXRlUmVxdWVzdBokLmNvbXBhc3MudjEuUmVwb3J0QWdlbnRTdGF0ZVJlc3BvbnNlYgZwcm90bzM", [file_compass_v1_frames]);
+  fileDesc("Chljb21wYXNzL3YxL3NlcnZpY2VzLnByb3RvEgpjb21wYXNzLnYxImwKHFN1YnNjcmliZUFnZW50U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglzaW5jZV9zZXEYZCABKAQSDAoEdGFpbBhlIAEoDRIXCg9hZ2VudGh1Yl9ldmVudHMYZiABKAgiLAoWU2tpcEJhdGNoV2luZG93UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhkKF1NraXBCYXRjaFdpbmRvd1Jlc3BvbnNlIl4KFlN1YnNjcmliZUV2ZW50c1JlcXVlc3QSEQoJc2luY2Vfc2VxGAEgASgEEhYKDmluc3RhbmNlX2Vwb2NoGAIgASgEEhkKEWFnZW50aHViX3BheWxvYWRzGGQgASgIIhAKDlJlc3luY1JlcXVpcmVkIuUBChJBZ2VudFNlc3Npb25TdGF0dXMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIsCgVzdGF0ZRgCIAEoDjIdLmNvbXBhc3MudjEuQWdlbnRTZXNzaW9uU3RhdGUSGAoQYWdlbnRfYWNjb3VudF9pZBgDIAEoCRIaChJjYWxsZXJfbWF5X2NvbnRyb2wYZCABKAgSEQoJY29udGFpbmVyGGUgASgJEg0KBW93bmVyGGYgASgJEhAKCHByb3ZpZGVyGGcgASgJEhEKCW5hdGl2ZV9pZBhoIAEoCRIQCghsYXN0X3NlcRhpIAEoBCJJChFBZ2VudE1lc3NhZ2VDaHVuaxISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSEgoKaXNfdGhvdWdodBgDIAEoCCJ5Cg1BZ2VudFRvb2xDYWxsEhIKCnNlc3Npb25faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg0KBXRpdGxlGAMgASgJEi8KBnN0YXR1cxgEIAEoDjIfLmNvbXBhc3MudjEuQWdlbnRUb29sQ2FsbFN0YXR1cyJMCglBZ2VudFBsYW4SEgoKc2Vzc2lvbl9pZBgBIAEoCRIrCgdlbnRyaWVzGAIgAygLMhouY29tcGFzcy52MS5BZ2VudFBsYW5FbnRyeSI2CgxTZXJ2ZXJTdGF0dXMSJgoFc3RhdGUYASABKA4yFy5jb21wYXNzLnYxLlNlcnZlclN0YXRlIq8EChdTdWJzY3JpYmVFdmVudHNSZXNwb25zZRILCgNzZXEYASABKAQSEgoKYXRfdW5peF9tcxgCIAEoAxIWCg5pbnN0YW5jZV9lcG9jaBgDIAEoBBIxCg1zZXJ2ZXJfc3RhdHVzGAogASgLMhguY29tcGFzcy52MS5TZXJ2ZXJTdGF0dXNIABI1Cg9yZXN5bmNfcmVxdWlyZWQYCyABKAsyGi5jb21wYXNzLnYxLlJlc3luY1JlcXVpcmVkSAASPgoUYWdlbnRfc2Vzc2lvbl9zdGF0dXMYDCABKAsyHi5jb21wYXNzLnYxLkFnZW50U2Vzc2lvblN0YXR1c0gAEjwKE2FnZW50X21lc3NhZ2VfY2h1bmsYDSABKAsyHS5jb21wYXNzLnYxLkFnZW50TWVzc2FnZUNodW5rSAASNAoPYWdlbnRfdG9vbF9jYWxsGA4gASgLMhkuY29tcGFzcy52MS5BZ2VudFRvb2xDYWxsSAASKwoKYWdlbnRfcGxhbhgPIAEoCzIVLmNvbXBhc3MudjEuQWdlbnRQbGFuSAASQAoVc2Vzc2lvbl9iYXRjaF9wZW5kaW5nGGQgASgLMh8uY29tcGFzcy52MS5TZXNzaW9uQmF0Y2hQZW5kaW5nSAASLwoMYWdlbnRfcmVjb3JkGGUgASgLMhcuY29tcGFzcy52MS5BZ2VudFJlY29yZEgAEhIKCnNlc3Npb25faWQYZiABKAlCCQoHcGF5bG9hZCJTChhTdGFydEFnZW50U2Vzc2lvblJlcXVlc3QSFgoOY29udGFpbmVyX25hbWUYASABKAkSGQoRcmVzdW1lX3Nlc3Npb25faWQYAyABKAlKBAgCEAMiLwoZU3RhcnRBZ2VudFNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJIi0KF1N0b3BBZ2VudFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiGgoYU3RvcEFnZW50U2Vzc2lvblJlc3BvbnNlIjsKF1NlbmRBZ2VudE1lc3NhZ2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCSIaChhTZW5kQWdlbnRNZXNzYWdlUmVzcG9uc2UiKwoVR2V0QWdlbnRTdGF0dXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiSgoWR2V0QWdlbnRTdGF0dXNSZXNwb25zZRIwCghzdGF0dXNlcxgBIAMoCzIeLmNvbXBhc3MudjEuQWdlbnRTZXNzaW9uU3RhdHVzIhYKFEdldFNlcnZlckluZm9SZXF1ZXN0ImAKFUdldFNlcnZlckluZm9SZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgJEhMKC2FwaV92ZXJzaW9uGAIgASgJEhAKCGZlYXR1cmVzGGQgASgEEg8KB3Byb2R1Y3QYZSABKAkiDwoNV2hvQW1JUmVxdWVzdCIkCg5XaG9BbUlSZXNwb25zZRISCgphY2NvdW50X2lkGAEgASgJIjoKEUlzc3VlVG9rZW5SZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSEQoJcnVubmVyX2lkGGQgASgJIiMKEklzc3VlVG9rZW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCSIjChJSZXZva2VUb2tlblJlcXVlc3QSDQoFdG9rZW4YASABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSJKCg1FbnJvbGxSZXF1ZXN0EhEKCXJ1bm5lcl9pZBgBIAEoCRIWCg5ydW5uZXJfdmVyc2lvbhhkIAEoCRIOCgZyZXN1bWUYZSABKAgiUAoORW5yb2xsUmVzcG9uc2USEgoKcmVhdHRhY2hlZBgBIAEoCBIRCglydW5uZXJfaWQYZCABKAkSFwoPbGFzdF9ydW5uZXJfc2VxGGUgASgEIkkKC1J1bm5lckVycm9yEikKBGNvZGUYASABKA4yGy5jb21wYXNzLnYxLlJ1bm5lckVycm9yQ29kZRIPCgdtZXNzYWdlGAIgASgJIksKD0Rpc3BhdGNoQ29udHJvbBISCgpzZXNzaW9uX2lkGAEgASgJEiQKAm9wGAIgASgLMhguY29tcGFzcy52MS5BZ2VudENvbnRyb2wi7wIKEFNlc3Npb25zUmVzcG9uc2USEgoKcmVxdWVzdF9pZBgBIAEoCRI1CgVzdGFydBgCIAEoCzIkLmNvbXBhc3MudjEuU3RhcnRBZ2VudFNlc3Npb25SZXF1ZXN0SAASMwoEc3RvcBgDIAEoCzIjLmNvbXBhc3MudjEuU3RvcEFnZW50U2Vzc2lvblJlcXVlc3RIABIzCgZzdGF0dXMYBSABKAsyIS5jb21wYXNzLnYxLkdldEFnZW50U3RhdHVzUmVxdWVzdEgAEjYKD2RlbGl2ZXJfY29udHJvbBgLIAEoCzIbLmNvbXBhc3MudjEuRGlzcGF0Y2hDb250cm9sSAASNwoJc3RhcnRfbm93GGQgASgLMiIuY29tcGFzcy52MS5Ta2lwQmF0Y2hXaW5kb3dSZXF1ZXN0SAASEgoKc2Vzc2lvbl9pZBhlIAEoCUIJCgdjb21tYW5kSgQIBBAFSgQIBhALSgQIDBANSgQIDRAOIqYCCg9TZXNzaW9uc1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRI2CgVzdGFydBgCIAEoCzIlLmNvbXBhc3MudjEuU3RhcnRBZ2VudFNlc3Npb25SZXNwb25zZUgAEjQKBHN0b3AYAyABKAsyJC5jb21wYXNzLnYxLlN0b3BBZ2VudFNlc3Npb25SZXNwb25zZUgAEjQKBnN0YXR1cxgFIAEoCzIiLmNvbXBhc3MudjEuR2V0QWdlbnRTdGF0dXNSZXNwb25zZUgAEigKBWVycm9yGAcgASgLMhcuY29tcGFzcy52MS5SdW5uZXJFcnJvckgAEhUKDWxpdmVfc2Vzc2lvbnMYZCADKAlCCAoGcmVzdWx0SgQIBBAFSgQIBhAHSgQICBAJIlIKGFVwbG9hZFNlc3Npb25CbG9iUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIMCgRkYXRhGAMgASgMIi0KGVVwbG9hZFNlc3Npb25CbG9iUmVzcG9uc2USEAoIYmxvYl9yZWYYASABKAkiPwoXRmV0Y2hTZXNzaW9uQmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghibG9iX3JlZhgCIAEoCSI+ChhGZXRjaFNlc3Npb25CbG9iUmVzcG9uc2USFAoMY29udGVudF90eXBlGAEgASgJEgwKBGRhdGEYAiABKAwilQEKFVJlcG9ydEV2aWRlbmNlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiYKBHJhbmsYAiABKA4yGC5jb21wYXNzLnYxLkV2aWRlbmNlUmFuaxIsCgVzdGF0ZRgDIAEoDjIdLmNvbXBhc3MudjEuQWdlbnRTZXNzaW9uU3RhdGUSEgoKbGl2ZV9jaGlsZBgEIAEoCCIYChZSZXBvcnRFdmlkZW5jZVJlc3BvbnNlIsUBChRTcGF3blJlc291cmNlUmVxdWVzdBImCgRraW5kGAEgASgOMhguY29tcGFzcy52MS5SZXNvdXJjZUtpbmQSDwoHY29tbWFuZBgDIAEoCRILCgNjd2QYBCABKAkSDAoEY29scxgFIAEoDRIMCgRyb3dzGAYgASgNEhYKDmNvbnRhaW5lcl9uYW1lGAogASgJEg4KBnBhcmVudBgMIAEoBBIQCghwcm92aWRlchgNIAEoCRIRCgluYXRpdmVfaWQYDiABKAkiQAoVU3Bhd25SZXNvdXJjZVJlc3BvbnNlEhMKC3Jlc291cmNlX2lkGAEgASgEEhIKCnNlc3Npb25faWQYAiABKAkikwEKG0FwcGVuZFJlc291cmNlT3V0cHV0UmVxdWVzdBITCgtyZXNvdXJjZV9pZBgBIAEoBBINCgVieXRlcxgCIAEoDBISCgpzZXNzaW9uX2lkGAMgASgJEhAKCHByb3ZpZGVyGAQgASgJEhEKCW5hdGl2ZV9pZBgFIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYZCABKAkiQwocQXBwZW5kUmVzb3VyY2VPdXRwdXRSZXNwb25zZRIRCglmaXJzdF9zZXEYASABKAQSEAoIbGFzdF9zZXEYAiABKAQiZAoUQ2xvc2VSZXNvdXJjZVJlcXVlc3QSEwoLcmVzb3VyY2VfaWQYASABKAQSEgoKc2Vzc2lvbl9pZBgDIAEoCRIQCghwcm92aWRlchgEIAEoCRIRCgluYXRpdmVfaWQYBSABKAkiFwoVQ2xvc2VSZXNvdXJjZVJlc3BvbnNlIlEKF1JlcG9ydEFnZW50U3RhdGVSZXF1ZXN0EhMKC3Jlc291cmNlX2lkGAEgASgEEg0KBXN0YXRlGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiGgoYUmVwb3J0QWdlbnRTdGF0ZVJlc3BvbnNlKkMKC1NlcnZlclN0YXRlEhwKGFNFUlZFUl9TVEFURV9VTlNQRUNJRklFRBAAEhYKElNFUlZFUl9TVEFURV9SRUFEWRABKvEBCg9SdW5uZXJFcnJvckNvZGUSIQodUlVOTkVSX0VSUk9SX0NPREVfVU5TUEVDSUZJRUQQABIlCiFSVU5ORVJfRVJST1JfQ09ERV9BTFJFQURZX1JVTk5JTkcQARIfChtSVU5ORVJfRVJST1JfQ09ERV9OT1RfRk9VTkQQAhIeChpSVU5ORVJfRVJST1JfQ09ERV9JTlRFUk5BTBADEigKJFJVTk5FUl9FUlJPUl9DT0RFX1JFU09VUkNFX0VYSEFVU1RFRBAEEikKJVJVTk5FUl9FUlJPUl9DT0RFX0ZBSUxFRF9QUkVDT05ESVRJT04QBSpiCgxFdmlkZW5jZVJhbmsSHQoZRVZJREVOQ0VfUkFOS19VTlNQRUNJRklFRBAAEhkKFUVWSURFTkNFX1JBTktfUFJPQ0VTUxABEhgKFEVWSURFTkNFX1JBTktfU0NSRUVOEAIqSwoMUmVzb3VyY2VLaW5kEhoKFlJFU09VUkNFX0tJTkRfVEVSTUlOQUwQABIfChtSRVNPVVJDRV9LSU5EX0FHRU5UX1NFU1NJT04QATLbBwoOQ29tcGFzc1NlcnZpY2USYgoVU3Vic2NyaWJlQWdlbnRTZXNzaW9uEiguY29tcGFzcy52MS5TdWJzY3JpYmVBZ2VudFNlc3Npb25SZXF1ZXN0Gh0uY29tcGFzcy52MS5BZ2VudFNlc3Npb25GcmFtZTABEloKD1NraXBCYXRjaFdpbmRvdxIiLmNvbXBhc3MudjEuU2tpcEJhdGNoV2luZG93UmVxdWVzdBojLmNvbXBhc3MudjEuU2tpcEJhdGNoV2luZG93UmVzcG9uc2USXAoPU3Vic2NyaWJlRXZlbnRzEiIuY29tcGFzcy52MS5TdWJzY3JpYmVFdmVudHNSZXF1ZXN0GiMuY29tcGFzcy52MS5TdWJzY3JpYmVFdmVudHNSZXNwb25zZTABEmAKEVN0YXJ0QWdlbnRTZXNzaW9uEiQuY29tcGFzcy52MS5TdGFydEFnZW50U2Vzc2lvblJlcXVlc3QaJS5jb21wYXNzLnYxLlN0YXJ0QWdlbnRTZXNzaW9uUmVzcG9uc2USXQoQU3RvcEFnZW50U2Vzc2lvbhIjLmNvbXBhc3MudjEuU3RvcEFnZW50U2Vzc2lvblJlcXVlc3QaJC5jb21wYXNzLnYxLlN0b3BBZ2VudFNlc3Npb25SZXNwb25zZRJdChBTZW5kQWdlbnRNZXNzYWdlEiMuY29tcGFzcy52MS5TZW5kQWdlbnRNZXNzYWdlUmVxdWVzdBokLmNvbXBhc3MudjEuU2VuZEFnZW50TWVzc2FnZVJlc3BvbnNlElcKDkdldEFnZW50U3RhdHVzEiEuY29tcGFzcy52MS5HZXRBZ2VudFN0YXR1c1JlcXVlc3QaIi5jb21wYXNzLnYxLkdldEFnZW50U3RhdHVzUmVzcG9uc2USVAoNR2V0U2VydmVySW5mbxIgLmNvbXBhc3MudjEuR2V0U2VydmVySW5mb1JlcXVlc3QaIS5jb21wYXNzLnYxLkdldFNlcnZlckluZm9SZXNwb25zZRI/CgZXaG9BbUkSGS5jb21wYXNzLnYxLldob0FtSVJlcXVlc3QaGi5jb21wYXNzLnYxLldob0FtSVJlc3BvbnNlEksKCklzc3VlVG9rZW4SHS5jb21wYXNzLnYxLklzc3VlVG9rZW5SZXF1ZXN0Gh4uY29tcGFzcy52MS5Jc3N1ZVRva2VuUmVzcG9uc2USTgoLUmV2b2tlVG9rZW4SHi5jb21wYXNzLnYxLlJldm9rZVRva2VuUmVxdWVzdBofLmNvbXBhc3MudjEuUmV2b2tlVG9rZW5SZXNwb25zZTKNBAoNUnVubmVyU2VydmljZRI/CgZFbnJvbGwSGS5jb21wYXNzLnYxLkVucm9sbFJlcXVlc3QaGi5jb21wYXNzLnYxLkVucm9sbFJlc3BvbnNlEkkKCFNlc3Npb25zEhsuY29tcGFzcy52MS5TZXNzaW9uc1JlcXVlc3QaHC5jb21wYXNzLnYxLlNlc3Npb25zUmVzcG9uc2UoATABElYKDVB1Ymxpc2hFdmVudHMSIC5jb21wYXNzLnYxLlB1Ymxpc2hFdmVudHNSZXF1ZXN0GiEuY29tcGFzcy52MS5QdWJsaXNoRXZlbnRzUmVzcG9uc2UoARJgChFVcGxvYWRTZXNzaW9uQmxvYhIkLmNvbXBhc3MudjEuVXBsb2FkU2Vzc2lvbkJsb2JSZXF1ZXN0GiUuY29tcGFzcy52MS5VcGxvYWRTZXNzaW9uQmxvYlJlc3BvbnNlEl0KEEZldGNoU2Vzc2lvbkJsb2ISIy5jb21wYXNzLnYxLkZldGNoU2Vzc2lvbkJsb2JSZXF1ZXN0GiQuY29tcGFzcy52MS5GZXRjaFNlc3Npb25CbG9iUmVzcG9uc2USVwoOUmVwb3J0RXZpZGVuY2USIS5jb21wYXNzLnYxLlJlcG9ydEV2aWRlbmNlUmVxdWVzdBoiLmNvbXBhc3MudjEuUmVwb3J0RXZpZGVuY2VSZXNwb25zZTKHAwoPUmVzb3VyY2VTZXJ2aWNlElQKDVNwYXduUmVzb3VyY2USIC5jb21wYXNzLnYxLlNwYXduUmVzb3VyY2VSZXF1ZXN0GiEuY29tcGFzcy52MS5TcGF3blJlc291cmNlUmVzcG9uc2USaQoUQXBwZW5kUmVzb3VyY2VPdXRwdXQSJy5jb21wYXNzLnYxLkFwcGVuZFJlc291cmNlT3V0cHV0UmVxdWVzdBooLmNvbXBhc3MudjEuQXBwZW5kUmVzb3VyY2VPdXRwdXRSZXNwb25zZRJUCg1DbG9zZVJlc291cmNlEiAuY29tcGFzcy52MS5DbG9zZVJlc291cmNlUmVxdWVzdBohLmNvbXBhc3MudjEuQ2xvc2VSZXNvdXJjZVJlc3BvbnNlEl0KEFJlcG9ydEFnZW50U3RhdGUSIy5jb21wYXNzLnYxLlJlcG9ydEFnZW50U3RhdGVSZXF1ZXN0GiQuY29tcGFzcy52MS5SZXBvcnRBZ2VudFN0YXRlUmVzcG9uc2ViBnByb3RvMw", [file_compass_v1_frames]);
 
 /**
  * Describes the message compass.v1.SubscribeAgentSessionRequest.
@@ -80,269 +80,288 @@ export const AgentPlanSchema = /*@__PURE__*/
   messageDesc(file_compass_v1_services, 8);
 
 /**
+ * Describes the message compass.v1.ServerStatus.
+ * Use `create(ServerStatusSchema)` to create a new message.
+ */
+export const ServerStatusSchema = /*@__PURE__*/
+  messageDesc(file_compass_v1_services, 9);
+
+/**
  * Describes the message compass.v1.SubscribeEventsResponse.
  * Use `create(SubscribeEventsResponseSchema)` to create a new message.
  */
 export const SubscribeEventsResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 9);
+  messageDesc(file_compass_v1_services, 10);
 
 /**
  * Describes the message compass.v1.StartAgentSessionRequest.
  * Use `create(StartAgentSessionRequestSchema)` to create a new message.
  */
 export const StartAgentSessionRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 10);
+  messageDesc(file_compass_v1_services, 11);
 
 /**
  * Describes the message compass.v1.StartAgentSessionResponse.
  * Use `create(StartAgentSessionResponseSchema)` to create a new message.
  */
 export const StartAgentSessionResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 11);
+  messageDesc(file_compass_v1_services, 12);
 
 /**
  * Describes the message compass.v1.StopAgentSessionRequest.
  * Use `create(StopAgentSessionRequestSchema)` to create a new message.
  */
 export const StopAgentSessionRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 12);
+  messageDesc(file_compass_v1_services, 13);
 
 /**
  * Describes the message compass.v1.StopAgentSessionResponse.
  * Use `create(StopAgentSessionResponseSchema)` to create a new message.
  */
 export const StopAgentSessionResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 13);
+  messageDesc(file_compass_v1_services, 14);
 
 /**
  * Describes the message compass.v1.SendAgentMessageRequest.
  * Use `create(SendAgentMessageRequestSchema)` to create a new message.
  */
 export const SendAgentMessageRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 14);
+  messageDesc(file_compass_v1_services, 15);
 
 /**
  * Describes the message compass.v1.SendAgentMessageResponse.
  * Use `create(SendAgentMessageResponseSchema)` to create a new message.
  */
 export const SendAgentMessageResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 15);
+  messageDesc(file_compass_v1_services, 16);
 
 /**
  * Describes the message compass.v1.GetAgentStatusRequest.
  * Use `create(GetAgentStatusRequestSchema)` to create a new message.
  */
 export const GetAgentStatusRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 16);
+  messageDesc(file_compass_v1_services, 17);
 
 /**
  * Describes the message compass.v1.GetAgentStatusResponse.
  * Use `create(GetAgentStatusResponseSchema)` to create a new message.
  */
 export const GetAgentStatusResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 17);
+  messageDesc(file_compass_v1_services, 18);
 
 /**
  * Describes the message compass.v1.GetServerInfoRequest.
  * Use `create(GetServerInfoRequestSchema)` to create a new message.
  */
 export const GetServerInfoRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 18);
+  messageDesc(file_compass_v1_services, 19);
 
 /**
  * Describes the message compass.v1.GetServerInfoResponse.
  * Use `create(GetServerInfoResponseSchema)` to create a new message.
  */
 export const GetServerInfoResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 19);
+  messageDesc(file_compass_v1_services, 20);
 
 /**
  * Describes the message compass.v1.WhoAmIRequest.
  * Use `create(WhoAmIRequestSchema)` to create a new message.
  */
 export const WhoAmIRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 20);
+  messageDesc(file_compass_v1_services, 21);
 
 /**
  * Describes the message compass.v1.WhoAmIResponse.
  * Use `create(WhoAmIResponseSchema)` to create a new message.
  */
 export const WhoAmIResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 21);
+  messageDesc(file_compass_v1_services, 22);
 
 /**
  * Describes the message compass.v1.IssueTokenRequest.
  * Use `create(IssueTokenRequestSchema)` to create a new message.
  */
 export const IssueTokenRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 22);
+  messageDesc(file_compass_v1_services, 23);
 
 /**
  * Describes the message compass.v1.IssueTokenResponse.
  * Use `create(IssueTokenResponseSchema)` to create a new message.
  */
 export const IssueTokenResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 23);
+  messageDesc(file_compass_v1_services, 24);
 
 /**
  * Describes the message compass.v1.RevokeTokenRequest.
  * Use `create(RevokeTokenRequestSchema)` to create a new message.
  */
 export const RevokeTokenRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 24);
+  messageDesc(file_compass_v1_services, 25);
 
 /**
  * Describes the message compass.v1.RevokeTokenResponse.
  * Use `create(RevokeTokenResponseSchema)` to create a new message.
  */
 export const RevokeTokenResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 25);
+  messageDesc(file_compass_v1_services, 26);
 
 /**
  * Describes the message compass.v1.EnrollRequest.
  * Use `create(EnrollRequestSchema)` to create a new message.
  */
 export const EnrollRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 26);
+  messageDesc(file_compass_v1_services, 27);
 
 /**
  * Describes the message compass.v1.EnrollResponse.
  * Use `create(EnrollResponseSchema)` to create a new message.
  */
 export const EnrollResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 27);
+  messageDesc(file_compass_v1_services, 28);
 
 /**
  * Describes the message compass.v1.RunnerError.
  * Use `create(RunnerErrorSchema)` to create a new message.
  */
 export const RunnerErrorSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 28);
+  messageDesc(file_compass_v1_services, 29);
 
 /**
  * Describes the message compass.v1.DispatchControl.
  * Use `create(DispatchControlSchema)` to create a new message.
  */
 export const DispatchControlSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 29);
+  messageDesc(file_compass_v1_services, 30);
 
 /**
  * Describes the message compass.v1.SessionsResponse.
  * Use `create(SessionsResponseSchema)` to create a new message.
  */
 export const SessionsResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 30);
+  messageDesc(file_compass_v1_services, 31);
 
 /**
  * Describes the message compass.v1.SessionsRequest.
  * Use `create(SessionsRequestSchema)` to create a new message.
  */
 export const SessionsRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 31);
+  messageDesc(file_compass_v1_services, 32);
 
 /**
  * Describes the message compass.v1.UploadSessionBlobRequest.
  * Use `create(UploadSessionBlobRequestSchema)` to create a new message.
  */
 export const UploadSessionBlobRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 32);
+  messageDesc(file_compass_v1_services, 33);
 
 /**
  * Describes the message compass.v1.UploadSessionBlobResponse.
  * Use `create(UploadSessionBlobResponseSchema)` to create a new message.
  */
 export const UploadSessionBlobResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 33);
+  messageDesc(file_compass_v1_services, 34);
 
 /**
  * Describes the message compass.v1.FetchSessionBlobRequest.
  * Use `create(FetchSessionBlobRequestSchema)` to create a new message.
  */
 export const FetchSessionBlobRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 34);
+  messageDesc(file_compass_v1_services, 35);
 
 /**
  * Describes the message compass.v1.FetchSessionBlobResponse.
  * Use `create(FetchSessionBlobResponseSchema)` to create a new message.
  */
 export const FetchSessionBlobResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 35);
+  messageDesc(file_compass_v1_services, 36);
 
 /**
  * Describes the message compass.v1.ReportEvidenceRequest.
  * Use `create(ReportEvidenceRequestSchema)` to create a new message.
  */
 export const ReportEvidenceRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 36);
+  messageDesc(file_compass_v1_services, 37);
 
 /**
  * Describes the message compass.v1.ReportEvidenceResponse.
  * Use `create(ReportEvidenceResponseSchema)` to create a new message.
  */
 export const ReportEvidenceResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 37);
+  messageDesc(file_compass_v1_services, 38);
 
 /**
  * Describes the message compass.v1.SpawnResourceRequest.
  * Use `create(SpawnResourceRequestSchema)` to create a new message.
  */
 export const SpawnResourceRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 38);
+  messageDesc(file_compass_v1_services, 39);
 
 /**
  * Describes the message compass.v1.SpawnResourceResponse.
  * Use `create(SpawnResourceResponseSchema)` to create a new message.
  */
 export const SpawnResourceResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 39);
+  messageDesc(file_compass_v1_services, 40);
 
 /**
  * Describes the message compass.v1.AppendResourceOutputRequest.
  * Use `create(AppendResourceOutputRequestSchema)` to create a new message.
  */
 export const AppendResourceOutputRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 40);
+  messageDesc(file_compass_v1_services, 41);
 
 /**
  * Describes the message compass.v1.AppendResourceOutputResponse.
  * Use `create(AppendResourceOutputResponseSchema)` to create a new message.
  */
 export const AppendResourceOutputResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 41);
+  messageDesc(file_compass_v1_services, 42);
 
 /**
  * Describes the message compass.v1.CloseResourceRequest.
  * Use `create(CloseResourceRequestSchema)` to create a new message.
  */
 export const CloseResourceRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 42);
+  messageDesc(file_compass_v1_services, 43);
 
 /**
  * Describes the message compass.v1.CloseResourceResponse.
  * Use `create(CloseResourceResponseSchema)` to create a new message.
  */
 export const CloseResourceResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 43);
+  messageDesc(file_compass_v1_services, 44);
 
 /**
  * Describes the message compass.v1.ReportAgentStateRequest.
  * Use `create(ReportAgentStateRequestSchema)` to create a new message.
  */
 export const ReportAgentStateRequestSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 44);
+  messageDesc(file_compass_v1_services, 45);
 
 /**
  * Describes the message compass.v1.ReportAgentStateResponse.
  * Use `create(ReportAgentStateResponseSchema)` to create a new message.
  */
 export const ReportAgentStateResponseSchema = /*@__PURE__*/
-  messageDesc(file_compass_v1_services, 45);
+  messageDesc(file_compass_v1_services, 46);
+
+/**
+ * Describes the enum compass.v1.ServerState.
+ */
+export const ServerStateSchema = /*@__PURE__*/
+  enumDesc(file_compass_v1_services, 0);
+
+/**
+ * @generated from enum compass.v1.ServerState
+ */
+export const ServerState = /*@__PURE__*/
+  tsEnum(ServerStateSchema);
 
 /**
  * Describes the enum compass.v1.RunnerErrorCode.
  */
 export const RunnerErrorCodeSchema = /*@__PURE__*/
-  enumDesc(file_compass_v1_services, 0);
+  enumDesc(file_compass_v1_services, 1);
 
 /**
  * The failure classes of a Runner's refusal of a command.
@@ -356,7 +375,7 @@ export const RunnerErrorCode = /*@__PURE__*/
  * Describes the enum compass.v1.EvidenceRank.
  */
 export const EvidenceRankSchema = /*@__PURE__*/
-  enumDesc(file_compass_v1_services, 1);
+  enumDesc(file_compass_v1_services, 2);
 
 /**
  * @generated from enum compass.v1.EvidenceRank
@@ -368,7 +387,7 @@ export const EvidenceRank = /*@__PURE__*/
  * Describes the enum compass.v1.ResourceKind.
  */
 export const ResourceKindSchema = /*@__PURE__*/
-  enumDesc(file_compass_v1_services, 2);
+  enumDesc(file_compass_v1_services, 3);
 
 /**
  * @generated from enum compass.v1.ResourceKind
