@@ -223,12 +223,13 @@ static void server_free(struct server *server)
     grpc_server_free(server->grpc);
     runner_registry_free(server->hub.runners);
     runner_remote_free(server->remote);
+    /* It reads the bus through the log: before the log goes. */
+    hub_snapshot_free(&server->snapshot);
     /* Before the copies it fills: no delivery arrives after this. */
     hub_log_js_free(server->cluster);
     hub_log_disk_free(server->disk);
     stream_guards_free(server->hub.guards);
     session_registry_free(&server->sessions);
-    hub_snapshot_free(&server->snapshot);
     bus_free(&server->bus);
     store_close(server->hub.store);
     health_free(server->rpc.health);
