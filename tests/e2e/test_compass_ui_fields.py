@@ -390,7 +390,10 @@ def test_a_compass_reader_never_sees_an_event_without_a_payload(hub):
     assert sorted(e.WhichOneof("payload") for e in own) == ["agent_record",
                                                             "session_batch_pending"]
     assert all(e.session_id == "sess-1" for e in own)
-    assert {e.seq for e in got} == {e.seq for e in ours.items} - {e.seq for e in own}
+    # (ServerStatus, which opens the compass reader's stream, is no bus
+    # event: the harness leaves it out of ours.)
+    assert {e.seq for e in got if payload(e) != "server_status"} == \
+        {e.seq for e in ours.items} - {e.seq for e in own}
 
     # A compass reader resuming over every other protocol: the same events.
     # (The text published before the readers came keeps "hello" past seq 1.)
