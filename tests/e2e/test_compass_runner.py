@@ -17,8 +17,9 @@ import threading
 
 import grpc
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
 
+import compass_schema
 from rpc_harness import (RequestQueue, S, auth, fail, hub, start_hub,  # noqa: F401
                          subscribe, subscribe_events, wait_for)
 from rpc_harness import text as agenthub_text
@@ -89,37 +90,7 @@ ENUMS = {
 
 def compass_messages():
     """The double's message classes, in a pool of their own."""
-    fdp = descriptor_pb2.FileDescriptorProto(name="compass_runner_double.proto",
-                                             package="compass.v1", syntax="proto3")
-    for name, values in ENUMS.items():
-        prefix = "".join("_" + c if c.isupper() else c.upper() for c in name).lstrip("_")
-        enum = fdp.enum_type.add(name=name)
-        for number, value in enumerate(values):
-            enum.value.add(name=prefix + "_" + value, number=number)
-    for name, fields in FACTS.items():
-        message = fdp.message_type.add(name=name)
-        oneofs = []
-        for spec in fields:
-            fname, number, ftype = spec[:3]
-            type_name = spec[3] if len(spec) > 3 else None
-            oneof = spec[4] if len(spec) > 4 else None
-            repeated = len(spec) > 5 and spec[5]
-            field = message.field.add(name=fname, number=number, type=ftype,
-                                      label=FD.LABEL_REPEATED if repeated else
-                                      FD.LABEL_OPTIONAL)
-            if type_name:
-                field.type_name = ".compass.v1." + type_name
-            if oneof:
-                if oneof not in oneofs:
-                    oneofs.append(oneof)
-                    message.oneof_decl.add(name=oneof)
-                field.oneof_index = oneofs.index(oneof)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    factory = message_factory.MessageFactory(pool)
-    classes = {name: factory.GetPrototype(pool.FindMessageTypeByName("compass.v1." + name))
-               for name in FACTS}
-    return type("C", (), dict(classes, pool=pool))
+    return compass_schema.messages("compass_runner_double.proto", FACTS, ENUMS)
 
 
 C = compass_messages()

@@ -14,8 +14,9 @@ import struct
 import time
 
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+from google.protobuf import descriptor_pb2, json_format
 
+import compass_schema
 from rpc_harness import COMPASS, RawStream, S, start_hub, text  # noqa: F401
 from test_cluster import nodes  # noqa: F401 (fixture)
 
@@ -49,34 +50,7 @@ STOPPED, DISCONNECTED = 4, 6
 
 
 def compass_messages():
-    fdp = descriptor_pb2.FileDescriptorProto(name="compass_ui_double.proto",
-                                             package="compass.v1", syntax="proto3")
-    for name, values in ENUMS.items():
-        prefix = "".join("_" + c if c.isupper() else c.upper() for c in name).lstrip("_")
-        enum = fdp.enum_type.add(name=name)
-        for number, value in enumerate(values):
-            enum.value.add(name=prefix + "_" + value, number=number)
-    for name, fields in FACTS.items():
-        message = fdp.message_type.add(name=name)
-        oneofs = []
-        for spec in fields:
-            fname, number, ftype = spec[:3]
-            type_name = spec[3] if len(spec) > 3 else None
-            oneof = spec[4] if len(spec) > 4 else None
-            field = message.field.add(name=fname, number=number, type=ftype,
-                                      label=FD.LABEL_OPTIONAL)
-            if type_name:
-                field.type_name = ".compass.v1." + type_name
-            if oneof:
-                if oneof not in oneofs:
-                    oneofs.append(oneof)
-                    message.oneof_decl.add(name=oneof)
-                field.oneof_index = oneofs.index(oneof)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    factory = message_factory.MessageFactory(pool)
-    return type("C", (), {name: factory.GetPrototype(
-        pool.FindMessageTypeByName("compass.v1." + name)) for name in FACTS})
+    return compass_schema.messages("compass_ui_snapshot_double.proto", FACTS, ENUMS)
 
 
 C = compass_messages()

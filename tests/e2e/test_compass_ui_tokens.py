@@ -21,8 +21,9 @@ import subprocess
 
 import grpc
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
 
+import compass_schema
 from harness import wait_for
 from rpc_harness import auth, fail, start_hub, subscribe, subscribe_events  # noqa: F401
 
@@ -50,20 +51,9 @@ NOT_FOUND = grpc.StatusCode.NOT_FOUND
 
 
 def compass_messages(with_agenthub_fields):
-    fdp = descriptor_pb2.FileDescriptorProto(
-        name="compass_tokens_double_%d.proto" % with_agenthub_fields, package="compass.v1",
-        syntax="proto3")
-    for name, fields in FACTS.items():
-        message = fdp.message_type.add(name=name)
-        extra = AGENTHUB_FIELDS.get(name, []) if with_agenthub_fields else []
-        for fname, number in fields + extra:
-            message.field.add(name=fname, number=number, type=STRING, label=FD.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    factory = message_factory.MessageFactory(pool)
-    classes = {name: factory.GetPrototype(pool.FindMessageTypeByName("compass.v1." + name))
-               for name in FACTS}
-    return type("C", (), classes)
+    facts = {name: fields + (AGENTHUB_FIELDS.get(name, []) if with_agenthub_fields else [])
+             for name, fields in FACTS.items()}
+    return compass_schema.messages("compass_tokens_double_%d.proto" % with_agenthub_fields, facts)
 
 
 C = compass_messages(False)  # exactly compass's
