@@ -81,8 +81,10 @@ static void bus_make_batch(struct hub_log_js *js)
         events++;
     }
     out->fly = malloc(len);
-    if (!out->fly)
-        return; /* tried again on the next event or retry */
+    if (!out->fly) {
+        bus_retry_later(js); /* memory: tried again soon */
+        return;
+    }
     memcpy(out->fly, p, len);
     out->fly_len = len;
     out->fly_events = events;
@@ -119,11 +121,29 @@ static void bus_pump(struct hub_log_js *js)
     if (out->fly_attempts > 1)
         out->retries++;
     out->sent = 1;
+    out->sent_ns = clock_monotonic_ns();
+    /* The answer comes within the publish wait; the timer sends the batch
+     * again should none ever come (the same id: a duplicate if stored). */
+    struct timeval wait = {(time_t)(js->wait_ns / 1000000000),
+                           (suseconds_t)(js->wait_ns % 1000000000 / 1000)};
+    evtimer_del(out->timer);
+    evtimer_add(out->timer, &wait);
 }
 
 static void bus_on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    bus_pump(arg);
+    struct hub_log_js *js = arg;
+    struct js_bus_out *out = &js->bus_out;
+
+    if (out->sent) {
+        if (clock_monotonic_ns() - out->sent_ns < js->wait_ns) {
+            struct timeval later = {0, BUS_RETRY_MS * 1000};
+            evtimer_add(out->timer, &later);
+            return;
+        }
+        out->sent = 0; /* no answer at all: the same batch again */
+    }
+    bus_pump(js);
 }
 
 int hub_log_js_bus_init(struct hub_log_js *js)
@@ -175,6 +195,7 @@ void hub_log_js_bus_on_ack(struct hub_log_js *js, const char *batch, enum js_ack
         out->ack_lost_nonce = out->fly_nonce;
         ack = JS_ACK_FAILED;
     }
+    evtimer_del(out->timer);
     if (ack != JS_ACK_OK && ack != JS_ACK_DUPLICATE) {
         /* No answer in time, or refused for now: the same batch again. */
         bus_retry_later(js);

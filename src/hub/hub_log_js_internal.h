@@ -136,6 +136,7 @@ struct js_bus_out {
     uint64_t fly_attempts;   /* attempts made of it */
     uint64_t ack_lost_nonce; /* tests: the batch whose ack was lost once */
     int sent;                /* an attempt awaits its answer */
+    uint64_t sent_ns;        /* when it went */
     struct event *timer;     /* the next attempt, after one could not be sent */
     uint64_t events, retries, lost;
 };
