@@ -120,7 +120,8 @@ def main():
     call = channel.unary_stream("/compass.v1.CompassService/SubscribeAgentSession",
                                 request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
                                 response_deserializer=frames.AgentSessionFrame.FromString)
-    stream = call(services.SubscribeAgentSessionRequest(session_id=args.session),
+    # agenthub_events: records and batch windows too (agenthub's own events).
+    stream = call(services.SubscribeAgentSessionRequest(session_id=args.session, agenthub_events=True),
                   metadata=metadata)
     if args.seconds > 0:
         timer = threading.Timer(args.seconds, stream.cancel)

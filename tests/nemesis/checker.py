@@ -79,14 +79,14 @@ def top_fields(buf):
 
 
 class Frame:
-    """One AgentSessionFrame as served (session_id 1, seq 4)."""
+    """One AgentSessionFrame as served (session_id 1, event 2, state 3, seq 100)."""
 
     def __init__(self, raw, pos):
         self.raw = raw
         self.pos = pos
         try:
             fields = top_fields(raw)
-            self.seq = fields.get(4, 0)
+            self.seq = fields.get(100, 0)
             self.session = fields.get(1, b"").decode(errors="replace")
             self.state_only = 2 not in fields and 3 in fields
             self.bad = None

@@ -355,7 +355,7 @@ def read_session_once(addr, session_id, until_seq, token="t-admin", idle=3.0, ti
     call = ch.unary_stream(COMPASS + "SubscribeAgentSession",
                            request_serializer=S.SubscribeAgentSessionRequest.SerializeToString,
                            response_deserializer=None)(
-        S.SubscribeAgentSessionRequest(session_id=session_id, tail=1 << 30),
+        S.SubscribeAgentSessionRequest(session_id=session_id, tail=1 << 30, agenthub_events=True),
         metadata=auth(token), timeout=timeout)
     last = [time.monotonic()]
 
@@ -399,7 +399,8 @@ def read_bus(addr, token="t-admin", idle=2.0, timeout=30.0):
                           metadata=auth(token), timeout=CALL_TIMEOUT)
         epoch = S.SubscribeEventsResponse.FromString(next(iter(probe))).instance_epoch
         probe.cancel()
-        call = subscribe(S.SubscribeEventsRequest(since_seq=1, instance_epoch=epoch),
+        call = subscribe(S.SubscribeEventsRequest(since_seq=1, instance_epoch=epoch,
+                                                  agenthub_payloads=True),
                          metadata=auth(token), timeout=timeout)
         last = [time.monotonic()]
         done = threading.Event()
