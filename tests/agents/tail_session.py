@@ -121,7 +121,8 @@ def main():
                                 request_serializer=services.SubscribeAgentSessionRequest.SerializeToString,
                                 response_deserializer=frames.AgentSessionFrame.FromString)
     # agenthub_events: records and batch windows too (agenthub's own events).
-    stream = call(services.SubscribeAgentSessionRequest(session_id=args.session, agenthub_events=True),
+    stream = call(services.SubscribeAgentSessionRequest(session_id=args.session,
+                                                        agenthub_events=True),
                   metadata=metadata)
     if args.seconds > 0:
         timer = threading.Timer(args.seconds, stream.cancel)
