@@ -164,3 +164,35 @@ int cluster_wire_origin_parse(const uint8_t *origin, size_t len, struct cluster_
     o->kind = (enum cluster_origin_kind)origin[0];
     return 0;
 }
+
+void cluster_wire_bus_put(uint8_t *out, int64_t at_unix_ms, const void *payload, size_t len)
+{
+    put_le(out, (uint64_t)at_unix_ms, 8);
+    put_le(out + 8, len, 4);
+    if (len)
+        memcpy(out + CLUSTER_BUS_ENTRY_HEAD, payload, len);
+}
+
+size_t cluster_wire_bus_entry_size(const uint8_t *entry)
+{
+    return CLUSTER_BUS_ENTRY_HEAD + (size_t)get_le(entry + 8, 4);
+}
+
+int cluster_wire_bus_next(const uint8_t *body, size_t len, size_t *at, int64_t *at_unix_ms,
+                          const uint8_t **payload, size_t *payload_len)
+{
+    size_t n;
+
+    if (*at == len)
+        return 0;
+    if (len - *at < CLUSTER_BUS_ENTRY_HEAD)
+        return -1;
+    n = (size_t)get_le(body + *at + 8, 4);
+    if (n > len - *at - CLUSTER_BUS_ENTRY_HEAD)
+        return -1;
+    *at_unix_ms = (int64_t)get_le(body + *at, 8);
+    *payload = body + *at + CLUSTER_BUS_ENTRY_HEAD;
+    *payload_len = n;
+    *at += CLUSTER_BUS_ENTRY_HEAD + n;
+    return 1;
+}

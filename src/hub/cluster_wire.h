@@ -98,4 +98,22 @@ size_t cluster_wire_origin_put(uint8_t *out, const struct cluster_wire_origin *o
  * CLUSTER_ORIGIN_NONE). */
 int cluster_wire_origin_parse(const uint8_t *origin, size_t len, struct cluster_wire_origin *o);
 
+/* A bus batch message's body (hub_log_js_bus.c) is a run of entries,
+ * each, little-endian: at_unix_ms (8), payload length (4), the payload. */
+#define CLUSTER_BUS_ENTRY_HEAD 12u
+
+/* Writes a bus entry of PAYLOAD[0..LEN) stamped AT_UNIX_MS at OUT
+ * (CLUSTER_BUS_ENTRY_HEAD + LEN bytes). */
+void cluster_wire_bus_put(uint8_t *out, int64_t at_unix_ms, const void *payload, size_t len);
+
+/* The size of the bus entry at ENTRY, whose head is there (written by
+ * cluster_wire_bus_put: not checked). */
+size_t cluster_wire_bus_entry_size(const uint8_t *entry);
+
+/* Reads the bus entry at BODY[*AT..LEN): 1 with *AT_UNIX_MS, *PAYLOAD and
+ * *PAYLOAD_LEN and *AT past it, 0 at the end, -1 when its lengths run past
+ * LEN (bodies come from the network). */
+int cluster_wire_bus_next(const uint8_t *body, size_t len, size_t *at, int64_t *at_unix_ms,
+                          const uint8_t **payload, size_t *payload_len);
+
 #endif

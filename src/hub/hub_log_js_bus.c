@@ -20,10 +20,9 @@
  * The outbox is bounded (HUB_LOG_JS_BUS_OUTBOX_BYTES); only events beyond
  * that bound, while JetStream stays unreachable, are dropped and counted.
  *
- * A batch message's body is a run of entries, each, little-endian:
- * at_unix_ms (8), payload length (4), the payload.  Its events get bus
- * seqs stream_seq * HUB_LOG_JS_BUS_STRIDE + index, so every node numbers
- * them alike and the seq still only grows; a message without
+ * A batch message's body is a run of entries (cluster_wire_bus_put).
+ * Its events get bus seqs stream_seq * HUB_LOG_JS_BUS_STRIDE + index, so
+ * every node numbers them alike and the seq still only grows; a message without
  * Agenthub-Batch (one event, as older nodes wrote) gets index 0. */
 #include "hub/hub_log_js_internal.h"
 
@@ -37,25 +36,9 @@
 #include "common/log.h"
 #include "core/seq_index.h"
 
-#define BUS_ENTRY_HEAD 12u
 /* A batch stays well under NATS's default max_payload (1 MiB). */
 #define BUS_BATCH_BYTES (512u * 1024u)
 #define BUS_RETRY_MS    50
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-
-    for (int i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static void bus_retry_later(struct hub_log_js *js)
 {
@@ -74,7 +57,7 @@ static void bus_make_batch(struct hub_log_js *js)
     size_t have = byte_queue_length(&out->outbox), len = 0, events = 0;
 
     while (len < have && events < HUB_LOG_JS_BUS_STRIDE) {
-        size_t entry = BUS_ENTRY_HEAD + (size_t)get_le(p + len + 8, 4);
+        size_t entry = cluster_wire_bus_entry_size(p + len);
         if (events > 0 && len + entry > BUS_BATCH_BYTES)
             break;
         len += entry;
@@ -167,15 +150,14 @@ uint64_t hub_log_js_publish(void *impl, const void *payload, size_t len, int64_t
     struct js_bus_out *out = &js->bus_out;
     uint8_t *p;
 
-    if (len > BUS_BATCH_BYTES - BUS_ENTRY_HEAD ||
-        byte_queue_length(&out->outbox) + BUS_ENTRY_HEAD + len > HUB_LOG_JS_BUS_OUTBOX_BYTES ||
-        !(p = byte_queue_reserve(&out->outbox, BUS_ENTRY_HEAD + len))) {
+    if (len > BUS_BATCH_BYTES - CLUSTER_BUS_ENTRY_HEAD ||
+        byte_queue_length(&out->outbox) + CLUSTER_BUS_ENTRY_HEAD + len >
+            HUB_LOG_JS_BUS_OUTBOX_BYTES ||
+        !(p = byte_queue_reserve(&out->outbox, CLUSTER_BUS_ENTRY_HEAD + len))) {
         out->lost++;
         return 0;
     }
-    put_le(p, (uint64_t)at_unix_ms, 8);
-    put_le(p + 8, len, 4);
-    memcpy(p + BUS_ENTRY_HEAD, payload, len);
+    cluster_wire_bus_put(p, at_unix_ms, payload, len);
     out->outbox_events++;
     bus_pump(js);
     /* Its seq is the stream's: known when the consumer reads it back. */
@@ -287,15 +269,13 @@ void hub_log_js_bus_apply(struct hub_log_js *js, const struct js_link_msg *m)
                bus_seen(js, m->node_header, strtoull(m->batch_header, NULL, 10))) {
         js->bus_copies_dropped++;
     } else {
-        while (at + BUS_ENTRY_HEAD <= m->len && index < HUB_LOG_JS_BUS_STRIDE) {
-            int64_t stamp = (int64_t)get_le(m->data + at, 8);
-            size_t len = (size_t)get_le(m->data + at + 8, 4);
-            if (len > m->len - at - BUS_ENTRY_HEAD)
-                break;
-            bus_take(js, base + index, m->data + at + BUS_ENTRY_HEAD, len, stamp);
-            at += BUS_ENTRY_HEAD + len;
-            index++;
-        }
+        const uint8_t *payload;
+        size_t len;
+        int64_t stamp;
+
+        while (index < HUB_LOG_JS_BUS_STRIDE &&
+               cluster_wire_bus_next(m->data, m->len, &at, &stamp, &payload, &len) == 1)
+            bus_take(js, base + index++, payload, len, stamp);
         if (at != m->len)
             log_warn("cluster: bus message %" PRIu64 " is malformed after %zu events",
                      m->stream_seq, index);

@@ -76,6 +76,33 @@ START_TEST(test_entries_round_trip_and_a_short_rest_is_malformed)
 }
 END_TEST
 
+START_TEST(test_bus_entries_read_back_and_truncated_bodies_are_refused)
+{
+    uint8_t body[2 * CLUSTER_BUS_ENTRY_HEAD + 5];
+    const uint8_t *payload;
+    size_t at = 0, len;
+    int64_t stamp;
+
+    cluster_wire_bus_put(body, 42, "abc", 3);
+    cluster_wire_bus_put(body + CLUSTER_BUS_ENTRY_HEAD + 3, -7, "de", 2);
+    ck_assert_uint_eq(cluster_wire_bus_entry_size(body), CLUSTER_BUS_ENTRY_HEAD + 3);
+    ck_assert_int_eq(cluster_wire_bus_next(body, sizeof(body), &at, &stamp, &payload, &len), 1);
+    ck_assert_int_eq(stamp, 42);
+    ck_assert_uint_eq(len, 3);
+    ck_assert_int_eq(memcmp(payload, "abc", 3), 0);
+    ck_assert_int_eq(cluster_wire_bus_next(body, sizeof(body), &at, &stamp, &payload, &len), 1);
+    ck_assert_int_eq(stamp, -7);
+    ck_assert_int_eq(memcmp(payload, "de", 2), 0);
+    ck_assert_int_eq(cluster_wire_bus_next(body, sizeof(body), &at, &stamp, &payload, &len), 0);
+    /* A body cut inside a head or inside a payload: refused, AT unchanged. */
+    for (size_t cut = 1; cut < CLUSTER_BUS_ENTRY_HEAD + 3; cut++) {
+        at = 0;
+        ck_assert_int_eq(cluster_wire_bus_next(body, cut, &at, &stamp, &payload, &len), -1);
+        ck_assert_uint_eq(at, 0);
+    }
+}
+END_TEST
+
 Suite *cluster_wire_suite(void)
 {
     Suite *suite = suite_create("cluster_wire");
@@ -83,6 +110,7 @@ Suite *cluster_wire_suite(void)
 
     tcase_add_test(tc, test_subjects_carry_plain_ids_as_they_are_and_others_in_hex);
     tcase_add_test(tc, test_malformed_subjects_are_refused);
+    tcase_add_test(tc, test_bus_entries_read_back_and_truncated_bodies_are_refused);
     tcase_add_test(tc, test_entries_round_trip_and_a_short_rest_is_malformed);
     suite_add_tcase(suite, tc);
     return suite;
