@@ -256,10 +256,8 @@ void hub_log_js_bus_apply(struct hub_log_js *js, const struct js_link_msg *m)
 
     /* Messages of the stream this copy never read (evicted at the source
      * before this node read them): their events are unknown here. */
-    if (m->stream_seq > js->bus_stream_last + 1)
+    if (m->stream_seq > js->bus_applied + 1)
         seq_index_raise_floor(x, base - 1);
-    if (m->stream_seq > js->bus_stream_last)
-        js->bus_stream_last = m->stream_seq;
     if (m->stream_seq > js->bus_applied)
         js->bus_applied = m->stream_seq;
     if (!m->batch_header) {

@@ -200,7 +200,6 @@ struct hub_log_js {
     /* This node's copy of the bus: events in the bus ring under its
      * local seqs, their bus seqs (with gaps) in the index. */
     struct seq_index bus_index;
-    uint64_t bus_stream_last; /* the last bus stream seq read */
     struct js_bus_origin bus_origins[HUB_LOG_JS_BUS_ORIGINS];
     size_t bus_origins_next;
     uint64_t bus_copies_dropped; /* second copies of a bus batch readers skipped */
