@@ -27,6 +27,7 @@ void js_link_post(struct js_link *link, struct js_event *ev)
         /* js_link_free drained the queue: nobody reads it any more. */
         pthread_mutex_unlock(&link->lock);
         natsMsg_Destroy(ev->msg);
+        free(ev->subject);
         free(ev);
         return;
     }
@@ -51,53 +52,85 @@ struct js_event *js_link_event_alloc(enum js_event_kind kind)
     return ev;
 }
 
-static void dispatch_msg(struct js_link *link, struct js_event *ev)
+void js_link_msg_fill(const struct js_link *link, natsMsg *msg, uint64_t stream_seq,
+                      struct js_link_msg *m)
 {
     const char *node = NULL;
+
+    memset(m, 0, sizeof(*m));
+    m->subject = natsMsg_GetSubject(msg);
+    m->stream_seq = stream_seq;
+    m->data = (const uint8_t *)natsMsg_GetData(msg);
+    m->len = (size_t)natsMsg_GetDataLength(msg);
+    if (natsMsgHeader_Get(msg, "Agenthub-Seq", &m->seq_header) != NATS_OK)
+        m->seq_header = NULL;
+    if (natsMsgHeader_Get(msg, "Agenthub-At", &m->at_header) != NATS_OK)
+        m->at_header = NULL;
+    if (natsMsgHeader_Get(msg, "Agenthub-Batch", &m->batch_header) != NATS_OK)
+        m->batch_header = NULL;
+    if (natsMsgHeader_Get(msg, "Agenthub-Node", &node) != NATS_OK)
+        node = NULL;
+    m->node_header = node;
+    if (node && link->config.node_id)
+        m->from_self = strcmp(node, link->config.node_id) == 0;
+}
+
+static void dispatch_msg(struct js_link *link, struct js_event *ev)
+{
     struct js_link_msg m;
 
-    memset(&m, 0, sizeof(m));
-    m.subject = natsMsg_GetSubject(ev->msg);
-    m.stream_seq = ev->seq;
+    js_link_msg_fill(link, ev->msg, ev->seq, &m);
     m.pending = ev->pending;
-    m.data = (const uint8_t *)natsMsg_GetData(ev->msg);
-    m.len = (size_t)natsMsg_GetDataLength(ev->msg);
-    if (natsMsgHeader_Get(ev->msg, "Agenthub-Seq", &m.seq_header) != NATS_OK)
-        m.seq_header = NULL;
-    if (natsMsgHeader_Get(ev->msg, "Agenthub-At", &m.at_header) != NATS_OK)
-        m.at_header = NULL;
-    if (natsMsgHeader_Get(ev->msg, "Agenthub-Batch", &m.batch_header) != NATS_OK)
-        m.batch_header = NULL;
-    if (natsMsgHeader_Get(ev->msg, "Agenthub-Node", &node) != NATS_OK)
-        node = NULL;
-    m.node_header = node;
-    if (node && link->config.node_id)
-        m.from_self = strcmp(node, link->config.node_id) == 0;
     if (ev->kind == JS_EV_FRAMES)
         link->events.frames(link->arg, &m);
     else
         link->events.bus(link->arg, &m);
 }
 
+/* The waiter of request ID, taken off the list; NULL when it was
+ * cancelled. */
+static struct js_pending *pending_take(struct js_link *link, uint64_t id)
+{
+    for (struct js_pending **pp = &link->pending; *pp; pp = &(*pp)->next)
+        if ((*pp)->id == id) {
+            struct js_pending *p = *pp;
+            *pp = p->next;
+            return p;
+        }
+    return NULL;
+}
+
+/* A lookup's outcome: its waiter, once. */
+static void dispatch_last(struct js_link *link, struct js_event *ev)
+{
+    struct js_pending *p = pending_take(link, ev->request);
+    struct js_link_msg m;
+
+    if (!p)
+        return;
+    if (ev->last == JS_LAST_FOUND) {
+        js_link_msg_fill(link, ev->msg, ev->seq, &m);
+        p->last_fn(p->arg, ev->subject, ev->last, &m);
+    } else {
+        p->last_fn(p->arg, ev->subject, ev->last, NULL);
+    }
+    free(p);
+}
+
 /* The answer to request <inbox>.<id>: its waiter, once. */
 static void dispatch_reply(struct js_link *link, struct js_event *ev)
 {
     const char *subject = natsMsg_GetSubject(ev->msg);
-    struct js_pending **pp, *p;
-    uint64_t id;
+    struct js_pending *p;
 
     if (strlen(subject) <= link->inbox_len + 1)
         return;
-    id = strtoull(subject + link->inbox_len + 1, NULL, 10);
-    for (pp = &link->pending; (p = *pp) != NULL; pp = &p->next)
-        if (p->id == id) {
-            *pp = p->next;
-            p->fn(p->arg, natsMsg_IsNoResponders(ev->msg),
-                  (const uint8_t *)natsMsg_GetData(ev->msg),
-                  (size_t)natsMsg_GetDataLength(ev->msg));
-            free(p);
-            return;
-        }
+    p = pending_take(link, strtoull(subject + link->inbox_len + 1, NULL, 10));
+    if (!p)
+        return;
+    p->fn(p->arg, natsMsg_IsNoResponders(ev->msg), (const uint8_t *)natsMsg_GetData(ev->msg),
+          (size_t)natsMsg_GetDataLength(ev->msg));
+    free(p);
 }
 
 static void dispatch(struct js_link *link, struct js_event *ev)
@@ -132,6 +165,9 @@ static void dispatch(struct js_link *link, struct js_event *ev)
     case JS_EV_REPLY:
         dispatch_reply(link, ev);
         break;
+    case JS_EV_LAST:
+        dispatch_last(link, ev);
+        break;
     }
 }
 
@@ -152,6 +188,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         next = ev->next;
         dispatch(link, ev);
         natsMsg_Destroy(ev->msg);
+        free(ev->subject);
         free(ev);
     }
 }
@@ -393,6 +430,7 @@ struct js_link *js_link_new(struct event_base *base, const struct js_link_config
     link->pipe_fds[0] = link->pipe_fds[1] = -1;
     pthread_mutex_init(&link->lock, NULL);
     pthread_mutex_init(&link->state_lock, NULL);
+    pthread_cond_init(&link->setup_cond, NULL);
     if (split_urls(link, err, errlen) != 0)
         goto fail;
     if (pipe2(link->pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
@@ -451,6 +489,9 @@ void js_link_free(struct js_link *link)
     if (!link)
         return;
     atomic_store(&link->stopping, 1);
+    pthread_mutex_lock(&link->lock);
+    pthread_cond_signal(&link->setup_cond);
+    pthread_mutex_unlock(&link->lock);
     if (link->setup_started)
         pthread_join(link->setup_thread, NULL);
     if (link->inbox_sub)
@@ -480,7 +521,13 @@ void js_link_free(struct js_link *link)
     for (; ev; ev = next) {
         next = ev->next;
         natsMsg_Destroy(ev->msg);
+        free(ev->subject);
         free(ev);
+    }
+    while (link->lookups_head) {
+        struct js_lookup *l = link->lookups_head;
+        link->lookups_head = l->next;
+        free(l);
     }
     /* libnats calls the connection handlers on its own threads even after
      * the close: the link must outlive them. */
@@ -493,6 +540,7 @@ void js_link_free(struct js_link *link)
         close(link->pipe_fds[1]);
     pthread_mutex_destroy(&link->lock);
     pthread_mutex_destroy(&link->state_lock);
+    pthread_cond_destroy(&link->setup_cond);
     while (link->serves) {
         struct js_serve *s = link->serves;
         link->serves = s->next;
@@ -670,16 +718,40 @@ int js_link_request(struct js_link *link, const char *subject, const void *data,
     return 0;
 }
 
+int js_link_last(struct js_link *link, const char *subject, js_link_last_fn fn, void *arg,
+                 uint64_t *id)
+{
+    size_t n = strlen(subject) + 1;
+    struct js_pending *p = calloc(1, sizeof(*p));
+    struct js_lookup *l = malloc(sizeof(*l) + n);
+
+    if (!p || !l) {
+        free(p);
+        free(l);
+        return -1;
+    }
+    p->id = l->id = ++link->next_request;
+    p->last_fn = fn;
+    p->arg = arg;
+    memcpy(l->subject, subject, n);
+    l->next = NULL;
+    p->next = link->pending;
+    link->pending = p;
+    pthread_mutex_lock(&link->lock);
+    if (link->lookups_tail)
+        link->lookups_tail->next = l;
+    else
+        link->lookups_head = l;
+    link->lookups_tail = l;
+    pthread_cond_signal(&link->setup_cond);
+    pthread_mutex_unlock(&link->lock);
+    *id = p->id;
+    return 0;
+}
+
 void js_link_request_cancel(struct js_link *link, uint64_t id)
 {
-    struct js_pending **pp, *p;
-
-    for (pp = &link->pending; (p = *pp) != NULL; pp = &p->next)
-        if (p->id == id) {
-            *pp = p->next;
-            free(p);
-            return;
-        }
+    free(pending_take(link, id));
 }
 
 void js_link_refresh(struct js_link *link)

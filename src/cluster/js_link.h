@@ -17,6 +17,10 @@
  * Streams (file storage, --cluster-replicas copies):
  *   AGENTHUB_FRAMES  subjects agenthub.frames.<session>, one message per
  *                    batch of a session's frames (see hub_log_jetstream.c)
+ *   AGENTHUB_HEADS   sourced from AGENTHUB_FRAMES by the servers, keeping
+ *                    the newest message of each subject however long ago
+ *                    the frames stream evicted it: where a session's seq
+ *                    stands when its own messages are gone
  *   AGENTHUB_BUS     subject agenthub.bus, one message per batch of a
  *                    node's bus events; bus seq = stream sequence * 1024
  *                    + the event's index in it
@@ -34,6 +38,7 @@ struct js_link;
 
 #define JS_FRAMES_STREAM  "AGENTHUB_FRAMES"
 #define JS_FRAMES_PREFIX  "agenthub.frames."
+#define JS_HEADS_STREAM   "AGENTHUB_HEADS"
 #define JS_BUS_STREAM     "AGENTHUB_BUS"
 #define JS_BUS_SUBJECT    "agenthub.bus"
 #define JS_CLUSTER_BUCKET "AGENTHUB_CLUSTER"
@@ -142,6 +147,25 @@ int js_link_respond(struct js_link *link, const char *reply, const void *data, s
 int js_link_request(struct js_link *link, const char *subject, const void *data, size_t len,
                     js_link_reply_fn fn, void *arg, uint64_t *id);
 void js_link_request_cancel(struct js_link *link, uint64_t id);
+
+/* --- the heads stream --- */
+
+enum js_last {
+    JS_LAST_FOUND,  /* the message is MSG; its stream_seq is its sequence in AGENTHUB_FRAMES */
+    JS_LAST_NONE,   /* no message of the subject was ever stored (or the heads lost it) */
+    JS_LAST_FAILED, /* not known now (disconnected, no quorum, timeout) */
+};
+/* The outcome of js_link_last for SUBJECT; MSG only with JS_LAST_FOUND. */
+typedef void (*js_link_last_fn)(void *arg, const char *subject, enum js_last last,
+                                const struct js_link_msg *msg);
+
+/* Reads the newest message of frames SUBJECT that AGENTHUB_HEADS holds,
+ * from the heads stream's leader (a replica may lag); FN runs once on the
+ * loop with the outcome, unless js_link_request_cancel(*ID) comes first.
+ * The read runs on the link's setup thread.  Returns 0, or -1 when memory
+ * is short (FN will not run). */
+int js_link_last(struct js_link *link, const char *subject, js_link_last_fn fn, void *arg,
+                 uint64_t *id);
 
 struct js_link_stats {
     uint64_t publishes;

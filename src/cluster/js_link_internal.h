@@ -24,7 +24,8 @@ enum js_event_kind {
     JS_EV_ACK,
     JS_EV_CONNECTION,
     JS_EV_REQUEST,
-    JS_EV_REPLY
+    JS_EV_REPLY,
+    JS_EV_LAST
 };
 
 /* A subject this node serves.  Freed with the link: a request queued
@@ -38,12 +39,21 @@ struct js_serve {
     int dead;
 };
 
-/* A request waiting for its answer (loop thread only). */
+/* A request waiting for its answer (loop thread only): a plain request's
+ * (FN) or a lookup's (LAST_FN). */
 struct js_pending {
     struct js_pending *next;
     uint64_t id;
     js_link_reply_fn fn;
+    js_link_last_fn last_fn;
     void *arg;
+};
+
+/* A lookup in AGENTHUB_HEADS queued for the setup thread. */
+struct js_lookup {
+    struct js_lookup *next;
+    uint64_t id;
+    char subject[];
 };
 
 /* One thing libnats told on its threads, queued for the loop. */
@@ -57,6 +67,9 @@ struct js_event {
     uint64_t epoch, frames_last, bus_last; /* READY */
     int up;                                /* CONNECTION */
     struct js_serve *serve;                /* REQUEST */
+    enum js_last last;                     /* LAST: the outcome (msg only when found) */
+    uint64_t request;                      /* LAST: the lookup's id */
+    char *subject;                         /* LAST: what was looked up (owned) */
 };
 
 struct js_link {
@@ -93,6 +106,10 @@ struct js_link {
 
     pthread_t setup_thread;
     int setup_started;
+    /* Lookups for the setup thread, which waits on SETUP_COND between its
+     * rounds; guarded by LOCK. */
+    pthread_cond_t setup_cond;
+    struct js_lookup *lookups_head, *lookups_tail;
     atomic_int stopping;
     atomic_int connected;      /* both connections are up */
     atomic_int resubscribe;    /* reconnected: make the consumers again */
@@ -111,7 +128,12 @@ struct js_event *js_link_event_alloc(enum js_event_kind kind);
 /* The consumers' message handlers (libnats's threads). */
 void js_link_on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
 void js_link_on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
-/* The setup thread's body (js_setup.c): streams, epoch, consumers. */
+/* The setup thread's body (js_setup.c): streams, epoch, consumers, and
+ * the lookups in AGENTHUB_HEADS. */
 void *js_link_setup_main(void *arg);
+/* Fills M from MSG, a message of AGENTHUB_FRAMES (or of AGENTHUB_HEADS,
+ * then with its stream sequence in the frames stream), at STREAM_SEQ. */
+void js_link_msg_fill(const struct js_link *link, natsMsg *msg, uint64_t stream_seq,
+                      struct js_link_msg *m);
 
 #endif

@@ -1,6 +1,6 @@
-/* js_setup: the blocking JetStream requests a link makes once, on its
- * setup thread: the streams, the cluster epoch and the two ordered
- * consumers (js_link.h). */
+/* js_setup: the blocking JetStream requests a link makes on its setup
+ * thread: once, the streams, the cluster epoch and the two ordered
+ * consumers (js_link.h); then, when asked, lookups in the heads stream. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +45,68 @@ static jsStreamInfo *ensure_stream(struct js_link *link, const char *name, const
     }
     log_warn("cluster: stream %s: %s (%d)", name, natsStatus_GetText(s), (int)jerr);
     return NULL;
+}
+
+/* Creates AGENTHUB_HEADS, or accepts the one that exists: the servers
+ * copy every message of AGENTHUB_FRAMES into it (a source), and it keeps
+ * only the newest of each subject, so a session's latest batch outlives
+ * the frames stream's eviction of it.  Bounded like the frames stream;
+ * holding one batch per session, it evicts only past that many sessions'
+ * worth.  Returns 0, or -1. */
+static int ensure_heads(struct js_link *link)
+{
+    jsStreamSource source = {.Name = JS_FRAMES_STREAM, .FilterSubject = JS_FRAMES_PREFIX ">"};
+    jsStreamSource *sources[1] = {&source};
+    jsStreamConfig cfg;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s;
+
+    /* Asked first: nats-server 2.10 does not answer a create of a sourced
+     * stream that exists (a node started after the first times out). */
+    if (js_GetStreamInfo(&si, link->js, JS_HEADS_STREAM, NULL, &jerr) == NATS_OK) {
+        jsStreamInfo_Destroy(si);
+        return 0;
+    }
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = JS_HEADS_STREAM;
+    cfg.Sources = sources;
+    cfg.SourcesLen = 1;
+    cfg.Storage = js_FileStorage;
+    cfg.Replicas = link->config.replicas;
+    cfg.MaxBytes = (int64_t)link->config.frames_max_bytes;
+    cfg.MaxMsgsPerSubject = 1;
+    cfg.Discard = js_DiscardOld;
+    s = js_AddStream(&si, link->js, &cfg, NULL, &jerr);
+    if (s != NATS_OK && jerr == JSStreamNameExistErr)
+        s = NATS_OK;
+    jsStreamInfo_Destroy(si);
+    if (s != NATS_OK) {
+        log_warn("cluster: stream %s: %s (%d)", JS_HEADS_STREAM, natsStatus_GetText(s), (int)jerr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Waits, at most 10 s, until the heads stream's source runs: a stream just
+ * made starts copying a second or so later, and a session whose messages
+ * the frames stream evicted before that would have no head.  Past the
+ * wait the node goes on, and says so. */
+static void wait_heads_source(struct js_link *link)
+{
+    for (int i = 0; i < 100 && !atomic_load(&link->stopping); i++) {
+        jsStreamInfo *si = NULL;
+        int active = 0;
+
+        if (js_GetStreamInfo(&si, link->js, JS_HEADS_STREAM, NULL, NULL) == NATS_OK)
+            active = si->SourcesLen > 0 && si->Sources[0]->Active >= 0;
+        jsStreamInfo_Destroy(si);
+        if (active)
+            return;
+        nats_Sleep(100);
+    }
+    log_warn("cluster: stream %s: its copy of %s has not started after 10 s", JS_HEADS_STREAM,
+             JS_FRAMES_STREAM);
 }
 
 /* The bus epoch of the bus stream created at CREATED: the first node to
@@ -130,8 +192,9 @@ static int setup_once(struct js_link *link)
     frames =
         ensure_stream(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", link->config.frames_max_bytes);
     bus = ensure_stream(link, JS_BUS_STREAM, JS_BUS_SUBJECT, link->config.bus_max_bytes);
-    if (!frames || !bus)
+    if (!frames || !bus || ensure_heads(link) != 0)
         goto out;
+    wait_heads_source(link);
     epoch = cluster_epoch(link, bus->Created);
     if (epoch == 0)
         goto out;
@@ -195,12 +258,60 @@ static int resubscribe(struct js_link *link)
     return 0;
 }
 
+/* The stream sequence in AGENTHUB_FRAMES of MSG, a message the heads
+ * stream sourced from it (header "Nats-Stream-Source: AGENTHUB_FRAMES
+ * <seq> ..."); 0 when it does not say. */
+static uint64_t sourced_seq(natsMsg *msg)
+{
+    const char *source = NULL;
+    size_t n = strlen(JS_FRAMES_STREAM);
+
+    if (natsMsgHeader_Get(msg, "Nats-Stream-Source", &source) != NATS_OK || !source ||
+        strncmp(source, JS_FRAMES_STREAM, n) != 0 || source[n] != ' ')
+        return 0;
+    return strtoull(source + n + 1, NULL, 10);
+}
+
+/* Looks L up in the heads stream (blocking, at most the publish wait) and
+ * queues the outcome for the loop. */
+static void lookup(struct js_link *link, struct js_lookup *l)
+{
+    struct js_event *ev = js_link_event_alloc(JS_EV_LAST);
+    natsMsg *msg = NULL;
+    jsErrCode jerr = 0;
+    jsOptions jo;
+    natsStatus s = NATS_ERR;
+
+    if (!ev)
+        return; /* memory: the waiter keeps waiting, and its owner's deadline decides */
+    ev->request = l->id;
+    ev->subject = strdup(l->subject);
+    ev->last = JS_LAST_FAILED;
+    if (atomic_load(&link->connected)) {
+        jsOptions_Init(&jo);
+        jo.Wait = link->config.publish_wait_ms;
+        s = js_GetLastMsg(&msg, link->js, JS_HEADS_STREAM, l->subject, &jo, &jerr);
+    }
+    if (s == NATS_OK && (ev->seq = sourced_seq(msg)) != 0) {
+        ev->msg = msg;
+        ev->last = JS_LAST_FOUND;
+    } else {
+        natsMsg_Destroy(msg);
+        if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr)
+            ev->last = JS_LAST_NONE;
+    }
+    js_link_post(link, ev);
+}
+
 void *js_link_setup_main(void *arg)
 {
     struct js_link *link = arg;
     int ready = 0;
 
     while (!atomic_load(&link->stopping)) {
+        struct js_lookup *l;
+        struct timespec until;
+
         if (!ready && atomic_load(&link->connected) && setup_once(link) == 0) {
             ready = 1;
             atomic_store(&link->resubscribe, 0);
@@ -208,7 +319,25 @@ void *js_link_setup_main(void *arg)
         if (ready && atomic_load(&link->connected) && atomic_exchange(&link->resubscribe, 0) &&
             resubscribe(link) != 0)
             atomic_store(&link->resubscribe, 1);
-        nats_Sleep(JS_SETUP_RETRY_MS);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)JS_SETUP_RETRY_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&link->lock);
+        if (!link->lookups_head && !atomic_load(&link->stopping))
+            pthread_cond_timedwait(&link->setup_cond, &link->lock, &until);
+        l = link->lookups_head;
+        link->lookups_head = link->lookups_tail = NULL;
+        pthread_mutex_unlock(&link->lock);
+        while (l) {
+            struct js_lookup *next = l->next;
+            if (!atomic_load(&link->stopping))
+                lookup(link, l);
+            free(l);
+            l = next;
+        }
     }
     return NULL;
 }

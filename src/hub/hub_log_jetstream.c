@@ -264,13 +264,18 @@ static void js_write_metrics(void *impl, FILE *out)
             "# HELP agenthub_cluster_renumbered_total Batches whose writer's seq readers "
             "corrected (it wrote after a stale view of the session).\n"
             "# TYPE agenthub_cluster_renumbered_total counter\n"
-            "agenthub_cluster_renumbered_total %llu\n",
+            "agenthub_cluster_renumbered_total %llu\n"
+            "# HELP agenthub_cluster_heads_applied_total Subjects this node wrote after the "
+            "heads stream's copy of their newest message (the frames stream evicted them).\n"
+            "# TYPE agenthub_cluster_heads_applied_total counter\n"
+            "agenthub_cluster_heads_applied_total %llu\n",
             js->connected, js->caught_up, (unsigned long long)st.disconnects,
             (unsigned long long)st.publishes, (double)js->publish_ns_sum / 1e9,
             (unsigned long long)js->publish_acks, (double)js->publish_ns_max / 1e9,
             (unsigned long long)js->writer_changes, (unsigned long long)js->publish_retries,
             (unsigned long long)js->apply_gaps, (unsigned long long)js->waits_failed,
-            (unsigned long long)js->copies_dropped, (unsigned long long)js->renumbered);
+            (unsigned long long)js->copies_dropped, (unsigned long long)js->renumbered,
+            (unsigned long long)js->heads_applied);
     hub_log_js_bus_write_metrics(js, out);
 }
 

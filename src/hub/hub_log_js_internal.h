@@ -57,6 +57,9 @@ struct js_entry {
     uint8_t data[];
 };
 
+/* js_session.head: the heads stream not asked yet, asked, answered. */
+enum { HEAD_UNKNOWN, HEAD_ASKED, HEAD_KNOWN };
+
 /* Entries that take a seq on their subject (a Runner's subject counts its
  * entries too, though no reader numbers them). */
 static inline int entry_counts(uint8_t kind)
@@ -106,6 +109,9 @@ struct js_session {
     uint8_t retry;    /* publish again at retry_at_ns, or once the copy moves on */
     uint8_t refusals; /* the batch's refusals with no message after its predecessor */
     uint64_t retry_at_ns;
+    /* Whether the heads stream was asked where the subject stands, made
+     * before a first batch when this copy holds no message of it. */
+    uint8_t head;
     uint64_t ords;           /* entries taken so far */
     uint64_t ack_lost_nonce; /* tests: the batch whose ack was dropped */
     uint64_t acked;          /* the batch in flight is stored at this stream seq:
@@ -206,6 +212,7 @@ struct hub_log_js {
     uint64_t apply_gaps;         /* a session's copy resumed past a gap */
     uint64_t copies_dropped;     /* entries readers took once already (by origin or key) */
     uint64_t renumbered;         /* batches whose header seq readers corrected */
+    uint64_t heads_applied;      /* subjects continued after the heads stream's message */
     uint64_t waits_failed;       /* producers told their frames could not be stored */
 };
 
@@ -285,6 +292,11 @@ struct keyset_fp hub_log_js_key_fp(const uint8_t *key, size_t len);
 /* --- hub_log_js_read.c: the consumers' events and the bus reads -------------- */
 
 void hub_log_js_on_frames(void *arg, const struct js_link_msg *m);
+/* Applies M, the heads stream's newest message of a subject this copy
+ * holds nothing of, as the consumer would have applied it: the copy then
+ * continues after it, as a copy that read it from the frames stream
+ * does. */
+void hub_log_js_apply_head(struct hub_log_js *js, const struct js_link_msg *m);
 /* A bus message (held back while cluster.hold_bus is set), then
  * hub_log_js_bus_apply. */
 void hub_log_js_on_bus(void *arg, const struct js_link_msg *m);

@@ -264,6 +264,7 @@ static void held_free(struct js_held *h)
 }
 
 static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m);
+static void apply_batch(struct hub_log_js *js, const struct js_link_msg *m);
 
 /* Each consumer's failpoint, by its held queue. */
 static const char *const hold_names[2] = {"cluster.hold_frames", "cluster.hold_bus"};
@@ -345,6 +346,19 @@ void hub_log_js_on_frames(void *arg, const struct js_link_msg *m)
 
 static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
 {
+    if (m->stream_seq > js->frames_applied)
+        js->frames_applied = m->stream_seq;
+    apply_batch(js, m);
+    hub_log_js_check_caught_up(js);
+}
+
+void hub_log_js_apply_head(struct hub_log_js *js, const struct js_link_msg *m)
+{
+    apply_batch(js, m);
+}
+
+static void apply_batch(struct hub_log_js *js, const struct js_link_msg *m)
+{
     char id[SESSION_MAX_ID + 1];
     struct cluster_wire_entry w;
     struct js_session *e;
@@ -353,18 +367,12 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
     size_t off = 0;
     int is_session, own, copy;
 
-    if (m->stream_seq > js->frames_applied)
-        js->frames_applied = m->stream_seq;
-    if (!m->seq_header) {
-        hub_log_js_check_caught_up(js);
+    if (!m->seq_header)
         return;
-    }
     is_session = cluster_wire_session_id(m->subject, id) == 0;
     e = hub_log_js_session_get(js, m->subject, is_session ? id : "", 1);
-    if (!e || m->stream_seq <= e->last_stream_seq) {
-        hub_log_js_check_caught_up(js); /* delivered again (a consumer made again) */
-        return;
-    }
+    if (!e || m->stream_seq <= e->last_stream_seq)
+        return; /* delivered again (a consumer made again) */
     header = strtoull(m->seq_header, NULL, 10);
     batch = m->batch_header ? strtoull(m->batch_header, NULL, 10) : 0;
     own = m->from_self && e->fly && batch == e->fly_nonce;
@@ -426,7 +434,6 @@ static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
         e->retry = 0;
         hub_log_js_pump(js, e);
     }
-    hub_log_js_check_caught_up(js);
 }
 
 void hub_log_js_on_bus(void *arg, const struct js_link_msg *m)

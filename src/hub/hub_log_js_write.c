@@ -248,6 +248,41 @@ static uint64_t outbox_filter(struct hub_log_js *js, struct js_session *e)
     return dropped;
 }
 
+/* Where a subject stands, from the heads stream (hub_log_js_pump). */
+static void on_head(void *arg, const char *subject, enum js_last last, const struct js_link_msg *m)
+{
+    struct hub_log_js *js = arg;
+    struct js_session *e = hub_log_js_session_get(js, subject, NULL, 0);
+
+    if (!e || e->head != HEAD_ASKED)
+        return;
+    e->head = HEAD_UNKNOWN;
+    if (last == JS_LAST_FAILED) {
+        retry_later(js, e, RETRY_MS);
+        return;
+    }
+    if (last == JS_LAST_FOUND && e->last_stream_seq == 0) {
+        if (m->stream_seq > js->frames_applied) {
+            /* Not yet read here, and maybe still in the frames stream: the
+             * consumer delivers it (or what follows), then this is asked
+             * again if the copy still holds nothing. */
+            retry_later(js, e, RETRY_MS);
+            return;
+        }
+        /* Read past by this copy without a message of the subject: the
+         * frames stream evicted the subject's messages before this node
+         * read them.  The copy continues after the newest, as a copy that
+         * did read it. */
+        js->heads_applied++;
+        log_info("cluster: %s: its messages are gone from the frames stream; continuing after "
+                 "stream seq %" PRIu64 " (seq %s), from the heads stream",
+                 subject, m->stream_seq, m->seq_header ? m->seq_header : "?");
+        hub_log_js_apply_head(js, m);
+    }
+    e->head = HEAD_KNOWN;
+    hub_log_js_pump(js, e);
+}
+
 /* Sends E's batch in flight (again), or makes the next from its outbox. */
 void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
 {
@@ -259,6 +294,22 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
 
     if (e->in_flight || (!e->out_head && !e->fly))
         return;
+    if (!e->fly && e->last_stream_seq == 0 && e->head != HEAD_KNOWN) {
+        /* This copy holds no message of the subject: it is new, or the
+         * frames stream (bounded, oldest first) evicted its messages
+         * before this node read them.  The heads stream tells which, and
+         * where its seq stands; a first batch numbered from 1 would give
+         * the session's seqs a second meaning on the copies that remember
+         * it. */
+        uint64_t id;
+        if (e->head == HEAD_UNKNOWN) {
+            if (js_link_last(js->link, e->subject, on_head, js, &id) == 0)
+                e->head = HEAD_ASKED;
+            else
+                retry_later(js, e, RETRY_MS);
+        }
+        return;
+    }
     if (!e->fly) {
         dropped = outbox_filter(js, e);
         take = e->out_head;

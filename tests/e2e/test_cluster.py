@@ -579,6 +579,36 @@ def test_a_session_whose_messages_the_budget_evicted_is_written_again(nodes):
     assert record_lengths([got[again.first_seq]]) == [2]
 
 
+def test_a_node_started_after_the_budget_evicted_a_session_continues_its_seqs(nodes):
+    # A quiet session's messages are all evicted by the others' traffic
+    # while node B is down; B starts with no copy of it, then writes it
+    # first.  B must number after what the session held (the heads stream
+    # kept its newest batch), as A does from its copy: numbering from 1
+    # would give A and B two meanings for the same seqs.
+    budget = 256 * 1024
+    n = nodes(count=2, replicas=1, flags=["--session-log-budget-bytes", str(budget),
+                                          "--agent-log-bytes", str(budget)])
+    a, b = n[0], n[1]
+    rid, sid = spawn_agent_session(a)
+    before = [append_record(a, rid, i) for i in (1, 2, 3)]
+    replay(b, sid, before[-1].last_seq, token="t-bob")
+    b.kill()
+    r = a.runner("runner-1")
+    for i in range(40):  # 40 x 16 KiB through another session: sid's messages go
+        r.publish("sess-1", text("x%d " % i + "y" * 16384))
+    wait_for(lambda: a.metric("agenthub_cluster_frames_waiting") == 0, 20,
+             what="the other session's frames to be stored")
+    b.start()
+    wait_for(lambda: b.metric("agenthub_cluster_caught_up") == 1, 30,
+             what="the restarted node to catch up")
+    again = append_record(b, rid, 4, timeout=20)
+    assert again.first_seq == before[-1].last_seq + 1, (again, before[-1])
+    assert b.metric("agenthub_cluster_heads_applied_total") == 1
+    for h in (a, b):
+        got = {f.seq: f for f in replay(h, sid, again.last_seq, token="t-bob")}
+        assert record_lengths([got[again.first_seq]]) == [4], h.public
+
+
 def test_append_resource_output_while_jetstream_hangs_answers_unavailable(nodes):
     n = nodes(count=2, replicas=1)
     rid, sid = spawn_agent_session(n[0])
