@@ -229,7 +229,7 @@ static int wal_header(struct sqlite_store *st, unsigned char out[WAL_HDR_LEN])
     return 1;
 }
 
-int sq_cache_check(struct sqlite_store *st)
+enum store_rc sq_cache_check(struct sqlite_store *st)
 {
     unsigned char hdr[WAL_HDR_LEN];
     int have_hdr;
@@ -278,7 +278,7 @@ int sq_cache_check(struct sqlite_store *st)
     return STORE_OK;
 }
 
-int sq_cache_generation(struct sqlite_store *st, uint64_t *generation)
+enum store_rc sq_cache_generation(struct sqlite_store *st, uint64_t *generation)
 {
     struct sq_cache *c = st->cache;
     unsigned char hdr[WAL_HDR_LEN];
@@ -315,7 +315,8 @@ int sq_cache_generation(struct sqlite_store *st, uint64_t *generation)
     return STORE_OK;
 }
 
-int sq_cache_session_get(struct sq_cache *c, const char *session_id, struct store_session *out)
+enum store_rc sq_cache_session_get(struct sq_cache *c, const char *session_id,
+                                   struct store_session *out)
 {
     struct cache_entry *e = table_find(&c->sessions, session_id, strlen(session_id));
 
@@ -356,7 +357,8 @@ struct member_set {
     char ids[];
 };
 
-int sq_cache_member_get(struct sq_cache *c, const char *account_id, const char *channel_id)
+enum store_rc sq_cache_member_get(struct sq_cache *c, const char *account_id,
+                                  const char *channel_id)
 {
     struct cache_entry *e = table_find(&c->members, account_id, strlen(account_id));
     const struct member_set *ms;
