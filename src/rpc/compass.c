@@ -107,7 +107,7 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
 {
     struct hub *ctx = rpc_hub(call);
     struct command_wait *wait = calloc(1, sizeof(*wait));
-    int rv;
+    enum runner_send_rc rv;
 
     if (!wait) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
