@@ -125,7 +125,7 @@ int admin_parse(int argc, char **argv, struct admin_opts *o)
     return 0;
 }
 
-int admin_report(int rc, const char *what)
+int admin_report(enum store_rc rc, const char *what)
 {
     switch (rc) {
     case STORE_OK:
@@ -143,10 +143,11 @@ int admin_report(int rc, const char *what)
                 "something that does not exist)\n",
                 what);
         return ADMIN_USAGE;
-    default:
-        fprintf(stderr, "agenthub admin: %s: the store failed; retry\n", what);
-        return ADMIN_STORE;
+    case STORE_FAULT:
+        break;
     }
+    fprintf(stderr, "agenthub admin: %s: the store failed; retry\n", what);
+    return ADMIN_STORE;
 }
 
 static int cmd_import(struct store *s, const struct admin_opts *o)

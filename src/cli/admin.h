@@ -25,7 +25,7 @@ int admin_parse(int argc, char **argv, struct admin_opts *o);
 
 /* Prints "agenthub admin: WHAT: <store_rc>" and returns the exit status
  * for store result RC (0 for STORE_OK). */
-int admin_report(int rc, const char *what);
+int admin_report(enum store_rc rc, const char *what);
 
 /* add/remove/list commands for GROUP ("accounts", "channels", "members",
  * "runners", "containers", "sessions"); O->pos[0] is the verb. */

@@ -83,9 +83,11 @@ enum bus_status bus_next(const struct bus *b, uint64_t cursor, struct bus_event 
         return BUS_OK;
     case RING_NONE:
         return BUS_NONE;
-    default:
-        return BUS_RESYNC;
+    case RING_EVICTED:
+    case RING_AHEAD:
+        break;
     }
+    return BUS_RESYNC;
 }
 
 void bus_watch(struct bus *b, struct watcher *w)

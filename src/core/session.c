@@ -316,7 +316,8 @@ static void session_reopen(struct session *s)
     s->runner_id = NULL;
 }
 
-int session_open(struct session_registry *reg, const char *id, size_t len, struct session **out)
+enum session_open_result session_open(struct session_registry *reg, const char *id, size_t len,
+                                      struct session **out)
 {
     struct session *s;
 

@@ -151,7 +151,8 @@ struct session *session_lookup(struct session_registry *reg, const char *id, siz
  * session starts a new tail: its ring goes on, its evidence and binding are
  * reset), or (with *OUT NULL) SESSION_NOMEM or SESSION_BAD_ID.  A new or
  * reopened session has derived state STARTING. */
-int session_open(struct session_registry *reg, const char *id, size_t len, struct session **out);
+enum session_open_result session_open(struct session_registry *reg, const char *id, size_t len,
+                                      struct session **out);
 /* Ends S: its tail is over, session_find() no longer sees it, and its log is
  * retained or released (see the header comment).  S may be freed before
  * this returns; do not use S afterwards unless you are a watcher. */

@@ -127,7 +127,7 @@ static void call_on_data(void *stream_data, const uint8_t *data, size_t len)
 
     while (len > 0) {
         size_t consumed;
-        int rv = grpc_reader_feed(&call->reader, data, len, &consumed);
+        enum grpc_reader_result rv = grpc_reader_feed(&call->reader, data, len, &consumed);
         data += consumed;
         len -= consumed;
         if (rv == GRPC_READER_NEED_MORE)

@@ -30,9 +30,11 @@ const char *grpc_encoding_name(enum grpc_encoding encoding)
         return "gzip";
     case GRPC_ENCODING_DEFLATE:
         return "deflate";
-    default:
-        return "identity";
+    case GRPC_ENCODING_IDENTITY:
+    case GRPC_ENCODING_UNSUPPORTED:
+        break;
     }
+    return "identity";
 }
 
 unsigned grpc_accept_encoding_parse(const char *value, size_t len)
@@ -57,8 +59,8 @@ unsigned grpc_accept_encoding_parse(const char *value, size_t len)
     return set;
 }
 
-int grpc_inflate(enum grpc_encoding encoding, const uint8_t *in, size_t in_len, size_t limit,
-                 uint8_t **out, size_t *out_len)
+enum grpc_inflate_result grpc_inflate(enum grpc_encoding encoding, const uint8_t *in, size_t in_len,
+                                      size_t limit, uint8_t **out, size_t *out_len)
 {
     z_stream z;
     uint8_t *buf = NULL;

@@ -50,8 +50,8 @@ enum grpc_inflate_result {
 /* Inflates IN (gzip or deflate) into *OUT (malloc'd, the caller frees; NULL
  * for an empty message) of *OUT_LEN <= LIMIT bytes.  Returns a
  * grpc_inflate_result; on error *OUT is NULL. */
-int grpc_inflate(enum grpc_encoding encoding, const uint8_t *in, size_t in_len, size_t limit,
-                 uint8_t **out, size_t *out_len);
+enum grpc_inflate_result grpc_inflate(enum grpc_encoding encoding, const uint8_t *in, size_t in_len,
+                                      size_t limit, uint8_t **out, size_t *out_len);
 
 /* Compresses IN with ENCODING (gzip or deflate) into *OUT (malloc'd).
  * Returns 0, or -1 when memory is short. */

@@ -358,7 +358,7 @@ static int call_inflate(struct grpc_call *call, const uint8_t *bytes, size_t len
     enum grpc_encoding encoding = (enum grpc_encoding)call->request_encoding;
     size_t limit = call->server->limits.max_recv_bytes;
     char message[160];
-    int rv = grpc_inflate(encoding, bytes, len, limit, out, out_len);
+    enum grpc_inflate_result rv = grpc_inflate(encoding, bytes, len, limit, out, out_len);
 
     if (rv == GRPC_INFLATE_OK) {
         call->door->compressed_received[encoding]++;
@@ -440,7 +440,8 @@ static size_t call_feed(struct grpc_call *call, const uint8_t *bytes, size_t len
 
     while (used < len && !call->finished && !call->input_paused) {
         size_t consumed, message_len;
-        int rv = grpc_reader_feed(&call->reader, bytes + used, len - used, &consumed);
+        enum grpc_reader_result rv =
+            grpc_reader_feed(&call->reader, bytes + used, len - used, &consumed);
         used += consumed;
         if (rv == GRPC_READER_NEED_MORE)
             break;

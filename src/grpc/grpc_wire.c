@@ -88,7 +88,8 @@ void grpc_reader_free(struct grpc_reader *reader)
     reader->body = NULL;
 }
 
-int grpc_reader_feed(struct grpc_reader *reader, const uint8_t *data, size_t len, size_t *consumed)
+enum grpc_reader_result grpc_reader_feed(struct grpc_reader *reader, const uint8_t *data,
+                                         size_t len, size_t *consumed)
 {
     size_t used = 0;
 

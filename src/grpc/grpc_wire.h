@@ -65,7 +65,8 @@ void grpc_reader_free(struct grpc_reader *reader);
  * GRPC_READER_MESSAGE as soon as one message is complete (the rest of the
  * input is left for the next call, after grpc_reader_take), NEED_MORE when
  * all input was consumed, or a negative grpc_reader_result on error. */
-int grpc_reader_feed(struct grpc_reader *reader, const uint8_t *data, size_t len, size_t *consumed);
+enum grpc_reader_result grpc_reader_feed(struct grpc_reader *reader, const uint8_t *data,
+                                         size_t len, size_t *consumed);
 
 /* The ready message.  Valid until grpc_reader_take or grpc_reader_free. */
 const uint8_t *grpc_reader_message(const struct grpc_reader *reader, size_t *len);

@@ -7,16 +7,33 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/container_of.h"
 #include "common/log.h"
 #include "core/jsonl.h"
 #include "hub/runner_seq.h"
 #include "store/gate.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
 int hub_relay_verdict_ends_stream(enum hub_relay_verdict verdict)
 {
-    return verdict >= HUB_RELAY_SEQ_RANGE;
+    switch (verdict) {
+    case HUB_RELAY_ACCEPTED:
+    case HUB_RELAY_RETRY:
+    case HUB_RELAY_DUPLICATE:
+    case HUB_RELAY_UNKNOWN:
+    case HUB_RELAY_UNBOUND:
+    case HUB_RELAY_TRANSCRIPT:
+    case HUB_RELAY_ACK:
+    case HUB_RELAY_ENDED:
+    case HUB_RELAY_BAD_RECORD:
+        return 0;
+    case HUB_RELAY_SEQ_RANGE:
+    case HUB_RELAY_STALE:
+    case HUB_RELAY_LOG_DOWN:
+    case HUB_RELAY_STORE_FAULT:
+    case HUB_RELAY_NOMEM:
+        return 1;
+    }
+    return 1;
 }
 
 /* The store changed: a revoked Runner token ends the stream
@@ -219,7 +236,7 @@ static enum hub_relay_verdict relay_decide(struct hub_relay *relay,
     case HUB_FAULT:
         runner_run_persist(ctx, relay->run);
         return HUB_RELAY_STORE_FAULT;
-    default:
+    case HUB_NOMEM:
         return HUB_RELAY_NOMEM;
     }
     if (!session_binding(s) || strcmp(session_binding(s), runner_id) != 0)
@@ -261,7 +278,7 @@ enum hub_relay_verdict hub_relay_frame(struct hub_relay *relay,
                   runner_id, (unsigned long long)seq, request->session_id);
         verdict = HUB_RELAY_DUPLICATE;
         break;
-    default:
+    case RUNNER_FRAME_NEW:
         if (frame_is_unknown(request->frame)) {
             ctx->counters.relay_unknown_frames++;
             log_warn("runner %s: runner_seq %llu for session %.128s has an unset or "

@@ -110,7 +110,7 @@ static void catch_up(struct hub_snapshot *snap)
             break;
         case BUS_NONE:
             return;
-        default:
+        case BUS_RESYNC:
             /* Events before the oldest retained one were never here to
              * read: a copy that started later than seq 1, or events
              * published before the index began.  Going on from the

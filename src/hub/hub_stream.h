@@ -9,10 +9,10 @@
  * and the ops that act on it, which rpc implements on grpc_call
  * (rpc_stream in rpc/rpc.h).
  *
- * The statuses a hub module ends a call with are the hub's own, named and
- * numbered as gRPC's (rpc checks every number with _Static_assert), so a
- * status passes through to the wire unchanged; the gate's refusal statuses
- * (store/gate.h) are the same numbers. */
+ * The statuses a hub module ends a call with are enum grpc_status
+ * (common/status.h), the one set every layer answers with, so a status
+ * passes through to the wire unchanged; the gate's refusal statuses
+ * (store/gate.h) are the same enum. */
 #ifndef AGENTHUB_HUB_STREAM_H
 #define AGENTHUB_HUB_STREAM_H
 

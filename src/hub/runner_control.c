@@ -340,9 +340,10 @@ static void remote_done(void *arg, enum runner_outcome outcome, int code, const 
 }
 
 /* Sends MESSAGE to the node holding RUNNER_ID (see runner_command_send). */
-static int send_remote(struct runner_registry *runners, const char *runner_id,
-                       Compass__V1__SessionsResponse *message, runner_command_done done, void *arg,
-                       struct runner_command **handle)
+static enum runner_send_rc send_remote(struct runner_registry *runners, const char *runner_id,
+                                       Compass__V1__SessionsResponse *message,
+                                       runner_command_done done, void *arg,
+                                       struct runner_command **handle)
 {
     struct runner_command *c = calloc(1, sizeof(*c));
     uint8_t *bytes;
@@ -369,9 +370,10 @@ static int send_remote(struct runner_registry *runners, const char *runner_id,
     return RUNNER_SEND_QUEUED;
 }
 
-int runner_command_send(struct hub *ctx, const char *runner_id,
-                        Compass__V1__SessionsResponse *message, runner_command_done done, void *arg,
-                        struct runner_command **handle)
+enum runner_send_rc runner_command_send(struct hub *ctx, const char *runner_id,
+                                        Compass__V1__SessionsResponse *message,
+                                        runner_command_done done, void *arg,
+                                        struct runner_command **handle)
 {
     struct runner_registry *runners = ctx->runners;
     struct runner_link *link = link_find(runners, runner_id);

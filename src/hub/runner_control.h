@@ -70,9 +70,10 @@ int runner_connected(const struct runner_registry *runners, const char *runner_i
  * or stop; nobody waits) it stays queued until written or the stream ends.
  * Returns RUNNER_SEND_QUEUED with *HANDLE set (HANDLE may be NULL), or why
  * nothing was queued (DONE will not run). */
-int runner_command_send(struct hub *ctx, const char *runner_id,
-                        Compass__V1__SessionsResponse *command, runner_command_done done, void *arg,
-                        struct runner_command **handle);
+enum runner_send_rc runner_command_send(struct hub *ctx, const char *runner_id,
+                                        Compass__V1__SessionsResponse *command,
+                                        runner_command_done done, void *arg,
+                                        struct runner_command **handle);
 
 /* The waiter went away: DONE will not run.  A command not yet written is
  * withdrawn; a written one is remembered until its answer, which is then

@@ -80,12 +80,12 @@ static void command_wait_done(void *arg, enum runner_outcome outcome, int code, 
                          "control dispatch unconfirmed: sent to the runner, which did not answer "
                          "in time; it may have been delivered");
         return;
-    default:
-        grpc_call_finish(wait->call, GRPC_STATUS_UNKNOWN,
-                         "control dispatch unconfirmed: sent to the runner, whose control stream "
-                         "ended before it answered; it may have been delivered");
-        return;
+    case RUNNER_LOST:
+        break;
     }
+    grpc_call_finish(wait->call, GRPC_STATUS_UNKNOWN,
+                     "control dispatch unconfirmed: sent to the runner, whose control stream "
+                     "ended before it answered; it may have been delivered");
 }
 
 static void command_wait_on_close(struct grpc_call *call)
@@ -107,7 +107,7 @@ static void dispatch_and_wait(struct grpc_call *call, const struct store_session
 {
     struct hub *ctx = rpc_hub(call);
     struct command_wait *wait = calloc(1, sizeof(*wait));
-    int rv;
+    enum runner_send_rc rv;
 
     if (!wait) {
         grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");

@@ -300,10 +300,11 @@ static int live_session_or_finish(struct grpc_call *call, const char *session_id
     case HUB_FAULT:
         finish_store_fault(call);
         return -1;
-    default:
-        rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
-        return -1;
+    case HUB_NOMEM:
+        break;
     }
+    rpc_finish_named(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "OVERFLOW", "out of memory");
+    return -1;
 }
 
 static void append_reply(struct grpc_call *call, const struct hub_log_wait *w)

@@ -362,16 +362,16 @@ static void evidence_on_message(struct grpc_call *call, const ProtobufCMessage *
                                 request->live_child ? 1 : 0)) {
     case HUB_LIVE:
     case HUB_ENDED: /* evidence about an ended session changes nothing */
-        break;
+        grpc_call_send(call, &response.base);
+        grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+        return;
     case HUB_FAULT:
         grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, GATE_FAULT_MESSAGE);
         return;
-    default:
-        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
-        return;
+    case HUB_NOMEM:
+        break;
     }
-    grpc_call_send(call, &response.base);
-    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+    grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot open the session");
 }
 
 /* --- RunnerService/Sessions ------------------------------------------------ */

@@ -71,8 +71,8 @@ int auth_hash_token(const char *token, size_t len, uint8_t out[STORE_HASH_LEN])
     return auth_sha256(token, len, out);
 }
 
-int auth_authenticate(struct store *s, enum auth_door door, const char *header_value, size_t len,
-                      struct store_subject *out)
+enum auth_result auth_authenticate(struct store *s, enum auth_door door, const char *header_value,
+                                   size_t len, struct store_subject *out)
 {
     uint8_t hash[STORE_HASH_LEN];
     struct store_subject subj;
@@ -135,8 +135,8 @@ int auth_mint_session_id(char out[STORE_ID_MAX])
     return 0;
 }
 
-int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *id,
-                     char out[AUTH_TOKEN_TEXT_LEN + 1], uint8_t hash[STORE_HASH_LEN])
+enum store_rc auth_issue_token(struct store *s, enum store_subject_kind kind, const char *id,
+                               char out[AUTH_TOKEN_TEXT_LEN + 1], uint8_t hash[STORE_HASH_LEN])
 {
     int rc;
 
@@ -162,8 +162,9 @@ int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *
     return STORE_OK;
 }
 
-int auth_revoke_token(struct store *s, const char *token, size_t len, uint8_t hash[STORE_HASH_LEN],
-                      struct store_subject *was, int *changed)
+enum store_rc auth_revoke_token(struct store *s, const char *token, size_t len,
+                                uint8_t hash[STORE_HASH_LEN], struct store_subject *was,
+                                int *changed)
 {
     int rc;
 

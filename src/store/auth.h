@@ -56,8 +56,8 @@ int auth_equal(const void *a, const void *b, size_t len);
 /* Resolves an authorization header value (NULL = header absent) arriving on
  * DOOR.  AUTH_OK fills *OUT; AUTH_FAULT when the store read failed (never
  * reported as unauthenticated, so a client retries instead of giving up). */
-int auth_authenticate(struct store *s, enum auth_door door, const char *header_value, size_t len,
-                      struct store_subject *out);
+enum auth_result auth_authenticate(struct store *s, enum auth_door door, const char *header_value,
+                                   size_t len, struct store_subject *out);
 
 /* Writes a fresh token (AUTH_TOKEN_TEXT_LEN chars and a NUL) into OUT, and
  * its hash into HASH.  Returns 0, or -1 when the random generator fails or
@@ -75,8 +75,8 @@ int auth_token_text_valid(const char *text, size_t len);
  * OUT and its hash in HASH; STORE_INVALID for a bad kind or id;
  * STORE_NOT_FOUND when no such account or Runner exists; STORE_FAULT when
  * the store or the random generator fails (OUT then holds nothing). */
-int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *id,
-                     char out[AUTH_TOKEN_TEXT_LEN + 1], uint8_t hash[STORE_HASH_LEN]);
+enum store_rc auth_issue_token(struct store *s, enum store_subject_kind kind, const char *id,
+                               char out[AUTH_TOKEN_TEXT_LEN + 1], uint8_t hash[STORE_HASH_LEN]);
 
 /* Revokes the token whose text is the LEN bytes at TOKEN, by its hash
  * (HASH receives it).  *WAS receives the subject it spoke for when it was
@@ -84,8 +84,9 @@ int auth_issue_token(struct store *s, enum store_subject_kind kind, const char *
  * (may be NULL) 1 when this call revoked it.  Returns STORE_OK (revoked
  * now or before), STORE_NOT_FOUND (never issued), STORE_INVALID (not a
  * token's shape) or STORE_FAULT. */
-int auth_revoke_token(struct store *s, const char *token, size_t len, uint8_t hash[STORE_HASH_LEN],
-                      struct store_subject *was, int *changed);
+enum store_rc auth_revoke_token(struct store *s, const char *token, size_t len,
+                                uint8_t hash[STORE_HASH_LEN], struct store_subject *was,
+                                int *changed);
 
 /* Overwrites LEN bytes at P with zeros in a way the compiler keeps, for
  * token text that is no longer needed. */

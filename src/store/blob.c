@@ -56,8 +56,8 @@ static int write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-int blob_put(const char *dir, const char *session_id, const char *content_type, const uint8_t *data,
-             size_t len, size_t max_len, char ref[BLOB_REF_SIZE])
+enum blob_rc blob_put(const char *dir, const char *session_id, const char *content_type,
+                      const uint8_t *data, size_t len, size_t max_len, char ref[BLOB_REF_SIZE])
 {
     char session_hash[65], content_hash[65];
     char session_dir[4096], path[4200], temp[4300];
@@ -109,8 +109,8 @@ int blob_put(const char *dir, const char *session_id, const char *content_type, 
     return BLOB_OK;
 }
 
-int blob_get(const char *dir, const char *session_id, const char *ref, char **content_type,
-             uint8_t **data, size_t *len)
+enum blob_rc blob_get(const char *dir, const char *session_id, const char *ref, char **content_type,
+                      uint8_t **data, size_t *len)
 {
     char session_hash[65], path[4200];
     uint8_t header[4];

@@ -21,13 +21,13 @@ enum blob_rc {
 
 /* Stores DATA for SESSION_ID.  REF receives "sha256:<hex>".  Storing the
  * same bytes twice is one file. */
-int blob_put(const char *dir, const char *session_id, const char *content_type, const uint8_t *data,
-             size_t len, size_t max_len, char ref[BLOB_REF_SIZE]);
+enum blob_rc blob_put(const char *dir, const char *session_id, const char *content_type,
+                      const uint8_t *data, size_t len, size_t max_len, char ref[BLOB_REF_SIZE]);
 
 /* Reads REF of SESSION_ID.  On BLOB_OK, *CONTENT_TYPE and *DATA are heap
  * copies the caller frees. */
-int blob_get(const char *dir, const char *session_id, const char *ref, char **content_type,
-             uint8_t **data, size_t *len);
+enum blob_rc blob_get(const char *dir, const char *session_id, const char *ref, char **content_type,
+                      uint8_t **data, size_t *len);
 
 /* Checks that DIR is a directory a blob can be written into (by creating
  * and removing a probe file there), so a bad --blob-dir is found at start,

@@ -18,7 +18,7 @@ static const struct gate_refusal refuse_not_producer = {GRPC_STATUS_PERMISSION_D
 static const struct gate_refusal refuse_no_resource = {GRPC_STATUS_NOT_FOUND,
                                                        GATE_RESOURCE_NOT_FOUND_MESSAGE};
 
-const struct gate_refusal *gate_refusal(int result)
+const struct gate_refusal *gate_refusal(enum gate_result result)
 {
     switch (result) {
     case GATE_ALLOWED:
@@ -28,13 +28,15 @@ const struct gate_refusal *gate_refusal(int result)
         return &refuse_not_bound;
     case GATE_FAULT:
         return &refuse_fault;
-    default:
-        /* Anything unexpected refuses like an unknown session. */
-        return &refuse_not_found;
+    case GATE_NOT_FOUND:
+    case GATE_NOT_PRODUCER:
+        break;
     }
+    /* Anything else refuses like an unknown session. */
+    return &refuse_not_found;
 }
 
-const struct gate_refusal *gate_produce_refusal(int result)
+const struct gate_refusal *gate_produce_refusal(enum gate_result result)
 {
     switch (result) {
     case GATE_ALLOWED:
@@ -43,9 +45,12 @@ const struct gate_refusal *gate_produce_refusal(int result)
         return &refuse_not_producer;
     case GATE_FAULT:
         return &refuse_fault;
-    default:
-        return &refuse_no_resource;
+    case GATE_NOT_FOUND:
+    case GATE_BOUND:
+    case GATE_NOT_BOUND:
+        break;
     }
+    return &refuse_no_resource;
 }
 
 static int is_account(const struct store_subject *subject)
@@ -54,7 +59,8 @@ static int is_account(const struct store_subject *subject)
 }
 
 /* Reads SESSION_ID for a gate: ALLOWED with *S filled, NOT_FOUND or FAULT. */
-static int load_session(struct store *s, const char *session_id, struct store_session *sess)
+static enum gate_result load_session(struct store *s, const char *session_id,
+                                     struct store_session *sess)
 {
     int rc;
 
@@ -69,15 +75,15 @@ static int load_session(struct store *s, const char *session_id, struct store_se
 /* A refusal must not depend on whether the session exists, not even while
  * membership reads are failing: a refusal that needed no membership read
  * still makes one, so a fault answers FAULT (UNAVAILABLE) either way. */
-static int membership_probe(struct store *s, const struct store_subject *subject)
+static enum gate_result membership_probe(struct store *s, const struct store_subject *subject)
 {
     int rv = s->ops->member_check(s->impl, subject->id, subject->id);
     return rv == STORE_FAULT ? GATE_FAULT : GATE_NOT_FOUND;
 }
 
 /* The membership half of a view decision, SESS already read. */
-static int may_view_session(struct store *s, const struct store_subject *subject,
-                            const struct store_session *sess)
+static enum gate_result may_view_session(struct store *s, const struct store_subject *subject,
+                                         const struct store_session *sess)
 {
     int rv;
 
@@ -93,8 +99,8 @@ static int may_view_session(struct store *s, const struct store_subject *subject
 }
 
 /* The walk of gate_may_view, inside one read scope. */
-static int may_view(struct store *s, const struct store_subject *subject, const char *session_id,
-                    struct store_session *out)
+static enum gate_result may_view(struct store *s, const struct store_subject *subject,
+                                 const char *session_id, struct store_session *out)
 {
     struct store_session sess;
     int rv;
@@ -109,16 +115,16 @@ static int may_view(struct store *s, const struct store_subject *subject, const 
     return rv;
 }
 
-int gate_may_view_loaded(struct store *s, const struct store_subject *subject,
-                         const struct store_session *sess)
+enum gate_result gate_may_view_loaded(struct store *s, const struct store_subject *subject,
+                                      const struct store_session *sess)
 {
     if (!is_account(subject) || !sess)
         return GATE_NOT_FOUND;
     return may_view_session(s, subject, sess);
 }
 
-int gate_may_view(struct store *s, const struct store_subject *subject, const char *session_id,
-                  struct store_session *out)
+enum gate_result gate_may_view(struct store *s, const struct store_subject *subject,
+                               const char *session_id, struct store_session *out)
 {
     int rv;
 
@@ -132,8 +138,8 @@ int gate_may_view(struct store *s, const struct store_subject *subject, const ch
     return rv;
 }
 
-int gate_may_control(struct store *s, const struct store_subject *subject, const char *session_id,
-                     struct store_session *out)
+enum gate_result gate_may_control(struct store *s, const struct store_subject *subject,
+                                  const char *session_id, struct store_session *out)
 {
     struct store_session sess;
     int rv;
@@ -151,7 +157,8 @@ int gate_may_control(struct store *s, const struct store_subject *subject, const
     return GATE_ALLOWED;
 }
 
-int gate_may_control_loaded(const struct store_subject *subject, const struct store_session *sess)
+enum gate_result gate_may_control_loaded(const struct store_subject *subject,
+                                         const struct store_session *sess)
 {
     if (!is_account(subject) || !sess)
         return GATE_NOT_FOUND;
@@ -160,8 +167,8 @@ int gate_may_control_loaded(const struct store_subject *subject, const struct st
     return GATE_ALLOWED;
 }
 
-int gate_may_start(struct store *s, const struct store_subject *subject, const char *container_name,
-                   struct store_container *out)
+enum gate_result gate_may_start(struct store *s, const struct store_subject *subject,
+                                const char *container_name, struct store_container *out)
 {
     struct store_container c;
     struct store_account agent;
@@ -186,7 +193,7 @@ int gate_may_start(struct store *s, const struct store_subject *subject, const c
     return GATE_ALLOWED;
 }
 
-int gate_session_bound(struct store *s, const char *runner_id, const char *session_id)
+enum gate_result gate_session_bound(struct store *s, const char *runner_id, const char *session_id)
 {
     char host[STORE_ID_MAX];
     int rc;
@@ -201,8 +208,8 @@ int gate_session_bound(struct store *s, const char *runner_id, const char *sessi
     return strcmp(host, runner_id) == 0 ? GATE_BOUND : GATE_NOT_BOUND;
 }
 
-int gate_may_produce(struct store *s, const struct store_subject *subject, uint64_t resource_id,
-                     struct store_resource *out)
+enum gate_result gate_may_produce(struct store *s, const struct store_subject *subject,
+                                  uint64_t resource_id, struct store_resource *out)
 {
     struct store_resource res;
     int rc, ok;

@@ -41,35 +41,36 @@ extern const char GATE_FAULT_MESSAGE[]; /* "ownership store unavailable" */
 
 /* The refusal for a non-allowed RESULT of a session gate (view, control,
  * bound), or NULL for GATE_ALLOWED / GATE_BOUND. */
-const struct gate_refusal *gate_refusal(int result);
+const struct gate_refusal *gate_refusal(enum gate_result result);
 
 /* The refusal for a non-allowed result of gate_may_produce (whose
  * NOT_FOUND names the resource, not a session). */
-const struct gate_refusal *gate_produce_refusal(int result);
+const struct gate_refusal *gate_produce_refusal(enum gate_result result);
 
 /* May SUBJECT watch session SESSION_ID (SubscribeAgentSession, status)?
  * Admins may see every existing session; an account may when it is a
  * member of the home channel of the agent account that owns the session's
  * container.  Runners may not.  ALLOWED / NOT_FOUND / FAULT. */
-int gate_may_view(struct store *s, const struct store_subject *subject, const char *session_id,
-                  struct store_session *out);
+enum gate_result gate_may_view(struct store *s, const struct store_subject *subject,
+                               const char *session_id, struct store_session *out);
 
 /* The same decision for a session already read (from session_list, say,
  * to answer "every session the caller may see"): only the membership is
  * read.  ALLOWED / NOT_FOUND / FAULT. */
-int gate_may_view_loaded(struct store *s, const struct store_subject *subject,
-                         const struct store_session *sess);
+enum gate_result gate_may_view_loaded(struct store *s, const struct store_subject *subject,
+                                      const struct store_session *sess);
 
 /* May SUBJECT control session SESSION_ID (SkipBatchWindow, Stop, Send)?
  * Only its owner or an admin; membership is not enough.
  * ALLOWED / NOT_FOUND / FAULT. */
-int gate_may_control(struct store *s, const struct store_subject *subject, const char *session_id,
-                     struct store_session *out);
+enum gate_result gate_may_control(struct store *s, const struct store_subject *subject,
+                                  const char *session_id, struct store_session *out);
 
 /* The same decision for a session already read (to tell a caller, beside
  * its status, whether it may control it): reads nothing, so it never
  * faults.  ALLOWED / NOT_FOUND. */
-int gate_may_control_loaded(const struct store_subject *subject, const struct store_session *sess);
+enum gate_result gate_may_control_loaded(const struct store_subject *subject,
+                                         const struct store_session *sess);
 
 /* May SUBJECT start a session in container CONTAINER_NAME (and so become
  * its owner)?  Admins may; an account may when it could view the sessions
@@ -78,18 +79,18 @@ int gate_may_control_loaded(const struct store_subject *subject, const struct st
  * someone who could already watch that agent may do it.)
  * ALLOWED / NOT_FOUND (unknown and forbidden alike) / FAULT; OUT gets the
  * container on ALLOWED. */
-int gate_may_start(struct store *s, const struct store_subject *subject, const char *container_name,
-                   struct store_container *out);
+enum gate_result gate_may_start(struct store *s, const struct store_subject *subject,
+                                const char *container_name, struct store_container *out);
 
 /* Is SESSION_ID hosted by Runner RUNNER_ID (the Runner of its container)?
  * BOUND / NOT_BOUND / FAULT. */
-int gate_session_bound(struct store *s, const char *runner_id, const char *session_id);
+enum gate_result gate_session_bound(struct store *s, const char *runner_id, const char *session_id);
 
 /* May SUBJECT append into resource RESOURCE_ID (produce input into it)?
  * The agent account of the resource's container, the Runner hosting that
  * container, and admins may.  ALLOWED / NOT_FOUND (no such resource) /
  * NOT_PRODUCER / FAULT.  OUT receives the resource on ALLOWED. */
-int gate_may_produce(struct store *s, const struct store_subject *subject, uint64_t resource_id,
-                     struct store_resource *out);
+enum gate_result gate_may_produce(struct store *s, const struct store_subject *subject,
+                                  uint64_t resource_id, struct store_resource *out);
 
 #endif

@@ -22,11 +22,11 @@ struct imp {
     json_t *seen; /* "section\0id" keys already defined in this file */
 };
 
-static int fail(struct imp *im, int rv, const char *path, const char *fmt, ...)
+static enum store_rc fail(struct imp *im, enum store_rc rv, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Writes "PATH: message" into the error buffer; returns RV. */
-static int fail(struct imp *im, int rv, const char *path, const char *fmt, ...)
+static enum store_rc fail(struct imp *im, enum store_rc rv, const char *path, const char *fmt, ...)
 {
     char msg[384];
     va_list ap;
@@ -39,7 +39,7 @@ static int fail(struct imp *im, int rv, const char *path, const char *fmt, ...)
 }
 
 /* Maps a failed store write at PATH to an error message. */
-static int write_failed(struct imp *im, int rc, const char *path)
+static enum store_rc write_failed(struct imp *im, enum store_rc rc, const char *path)
 {
     if (rc == STORE_FAULT)
         return fail(im, STORE_FAULT, path, "the store failed");
@@ -65,7 +65,8 @@ static int key_is_word(const char *key)
 }
 
 /* Fails unless every key of OBJ is in ALLOWED (NULL-terminated). */
-static int check_keys(struct imp *im, json_t *obj, const char *path, const char *const *allowed)
+static enum store_rc check_keys(struct imp *im, json_t *obj, const char *path,
+                                const char *const *allowed)
 {
     const char *key;
     json_t *v;
@@ -90,8 +91,8 @@ static int check_keys(struct imp *im, json_t *obj, const char *path, const char 
 
 /* Reads string KEY of OBJ as an identifier into OUT ("" when absent and not
  * REQUIRED). */
-static int get_id(struct imp *im, json_t *obj, const char *path, const char *key, int required,
-                  char out[STORE_ID_MAX])
+static enum store_rc get_id(struct imp *im, json_t *obj, const char *path, const char *key,
+                            int required, char out[STORE_ID_MAX])
 {
     json_t *v = json_object_get(obj, key);
     char p[PATH_MAX_LEN];
@@ -111,7 +112,8 @@ static int get_id(struct imp *im, json_t *obj, const char *path, const char *key
 }
 
 /* Returns array KEY of OBJ in *OUT (NULL when absent). */
-static int get_array(struct imp *im, json_t *obj, const char *path, const char *key, json_t **out)
+static enum store_rc get_array(struct imp *im, json_t *obj, const char *path, const char *key,
+                               json_t **out)
 {
     json_t *v = json_object_get(obj, key);
     char p[PATH_MAX_LEN];
@@ -131,8 +133,8 @@ static int get_array(struct imp *im, json_t *obj, const char *path, const char *
 }
 
 /* Records that the file defines ID in SECTION; fails on a second definition. */
-static int define(struct imp *im, const char *section, const char *what, const char *id,
-                  const char *path)
+static enum store_rc define(struct imp *im, const char *section, const char *what, const char *id,
+                            const char *path)
 {
     char key[STORE_ID_MAX + 32];
 
@@ -144,8 +146,8 @@ static int define(struct imp *im, const char *section, const char *what, const c
 }
 
 /* Fails at PATH unless entity ID exists (OK / INVALID / FAULT). */
-static int need(struct imp *im, enum store_entity kind, const char *what, const char *id,
-                const char *path)
+static enum store_rc need(struct imp *im, enum store_entity kind, const char *what, const char *id,
+                          const char *path)
 {
     int rc = im->s->ops->exists(im->s->impl, kind, id);
 
@@ -157,8 +159,8 @@ static int need(struct imp *im, enum store_entity kind, const char *what, const 
 }
 
 /* Binds the plain-text tokens of array TOKENS (at PATH) to a subject. */
-static int put_tokens(struct imp *im, json_t *tokens, const char *path,
-                      enum store_subject_kind kind, const char *subject_id)
+static enum store_rc put_tokens(struct imp *im, json_t *tokens, const char *path,
+                                enum store_subject_kind kind, const char *subject_id)
 {
     uint8_t hash[STORE_HASH_LEN];
     char p[PATH_MAX_LEN + 32];
@@ -190,7 +192,8 @@ static int put_tokens(struct imp *im, json_t *tokens, const char *path,
 }
 
 /* Writes the rows with only an id (channels, runners), and runner tokens. */
-static int import_plain(struct imp *im, json_t *root, const char *section, const char *what)
+static enum store_rc import_plain(struct imp *im, json_t *root, const char *section,
+                                  const char *what)
 {
     static const char *const channel_keys[] = {"id", "members", NULL};
     static const char *const runner_keys[] = {"id", "tokens", NULL};
@@ -233,7 +236,7 @@ static int import_plain(struct imp *im, json_t *root, const char *section, const
     return STORE_OK;
 }
 
-static int import_accounts(struct imp *im, json_t *root)
+static enum store_rc import_accounts(struct imp *im, json_t *root)
 {
     static const char *const keys[] = {"id", "kind", "admin", "home_channel", "tokens", NULL};
     char path[64], p[PATH_MAX_LEN];
@@ -316,7 +319,7 @@ static int member_seen(const char *account_id, const char *channel_id, void *arg
 }
 
 /* Makes channel ID's membership exactly the accounts in MEMBERS. */
-static int sync_members(struct imp *im, const char *id, json_t *members, const char *path)
+static enum store_rc sync_members(struct imp *im, const char *id, json_t *members, const char *path)
 {
     struct member_scan ms = {json_object(), json_array()};
     char p[PATH_MAX_LEN + 32], acct[STORE_ID_MAX];
@@ -368,7 +371,7 @@ out:
     return rv;
 }
 
-static int import_members(struct imp *im, json_t *root)
+static enum store_rc import_members(struct imp *im, json_t *root)
 {
     char path[64];
     json_t *arr, *e, *members;
@@ -394,7 +397,7 @@ static int import_members(struct imp *im, json_t *root)
     return STORE_OK;
 }
 
-static int import_containers(struct imp *im, json_t *root)
+static enum store_rc import_containers(struct imp *im, json_t *root)
 {
     static const char *const keys[] = {"name", "agent_account", "runner", NULL};
     char path[64], p[PATH_MAX_LEN];
@@ -445,7 +448,8 @@ static int import_containers(struct imp *im, json_t *root)
 }
 
 /* Creates one session, or checks that the stored one matches SPEC. */
-static int put_session(struct imp *im, const struct store_session_spec *spec, const char *path)
+static enum store_rc put_session(struct imp *im, const struct store_session_spec *spec,
+                                 const char *path)
 {
     struct store_session cur;
     int rv = store_session_get(im->s, spec->session_id, &cur);
@@ -472,7 +476,7 @@ static int put_session(struct imp *im, const struct store_session_spec *spec, co
     return STORE_OK;
 }
 
-static int import_sessions(struct imp *im, json_t *root)
+static enum store_rc import_sessions(struct imp *im, json_t *root)
 {
     static const char *const keys[] = {"id", "container", "owner", "provider", "native_id", NULL};
     char path[64], p[PATH_MAX_LEN];
@@ -525,7 +529,8 @@ static int import_sessions(struct imp *im, json_t *root)
     return STORE_OK;
 }
 
-int store_import_json(struct store *s, json_t *root, int *changes, char *err, size_t errlen)
+enum store_rc store_import_json(struct store *s, json_t *root, int *changes, char *err,
+                                size_t errlen)
 {
     static const char *const keys[] = {"accounts",   "channels", "runners",
                                        "containers", "sessions", NULL};
@@ -598,7 +603,8 @@ static const char *parse_error_reason(const json_error_t *jerr)
     }
 }
 
-int store_import_file(struct store *s, const char *path, int *changes, char *err, size_t errlen)
+enum store_rc store_import_file(struct store *s, const char *path, int *changes, char *err,
+                                size_t errlen)
 {
     json_error_t jerr;
     json_t *root;

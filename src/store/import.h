@@ -20,10 +20,12 @@
  * document is STORE_INVALID with "JSON.path: problem" in ERR, for example
  * `containers[0].agent_account: no account "x"`; a store failure is
  * STORE_FAULT (or STORE_CONFLICT under a concurrent writer). */
-int store_import_json(struct store *s, json_t *root, int *changes, char *err, size_t errlen);
+enum store_rc store_import_json(struct store *s, json_t *root, int *changes, char *err,
+                                size_t errlen);
 
 /* Reads and applies file PATH.  Malformed JSON is STORE_INVALID with
  * "PATH:LINE:COLUMN: reason" in ERR. */
-int store_import_file(struct store *s, const char *path, int *changes, char *err, size_t errlen);
+enum store_rc store_import_file(struct store *s, const char *path, int *changes, char *err,
+                                size_t errlen);
 
 #endif

@@ -339,7 +339,7 @@ static PGconn *acquire(struct pg_store *st, int *slot)
 
 /* Maps a failed statement's SQLSTATE to a store_rc and logs a fault (the
  * statement's number and the server's primary message, never SQL text). */
-static int map_error(const PGresult *r, enum pq_id id, int flags)
+static enum store_rc map_error(const PGresult *r, enum pq_id id, int flags)
 {
     const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
@@ -358,8 +358,8 @@ static int map_error(const PGresult *r, enum pq_id id, int flags)
 
 /* Runs SQL on a pool connection; see pg_run.  *USED (may be NULL) gets the
  * pool slot it ran on. */
-static int run_sql(struct pg_store *st, enum pq_id id, const char *sql, const struct pg_params *p,
-                   int flags, PGresult **res, int *used)
+static enum store_rc run_sql(struct pg_store *st, enum pq_id id, const char *sql,
+                             const struct pg_params *p, int flags, PGresult **res, int *used)
 {
     int attempt, slot = 0, timed_out = 0, rv;
     ExecStatusType status;
@@ -415,14 +415,15 @@ static int run_sql(struct pg_store *st, enum pq_id id, const char *sql, const st
     return STORE_FAULT;
 }
 
-int pg_run(struct pg_store *st, enum pq_id id, const struct pg_params *p, int flags, PGresult **res)
+enum store_rc pg_run(struct pg_store *st, enum pq_id id, const struct pg_params *p, int flags,
+                     PGresult **res)
 {
     return run_sql(st, id, pq_sql(id), p, flags, res, NULL);
 }
 
 /* Runs a transaction-control statement (no parameters).  Returns STORE_OK
  * or the mapped error. */
-static int run_control(struct pg_store *st, const char *sql, int *used)
+static enum store_rc run_control(struct pg_store *st, const char *sql, int *used)
 {
     PGresult *res = NULL;
     int rv = run_sql(st, PQ_COUNT, sql, NULL, 0, &res, used);
@@ -434,7 +435,8 @@ static int run_control(struct pg_store *st, const char *sql, int *used)
     return rv;
 }
 
-int pg_write(struct pg_store *st, enum pq_id id, const struct pg_params *p, int flags, int *changed)
+enum store_rc pg_write(struct pg_store *st, enum pq_id id, const struct pg_params *p, int flags,
+                       int *changed)
 {
     PGresult *res = NULL;
     int rv;
@@ -583,7 +585,7 @@ static void pq_read_end(void *impl)
         st->scope--;
 }
 
-static int pq_change_generation(void *impl, uint64_t *generation)
+static enum store_rc pq_change_generation(void *impl, uint64_t *generation)
 {
     struct pg_store *st = impl;
 
@@ -593,7 +595,7 @@ static int pq_change_generation(void *impl, uint64_t *generation)
     return STORE_OK;
 }
 
-static int pq_begin(void *impl)
+static enum store_rc pq_begin(void *impl)
 {
     struct pg_store *st = impl;
     int rv, slot = 0;
@@ -606,7 +608,7 @@ static int pq_begin(void *impl)
     return rv;
 }
 
-static int pq_commit(void *impl)
+static enum store_rc pq_commit(void *impl)
 {
     struct pg_store *st = impl;
     int rv;
@@ -633,7 +635,7 @@ static void pq_rollback(void *impl)
     sq_cache_clear(st->cache);
 }
 
-static int pq_ping(void *impl)
+static enum store_rc pq_ping(void *impl)
 {
     struct pg_store *st = impl;
     PGresult *res = NULL;
@@ -728,7 +730,7 @@ static const struct store_ops postgres_ops = {
     .write_metrics = pq_write_metrics,
 };
 
-int postgres_store_open(const char *uri, struct store **out, char *err, size_t errlen)
+enum store_rc postgres_store_open(const char *uri, struct store **out, char *err, size_t errlen)
 {
     struct pg_store *st;
     char why[256];

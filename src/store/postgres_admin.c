@@ -10,7 +10,7 @@
 
 /* Runs read statement ID with one text argument (NULL: none) and returns
  * OK with *RES set when it has a row, NOT_FOUND (RES cleared), or FAULT. */
-static int read_one(struct pg_store *st, enum pq_id id, const char *arg, PGresult **res)
+static enum store_rc read_one(struct pg_store *st, enum pq_id id, const char *arg, PGresult **res)
 {
     struct pg_params p = {0};
     int rv;
@@ -50,7 +50,7 @@ static void read_account(const PGresult *res, int row, struct store_account *a)
     pg_text(res, row, 3, a->home_channel_id, sizeof(a->home_channel_id));
 }
 
-int pq_account_put(void *impl, const struct store_account *a, int *changed)
+enum store_rc pq_account_put(void *impl, const struct store_account *a, int *changed)
 {
     struct pg_params p = {0};
 
@@ -65,7 +65,7 @@ int pq_account_put(void *impl, const struct store_account *a, int *changed)
     return pg_write(impl, PQ_ACCOUNT_PUT, &p, 0, changed);
 }
 
-int pq_account_get(void *impl, const char *id, struct store_account *out)
+enum store_rc pq_account_get(void *impl, const char *id, struct store_account *out)
 {
     PGresult *res = NULL;
     int rv;
@@ -82,9 +82,9 @@ int pq_account_get(void *impl, const char *id, struct store_account *out)
 
 /* Runs list statement ID (one optional text argument) and calls ROW for
  * each row until it returns nonzero.  Returns OK or FAULT. */
-static int run_list(struct pg_store *st, enum pq_id id, const char *arg,
-                    int (*row)(const PGresult *res, int i, void *cb, void *arg), void *cb,
-                    void *cb_arg)
+static enum store_rc run_list(struct pg_store *st, enum pq_id id, const char *arg,
+                              int (*row)(const PGresult *res, int i, void *cb, void *arg), void *cb,
+                              void *cb_arg)
 {
     struct pg_params p = {0};
     PGresult *res = NULL;
@@ -112,14 +112,14 @@ static int account_row(const PGresult *res, int i, void *cb, void *arg)
     return ((store_account_cb)cb)(&a, arg);
 }
 
-int pq_account_list(void *impl, store_account_cb cb, void *arg)
+enum store_rc pq_account_list(void *impl, store_account_cb cb, void *arg)
 {
     return run_list(impl, PQ_ACCOUNT_LIST, NULL, account_row, (void *)cb, arg);
 }
 
 /* --- channels, runners: rows with only an id --- */
 
-static int put_id(struct pg_store *st, enum pq_id id, const char *value, int *changed)
+static enum store_rc put_id(struct pg_store *st, enum pq_id id, const char *value, int *changed)
 {
     struct pg_params p = {0};
 
@@ -134,29 +134,30 @@ static int id_row(const PGresult *res, int i, void *cb, void *arg)
     return ((store_id_cb)cb)(PQgetvalue(res, i, 0), arg);
 }
 
-int pq_channel_put(void *impl, const char *id, int *changed)
+enum store_rc pq_channel_put(void *impl, const char *id, int *changed)
 {
     return put_id(impl, PQ_CHANNEL_PUT, id, changed);
 }
 
-int pq_channel_list(void *impl, store_id_cb cb, void *arg)
+enum store_rc pq_channel_list(void *impl, store_id_cb cb, void *arg)
 {
     return run_list(impl, PQ_CHANNEL_LIST, NULL, id_row, (void *)cb, arg);
 }
 
-int pq_runner_put(void *impl, const char *id, int *changed)
+enum store_rc pq_runner_put(void *impl, const char *id, int *changed)
 {
     return put_id(impl, PQ_RUNNER_PUT, id, changed);
 }
 
-int pq_runner_list(void *impl, store_id_cb cb, void *arg)
+enum store_rc pq_runner_list(void *impl, store_id_cb cb, void *arg)
 {
     return run_list(impl, PQ_RUNNER_LIST, NULL, id_row, (void *)cb, arg);
 }
 
 /* --- memberships --- */
 
-int pq_member_add(void *impl, const char *account_id, const char *channel_id, int *changed)
+enum store_rc pq_member_add(void *impl, const char *account_id, const char *channel_id,
+                            int *changed)
 {
     struct pg_params p = {0};
 
@@ -167,7 +168,8 @@ int pq_member_add(void *impl, const char *account_id, const char *channel_id, in
     return pg_write(impl, PQ_MEMBER_ADD, &p, 0, changed);
 }
 
-int pq_member_remove(void *impl, const char *account_id, const char *channel_id, int *changed)
+enum store_rc pq_member_remove(void *impl, const char *account_id, const char *channel_id,
+                               int *changed)
 {
     struct pg_params p = {0};
     int rv, n = 0;
@@ -187,7 +189,7 @@ static int member_row(const PGresult *res, int i, void *cb, void *arg)
     return ((store_member_cb)cb)(PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), arg);
 }
 
-int pq_member_list(void *impl, const char *channel_id, store_member_cb cb, void *arg)
+enum store_rc pq_member_list(void *impl, const char *channel_id, store_member_cb cb, void *arg)
 {
     return run_list(impl, PQ_MEMBER_LIST, channel_id ? channel_id : "", member_row, (void *)cb,
                     arg);
@@ -203,7 +205,7 @@ static void read_container(const PGresult *res, int row, struct store_container 
     pg_text(res, row, 2, c->runner_id, sizeof(c->runner_id));
 }
 
-int pq_container_put(void *impl, const struct store_container *c, int *changed)
+enum store_rc pq_container_put(void *impl, const struct store_container *c, int *changed)
 {
     struct pg_params p = {0};
     struct store_account a;
@@ -224,7 +226,7 @@ int pq_container_put(void *impl, const struct store_container *c, int *changed)
     return pg_write(impl, PQ_CONTAINER_PUT, &p, 0, changed);
 }
 
-int pq_container_get(void *impl, const char *name, struct store_container *out)
+enum store_rc pq_container_get(void *impl, const char *name, struct store_container *out)
 {
     PGresult *res = NULL;
     int rv;
@@ -247,7 +249,7 @@ static int container_row(const PGresult *res, int i, void *cb, void *arg)
     return ((store_container_cb)cb)(&c, arg);
 }
 
-int pq_container_list(void *impl, const char *runner_id, store_container_cb cb, void *arg)
+enum store_rc pq_container_list(void *impl, const char *runner_id, store_container_cb cb, void *arg)
 {
     return run_list(impl, PQ_CONTAINER_LIST, runner_id ? runner_id : "", container_row, (void *)cb,
                     arg);
@@ -255,7 +257,7 @@ int pq_container_list(void *impl, const char *runner_id, store_container_cb cb, 
 
 /* --- any named row --- */
 
-int pq_exists(void *impl, enum store_entity kind, const char *id)
+enum store_rc pq_exists(void *impl, enum store_entity kind, const char *id)
 {
     static const enum pq_id ids[] = {
         [STORE_ENTITY_ACCOUNT] = PQ_EXISTS_ACCOUNT, [STORE_ENTITY_CHANNEL] = PQ_EXISTS_CHANNEL,
@@ -274,7 +276,7 @@ int pq_exists(void *impl, enum store_entity kind, const char *id)
     return rv;
 }
 
-int pq_remove(void *impl, enum store_entity kind, const char *id)
+enum store_rc pq_remove(void *impl, enum store_entity kind, const char *id)
 {
     static const enum pq_id ids[] = {
         [STORE_ENTITY_ACCOUNT] = PQ_REMOVE_ACCOUNT, [STORE_ENTITY_CHANNEL] = PQ_REMOVE_CHANNEL,
@@ -297,8 +299,8 @@ int pq_remove(void *impl, enum store_entity kind, const char *id)
 
 /* Reads the subject HASH is bound to into ACCOUNT and RUNNER ("" for the
  * other kind).  Returns OK, NOT_FOUND or FAULT. */
-static int token_subject(struct pg_store *st, const uint8_t hash[STORE_HASH_LEN],
-                         char account[STORE_ID_MAX], char runner[STORE_ID_MAX])
+static enum store_rc token_subject(struct pg_store *st, const uint8_t hash[STORE_HASH_LEN],
+                                   char account[STORE_ID_MAX], char runner[STORE_ID_MAX])
 {
     struct pg_params p = {0};
     PGresult *res = NULL;
@@ -317,8 +319,8 @@ static int token_subject(struct pg_store *st, const uint8_t hash[STORE_HASH_LEN]
     return rv;
 }
 
-int pq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN], enum store_subject_kind kind,
-                 const char *subject_id, int *changed)
+enum store_rc pq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN],
+                           enum store_subject_kind kind, const char *subject_id, int *changed)
 {
     char account[STORE_ID_MAX], runner[STORE_ID_MAX];
     struct pg_params p = {0};
@@ -346,7 +348,7 @@ int pq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN], enum store_subj
     return rv;
 }
 
-int pq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed)
+enum store_rc pq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed)
 {
     char account[STORE_ID_MAX], runner[STORE_ID_MAX];
     struct pg_params p = {0};
@@ -361,8 +363,8 @@ int pq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed
     return token_subject(impl, hash, account, runner); /* OK: revoked already */
 }
 
-int pq_token_revoke_subject(void *impl, enum store_subject_kind kind, const char *subject_id,
-                            int *changed)
+enum store_rc pq_token_revoke_subject(void *impl, enum store_subject_kind kind,
+                                      const char *subject_id, int *changed)
 {
     struct pg_params p = {0};
     int rv;
@@ -397,7 +399,7 @@ static int token_row(const PGresult *res, int i, void *cb, void *arg)
     return ((store_token_cb)cb)(&t, arg);
 }
 
-int pq_token_list(void *impl, store_token_cb cb, void *arg)
+enum store_rc pq_token_list(void *impl, store_token_cb cb, void *arg)
 {
     return run_list(impl, PQ_TOKEN_LIST, NULL, token_row, (void *)cb, arg);
 }

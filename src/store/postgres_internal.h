@@ -129,13 +129,13 @@ void pg_param_bytes(struct pg_params *p, const uint8_t *bytes, int len);
 /* Runs statement ID with P (may be NULL).  Returns STORE_OK with *RES set
  * (the caller PQclear()s it), or the mapped error (FAULT for a lost
  * connection, a timeout or any server error that is not a constraint). */
-int pg_run(struct pg_store *st, enum pq_id id, const struct pg_params *p, int flags,
-           PGresult **res);
+enum store_rc pg_run(struct pg_store *st, enum pq_id id, const struct pg_params *p, int flags,
+                     PGresult **res);
 
 /* A write: pg_run, then *CHANGED (may be NULL) = PQcmdTuples > 0; *ROWS
  * (may be NULL) = rows affected. */
-int pg_write(struct pg_store *st, enum pq_id id, const struct pg_params *p, int flags,
-             int *changed);
+enum store_rc pg_write(struct pg_store *st, enum pq_id id, const struct pg_params *p, int flags,
+                       int *changed);
 
 /* Called first by every read: returns 1 (the read must answer
  * STORE_FAULT) when failpoint NAME (may be NULL) or "store.read" is set. */
@@ -155,55 +155,60 @@ int64_t pg_int(const PGresult *res, int row, int col);
 const char *pq_sql(enum pq_id id);
 /* Applies every pending migration on CONN.  Returns STORE_OK, or
  * STORE_FAULT with a reason in ERR (a newer schema, a failed statement). */
-int pq_migrate(PGconn *conn, char *err, size_t errlen);
+enum store_rc pq_migrate(PGconn *conn, char *err, size_t errlen);
 
 /* Reads (postgres_reads.c). */
-int pq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN], struct store_subject *out);
-int pq_session_get(void *impl, const char *session_id, struct store_session *out);
-int pq_session_find_native(void *impl, const char *provider, const char *native_id,
-                           struct store_session *out);
-int pq_session_runner(void *impl, const char *session_id, char runner_id[STORE_ID_MAX]);
-int pq_member_check(void *impl, const char *account_id, const char *channel_id);
-int pq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out);
-int pq_session_list(void *impl, const struct store_session_filter *filter, store_session_cb cb,
-                    void *arg);
-int pq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, void *arg);
-int pq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out);
-int pq_session_create(void *impl, const struct store_session_spec *spec, char out_id[STORE_ID_MAX]);
-int pq_session_close(void *impl, const char *session_id);
-int pq_session_reopen(void *impl, const char *session_id);
-int pq_terminal_create(void *impl, const char *container_name, uint64_t *out_id);
-int pq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
-                            const char *native_id, const char *owner_account_id, uint64_t *out_id,
-                            char out_session_id[STORE_ID_MAX]);
-int pq_resource_close(void *impl, uint64_t resource_id);
-int pq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out);
-int pq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq);
+enum store_rc pq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN],
+                               struct store_subject *out);
+enum store_rc pq_session_get(void *impl, const char *session_id, struct store_session *out);
+enum store_rc pq_session_find_native(void *impl, const char *provider, const char *native_id,
+                                     struct store_session *out);
+enum store_rc pq_session_runner(void *impl, const char *session_id, char runner_id[STORE_ID_MAX]);
+enum store_rc pq_member_check(void *impl, const char *account_id, const char *channel_id);
+enum store_rc pq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out);
+enum store_rc pq_session_list(void *impl, const struct store_session_filter *filter,
+                              store_session_cb cb, void *arg);
+enum store_rc pq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, void *arg);
+enum store_rc pq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out);
+enum store_rc pq_session_create(void *impl, const struct store_session_spec *spec,
+                                char out_id[STORE_ID_MAX]);
+enum store_rc pq_session_close(void *impl, const char *session_id);
+enum store_rc pq_session_reopen(void *impl, const char *session_id);
+enum store_rc pq_terminal_create(void *impl, const char *container_name, uint64_t *out_id);
+enum store_rc pq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
+                                      const char *native_id, const char *owner_account_id,
+                                      uint64_t *out_id, char out_session_id[STORE_ID_MAX]);
+enum store_rc pq_resource_close(void *impl, uint64_t resource_id);
+enum store_rc pq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out);
+enum store_rc pq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq);
 
 /* store_ops.write_metrics (postgres_metrics.c). */
 void pq_write_metrics(void *impl, FILE *out);
 
 /* Administration (postgres_admin.c). */
-int pq_account_put(void *impl, const struct store_account *a, int *changed);
-int pq_account_get(void *impl, const char *id, struct store_account *out);
-int pq_account_list(void *impl, store_account_cb cb, void *arg);
-int pq_channel_put(void *impl, const char *id, int *changed);
-int pq_channel_list(void *impl, store_id_cb cb, void *arg);
-int pq_member_add(void *impl, const char *account_id, const char *channel_id, int *changed);
-int pq_member_remove(void *impl, const char *account_id, const char *channel_id, int *changed);
-int pq_member_list(void *impl, const char *channel_id, store_member_cb cb, void *arg);
-int pq_runner_put(void *impl, const char *id, int *changed);
-int pq_runner_list(void *impl, store_id_cb cb, void *arg);
-int pq_container_put(void *impl, const struct store_container *c, int *changed);
-int pq_container_get(void *impl, const char *name, struct store_container *out);
-int pq_container_list(void *impl, const char *runner_id, store_container_cb cb, void *arg);
-int pq_exists(void *impl, enum store_entity kind, const char *id);
-int pq_remove(void *impl, enum store_entity kind, const char *id);
-int pq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN], enum store_subject_kind kind,
-                 const char *subject_id, int *changed);
-int pq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed);
-int pq_token_revoke_subject(void *impl, enum store_subject_kind kind, const char *subject_id,
+enum store_rc pq_account_put(void *impl, const struct store_account *a, int *changed);
+enum store_rc pq_account_get(void *impl, const char *id, struct store_account *out);
+enum store_rc pq_account_list(void *impl, store_account_cb cb, void *arg);
+enum store_rc pq_channel_put(void *impl, const char *id, int *changed);
+enum store_rc pq_channel_list(void *impl, store_id_cb cb, void *arg);
+enum store_rc pq_member_add(void *impl, const char *account_id, const char *channel_id,
                             int *changed);
-int pq_token_list(void *impl, store_token_cb cb, void *arg);
+enum store_rc pq_member_remove(void *impl, const char *account_id, const char *channel_id,
+                               int *changed);
+enum store_rc pq_member_list(void *impl, const char *channel_id, store_member_cb cb, void *arg);
+enum store_rc pq_runner_put(void *impl, const char *id, int *changed);
+enum store_rc pq_runner_list(void *impl, store_id_cb cb, void *arg);
+enum store_rc pq_container_put(void *impl, const struct store_container *c, int *changed);
+enum store_rc pq_container_get(void *impl, const char *name, struct store_container *out);
+enum store_rc pq_container_list(void *impl, const char *runner_id, store_container_cb cb,
+                                void *arg);
+enum store_rc pq_exists(void *impl, enum store_entity kind, const char *id);
+enum store_rc pq_remove(void *impl, enum store_entity kind, const char *id);
+enum store_rc pq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN],
+                           enum store_subject_kind kind, const char *subject_id, int *changed);
+enum store_rc pq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed);
+enum store_rc pq_token_revoke_subject(void *impl, enum store_subject_kind kind,
+                                      const char *subject_id, int *changed);
+enum store_rc pq_token_list(void *impl, store_token_cb cb, void *arg);
 
 #endif

@@ -39,7 +39,8 @@ static int unhex(const char *hex, uint8_t hash[STORE_HASH_LEN])
     return 0;
 }
 
-int pq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN], struct store_subject *out)
+enum store_rc pq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN],
+                               struct store_subject *out)
 {
     struct pg_store *st = impl;
     uint8_t stored[STORE_HASH_LEN];
@@ -92,8 +93,8 @@ static void read_session_row(const PGresult *res, int row, struct store_session 
 
 /* Runs session statement ID and reads its first row: OK, NOT_FOUND or
  * FAULT. */
-static int one_session(struct pg_store *st, enum pq_id id, const struct pg_params *p,
-                       struct store_session *out)
+static enum store_rc one_session(struct pg_store *st, enum pq_id id, const struct pg_params *p,
+                                 struct store_session *out)
 {
     PGresult *res = NULL;
     int rv = pg_run(st, id, p, PG_READ, &res);
@@ -109,7 +110,8 @@ static int one_session(struct pg_store *st, enum pq_id id, const struct pg_param
 
 /* The session read behind session_get and session_runner, through the
  * gate cache when the notification connection vouches for it. */
-static int session_cached(struct pg_store *st, const char *session_id, struct store_session *out)
+static enum store_rc session_cached(struct pg_store *st, const char *session_id,
+                                    struct store_session *out)
 {
     struct pg_params p = {0};
     int fresh = pg_cache_fresh(st);
@@ -129,14 +131,14 @@ static int session_cached(struct pg_store *st, const char *session_id, struct st
     return rv;
 }
 
-int pq_session_get(void *impl, const char *session_id, struct store_session *out)
+enum store_rc pq_session_get(void *impl, const char *session_id, struct store_session *out)
 {
     if (pg_read_guard("store.session"))
         return STORE_FAULT;
     return session_cached(impl, session_id, out);
 }
 
-int pq_session_runner(void *impl, const char *session_id, char runner_id[STORE_ID_MAX])
+enum store_rc pq_session_runner(void *impl, const char *session_id, char runner_id[STORE_ID_MAX])
 {
     struct store_session s;
     int rv;
@@ -149,8 +151,8 @@ int pq_session_runner(void *impl, const char *session_id, char runner_id[STORE_I
     return rv;
 }
 
-int pq_session_find_native(void *impl, const char *provider, const char *native_id,
-                           struct store_session *out)
+enum store_rc pq_session_find_native(void *impl, const char *provider, const char *native_id,
+                                     struct store_session *out)
 {
     struct pg_params p = {0};
 
@@ -166,7 +168,7 @@ int pq_session_find_native(void *impl, const char *provider, const char *native_
 /* Loads every channel of ACCOUNT_ID into the cache; an account in more
  * than MEMBER_CACHE_MAX channels is not cached.  Returns OK or FAULT. */
 #define MEMBER_CACHE_MAX 64
-static int member_load(struct pg_store *st, const char *account_id)
+static enum store_rc member_load(struct pg_store *st, const char *account_id)
 {
     char buf[MEMBER_CACHE_MAX * STORE_ID_MAX];
     struct pg_params p = {0};
@@ -194,7 +196,7 @@ static int member_load(struct pg_store *st, const char *account_id)
     return STORE_OK;
 }
 
-int pq_member_check(void *impl, const char *account_id, const char *channel_id)
+enum store_rc pq_member_check(void *impl, const char *account_id, const char *channel_id)
 {
     struct pg_store *st = impl;
     struct pg_params p = {0};
@@ -226,7 +228,7 @@ int pq_member_check(void *impl, const char *account_id, const char *channel_id)
     return rv;
 }
 
-int pq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out)
+enum store_rc pq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out)
 {
     struct pg_params p = {0};
     PGresult *res = NULL;
@@ -258,8 +260,8 @@ int pq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out
 
 /* Runs session list statement ID, handing each row to CB until it returns
  * nonzero.  Returns OK or FAULT. */
-static int each_session(struct pg_store *st, enum pq_id id, const struct pg_params *p,
-                        store_session_cb cb, void *arg)
+static enum store_rc each_session(struct pg_store *st, enum pq_id id, const struct pg_params *p,
+                                  store_session_cb cb, void *arg)
 {
     struct store_session s;
     PGresult *res = NULL;
@@ -276,8 +278,8 @@ static int each_session(struct pg_store *st, enum pq_id id, const struct pg_para
     return STORE_OK;
 }
 
-int pq_session_list(void *impl, const struct store_session_filter *filter, store_session_cb cb,
-                    void *arg)
+enum store_rc pq_session_list(void *impl, const struct store_session_filter *filter,
+                              store_session_cb cb, void *arg)
 {
     struct pg_params p = {0};
 
@@ -292,7 +294,7 @@ int pq_session_list(void *impl, const struct store_session_filter *filter, store
     return each_session(impl, PQ_SESSION_LIST, &p, cb, arg);
 }
 
-int pq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, void *arg)
+enum store_rc pq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, void *arg)
 {
     struct pg_params p = {0};
 
@@ -304,7 +306,7 @@ int pq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, v
     return each_session(impl, PQ_SESSION_HOSTED, &p, cb, arg);
 }
 
-int pq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out)
+enum store_rc pq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out)
 {
     struct pg_params p = {0};
     PGresult *res = NULL;
@@ -327,7 +329,8 @@ int pq_session_count_open(void *impl, const char *agent_account_id, uint64_t *ou
 
 /* --- writes --- */
 
-int pq_session_create(void *impl, const struct store_session_spec *spec, char out_id[STORE_ID_MAX])
+enum store_rc pq_session_create(void *impl, const struct store_session_spec *spec,
+                                char out_id[STORE_ID_MAX])
 {
     struct pg_params p = {0};
     char id[STORE_ID_MAX];
@@ -361,7 +364,7 @@ int pq_session_create(void *impl, const struct store_session_spec *spec, char ou
 /* Runs a "SELECT count(*)" write (one statement changing a session and
  * its resource together).  Returns OK, NOT_FOUND when it matched nothing,
  * or the mapped error. */
-static int counted_write(struct pg_store *st, enum pq_id id, const struct pg_params *p)
+static enum store_rc counted_write(struct pg_store *st, enum pq_id id, const struct pg_params *p)
 {
     PGresult *res = NULL;
     int rv = pg_run(st, id, p, 0, &res);
@@ -374,7 +377,7 @@ static int counted_write(struct pg_store *st, enum pq_id id, const struct pg_par
     return rv;
 }
 
-static int session_set_closed(struct pg_store *st, const char *session_id, int closed)
+static enum store_rc session_set_closed(struct pg_store *st, const char *session_id, int closed)
 {
     struct pg_params p = {0};
 
@@ -385,17 +388,17 @@ static int session_set_closed(struct pg_store *st, const char *session_id, int c
     return counted_write(st, PQ_SESSION_SET_CLOSED, &p);
 }
 
-int pq_session_close(void *impl, const char *session_id)
+enum store_rc pq_session_close(void *impl, const char *session_id)
 {
     return session_set_closed(impl, session_id, 1);
 }
 
-int pq_session_reopen(void *impl, const char *session_id)
+enum store_rc pq_session_reopen(void *impl, const char *session_id)
 {
     return session_set_closed(impl, session_id, 0);
 }
 
-int pq_terminal_create(void *impl, const char *container_name, uint64_t *out_id)
+enum store_rc pq_terminal_create(void *impl, const char *container_name, uint64_t *out_id)
 {
     struct pg_params p = {0};
     PGresult *res = NULL;
@@ -413,9 +416,9 @@ int pq_terminal_create(void *impl, const char *container_name, uint64_t *out_id)
     return STORE_OK;
 }
 
-int pq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
-                            const char *native_id, const char *owner_account_id, uint64_t *out_id,
-                            char out_session_id[STORE_ID_MAX])
+enum store_rc pq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
+                                      const char *native_id, const char *owner_account_id,
+                                      uint64_t *out_id, char out_session_id[STORE_ID_MAX])
 {
     struct pg_store *st = impl;
     struct pg_params p = {0};
@@ -455,7 +458,7 @@ int pq_agent_session_create(void *impl, uint64_t parent_id, const char *provider
     return rv;
 }
 
-int pq_resource_close(void *impl, uint64_t resource_id)
+enum store_rc pq_resource_close(void *impl, uint64_t resource_id)
 {
     struct pg_params p = {0};
 
@@ -467,7 +470,7 @@ int pq_resource_close(void *impl, uint64_t resource_id)
 
 /* --- runners --- */
 
-int pq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out)
+enum store_rc pq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out)
 {
     struct pg_params p = {0};
     PGresult *res = NULL;
@@ -489,7 +492,7 @@ int pq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out)
     return rv;
 }
 
-int pq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq)
+enum store_rc pq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq)
 {
     struct pg_params p = {0};
     int rv, n = 0;

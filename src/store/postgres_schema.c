@@ -260,7 +260,7 @@ static int read_version(PGconn *conn, int *out, char *err, size_t errlen)
     return ok ? 0 : -1;
 }
 
-int pq_migrate(PGconn *conn, char *err, size_t errlen)
+enum store_rc pq_migrate(PGconn *conn, char *err, size_t errlen)
 {
     char sql[128], what[64];
     int version = 0;

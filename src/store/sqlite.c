@@ -58,14 +58,14 @@ sqlite3_stmt *sq_read_stmt(struct sqlite_store *st, const char *name, enum sq_id
     return sq_read_guard(st, name) ? NULL : sq_stmt(st, id);
 }
 
-int sq_read_fault(struct sqlite_store *st, int rc)
+enum store_rc sq_read_fault(struct sqlite_store *st, int rc)
 {
     log_warn("store: read failed: %s", sqlite3_errstr(rc));
     (void)st;
     return STORE_FAULT;
 }
 
-int sq_write_rc(struct sqlite_store *st, int rc, int deleting)
+enum store_rc sq_write_rc(struct sqlite_store *st, int rc, int deleting)
 {
     (void)st;
     switch (rc) {
@@ -102,7 +102,7 @@ void sq_note_write(struct sqlite_store *st)
     sq_cache_clear(st->cache);
 }
 
-int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int flags, int *changed)
+enum store_rc sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int flags, int *changed)
 {
     int rc = sqlite3_step(stmt);
     int out;
@@ -125,14 +125,14 @@ int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int flags, int *c
     return out;
 }
 
-int sq_savepoint(struct sqlite_store *st)
+enum store_rc sq_savepoint(struct sqlite_store *st)
 {
     int rc = sqlite3_exec(st->db, "SAVEPOINT op", NULL, NULL, NULL);
 
     return rc == SQLITE_OK ? STORE_OK : sq_write_rc(st, rc, 0);
 }
 
-int sq_release_savepoint(struct sqlite_store *st)
+enum store_rc sq_release_savepoint(struct sqlite_store *st)
 {
     int rc = sqlite3_exec(st->db, "RELEASE op", NULL, NULL, NULL);
 
@@ -153,8 +153,8 @@ void sq_rollback_savepoint(struct sqlite_store *st)
 
 /* --- authentication --- */
 
-static int sq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN],
-                            struct store_subject *out)
+static enum store_rc sq_token_resolve(void *impl, const uint8_t hash[STORE_HASH_LEN],
+                                      struct store_subject *out)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -216,7 +216,8 @@ static void read_session_row(sqlite3_stmt *stmt, struct store_session *out)
 
 /* Steps a bound session statement once: OK with OUT filled, NOT_FOUND, or
  * FAULT.  Releases STMT. */
-static int step_session(struct sqlite_store *st, sqlite3_stmt *stmt, struct store_session *out)
+static enum store_rc step_session(struct sqlite_store *st, sqlite3_stmt *stmt,
+                                  struct store_session *out)
 {
     int rc = sqlite3_step(stmt);
     int ret;
@@ -234,8 +235,8 @@ static int step_session(struct sqlite_store *st, sqlite3_stmt *stmt, struct stor
 }
 
 /* The uncached read behind sq_session_get; also the cache's loader. */
-static int session_get_db(struct sqlite_store *st, const char *session_id,
-                          struct store_session *out)
+static enum store_rc session_get_db(struct sqlite_store *st, const char *session_id,
+                                    struct store_session *out)
 {
     sqlite3_stmt *stmt = sq_stmt(st, SQ_SESSION_GET);
 
@@ -245,7 +246,7 @@ static int session_get_db(struct sqlite_store *st, const char *session_id,
     return step_session(st, stmt, out);
 }
 
-static int sq_session_get(void *impl, const char *session_id, struct store_session *out)
+static enum store_rc sq_session_get(void *impl, const char *session_id, struct store_session *out)
 {
     struct sqlite_store *st = impl;
     int rc;
@@ -267,8 +268,8 @@ static int sq_session_get(void *impl, const char *session_id, struct store_sessi
     return rc;
 }
 
-static int sq_session_find_native(void *impl, const char *provider, const char *native_id,
-                                  struct store_session *out)
+static enum store_rc sq_session_find_native(void *impl, const char *provider, const char *native_id,
+                                            struct store_session *out)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -283,7 +284,8 @@ static int sq_session_find_native(void *impl, const char *provider, const char *
     return step_session(st, stmt, out);
 }
 
-static int sq_session_runner(void *impl, const char *session_id, char runner_id[STORE_ID_MAX])
+static enum store_rc sq_session_runner(void *impl, const char *session_id,
+                                       char runner_id[STORE_ID_MAX])
 {
     struct sqlite_store *st = impl;
     struct store_session s;
@@ -310,8 +312,8 @@ static int sq_session_runner(void *impl, const char *session_id, char runner_id[
 /* Steps STMT (bound, from sq_stmt or sq_read_stmt), handing each session
  * row to CB until it returns nonzero, then releases it.  Returns STORE_OK,
  * or the read fault. */
-static int sq_each_session(struct sqlite_store *st, sqlite3_stmt *stmt, store_session_cb cb,
-                           void *arg)
+static enum store_rc sq_each_session(struct sqlite_store *st, sqlite3_stmt *stmt,
+                                     store_session_cb cb, void *arg)
 {
     struct store_session s;
     int rc;
@@ -327,8 +329,8 @@ static int sq_each_session(struct sqlite_store *st, sqlite3_stmt *stmt, store_se
     return rc == SQLITE_DONE ? STORE_OK : sq_read_fault(st, rc);
 }
 
-static int sq_session_list(void *impl, const struct store_session_filter *filter,
-                           store_session_cb cb, void *arg)
+static enum store_rc sq_session_list(void *impl, const struct store_session_filter *filter,
+                                     store_session_cb cb, void *arg)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -344,7 +346,8 @@ static int sq_session_list(void *impl, const struct store_session_filter *filter
     return sq_each_session(st, stmt, cb, arg);
 }
 
-static int sq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb, void *arg)
+static enum store_rc sq_runner_sessions(void *impl, const char *runner_id, store_session_cb cb,
+                                        void *arg)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt = sq_read_stmt(st, "store.binding", SQ_SESSION_HOSTED);
@@ -355,7 +358,7 @@ static int sq_runner_sessions(void *impl, const char *runner_id, store_session_c
     return sq_each_session(st, stmt, cb, arg);
 }
 
-static int sq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out)
+static enum store_rc sq_session_count_open(void *impl, const char *agent_account_id, uint64_t *out)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt = sq_read_stmt(st, "store.session", SQ_SESSION_COUNT_OPEN);
@@ -371,12 +374,13 @@ static int sq_session_count_open(void *impl, const char *agent_account_id, uint6
     return rc == SQLITE_ROW ? STORE_OK : sq_read_fault(st, rc);
 }
 
-static int sq_change_generation(void *impl, uint64_t *generation)
+static enum store_rc sq_change_generation(void *impl, uint64_t *generation)
 {
     return sq_cache_generation(impl, generation);
 }
 
-static int member_check_db(struct sqlite_store *st, const char *account_id, const char *channel_id)
+static enum store_rc member_check_db(struct sqlite_store *st, const char *account_id,
+                                     const char *channel_id)
 {
     sqlite3_stmt *stmt = sq_stmt(st, SQ_MEMBER_CHECK);
     int rc, ret;
@@ -400,7 +404,7 @@ static int member_check_db(struct sqlite_store *st, const char *account_id, cons
  * than MEMBER_CACHE_MAX channels is not cached (each check then reads
  * SQLite).  Returns STORE_OK or STORE_FAULT. */
 #define MEMBER_CACHE_MAX 64
-static int member_load(struct sqlite_store *st, const char *account_id)
+static enum store_rc member_load(struct sqlite_store *st, const char *account_id)
 {
     char buf[MEMBER_CACHE_MAX * STORE_ID_MAX];
     sqlite3_stmt *stmt = sq_stmt(st, SQ_MEMBER_CHANNELS);
@@ -430,7 +434,7 @@ static int member_load(struct sqlite_store *st, const char *account_id)
     return STORE_OK;
 }
 
-static int sq_member_check(void *impl, const char *account_id, const char *channel_id)
+static enum store_rc sq_member_check(void *impl, const char *account_id, const char *channel_id)
 {
     struct sqlite_store *st = impl;
     int rc;
@@ -454,7 +458,7 @@ static int sq_member_check(void *impl, const char *account_id, const char *chann
     return member_check_db(st, account_id, channel_id); /* not cacheable */
 }
 
-int sq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out)
+enum store_rc sq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -508,7 +512,7 @@ static void sq_read_end(void *impl)
 
 /* --- transactions --- */
 
-static int sq_begin(void *impl)
+static enum store_rc sq_begin(void *impl)
 {
     struct sqlite_store *st = impl;
     int rc;
@@ -522,7 +526,7 @@ static int sq_begin(void *impl)
     return STORE_OK;
 }
 
-static int sq_commit(void *impl)
+static enum store_rc sq_commit(void *impl)
 {
     struct sqlite_store *st = impl;
     int rc;
@@ -620,7 +624,7 @@ static const struct store_ops sqlite_ops = {
     .set_timeout = sq_set_timeout,
 };
 
-int sqlite_store_set_busy_timeout(struct store *s, int ms)
+enum store_rc sqlite_store_set_busy_timeout(struct store *s, int ms)
 {
     struct sqlite_store *st = s->impl;
 
@@ -628,7 +632,7 @@ int sqlite_store_set_busy_timeout(struct store *s, int ms)
     return STORE_OK;
 }
 
-int sqlite_store_cache_enable(struct store *s, int on)
+enum store_rc sqlite_store_cache_enable(struct store *s, int on)
 {
     struct sqlite_store *st = s->impl;
 
@@ -651,7 +655,7 @@ static int pragma_expect(sqlite3 *db, const char *sql, const char *want)
     return ok;
 }
 
-int sqlite_store_open(const char *path, struct store **out, char *err, size_t errlen)
+enum store_rc sqlite_store_open(const char *path, struct store **out, char *err, size_t errlen)
 {
     struct sqlite_store *st;
     int rc, rv;

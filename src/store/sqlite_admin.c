@@ -10,7 +10,7 @@
 
 /* Steps a bound single-row read: OK, NOT_FOUND, or FAULT (STMT stays
  * positioned on the row for OK; the caller releases it). */
-static int step_read(struct sqlite_store *st, sqlite3_stmt *stmt)
+static enum store_rc step_read(struct sqlite_store *st, sqlite3_stmt *stmt)
 {
     int rc = sqlite3_step(stmt);
 
@@ -23,8 +23,9 @@ static int step_read(struct sqlite_store *st, sqlite3_stmt *stmt)
 
 /* Runs list statement STMT (bound), calling ROW for each row until it
  * returns nonzero.  Returns OK or FAULT; releases STMT. */
-static int run_list(struct sqlite_store *st, sqlite3_stmt *stmt,
-                    int (*row)(sqlite3_stmt *stmt, void *cb, void *arg), void *cb, void *arg)
+static enum store_rc run_list(struct sqlite_store *st, sqlite3_stmt *stmt,
+                              int (*row)(sqlite3_stmt *stmt, void *cb, void *arg), void *cb,
+                              void *arg)
 {
     int rc;
 
@@ -52,7 +53,7 @@ static void read_account(sqlite3_stmt *stmt, struct store_account *a)
     sq_text(stmt, 3, a->home_channel_id, sizeof(a->home_channel_id));
 }
 
-int sq_account_put(void *impl, const struct store_account *a, int *changed)
+enum store_rc sq_account_put(void *impl, const struct store_account *a, int *changed)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -71,7 +72,7 @@ int sq_account_put(void *impl, const struct store_account *a, int *changed)
     return sq_exec_write(st, stmt, 0, changed);
 }
 
-int sq_account_get(void *impl, const char *id, struct store_account *out)
+enum store_rc sq_account_get(void *impl, const char *id, struct store_account *out)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -96,7 +97,7 @@ static int account_row(sqlite3_stmt *stmt, void *cb, void *arg)
     return ((store_account_cb)cb)(&a, arg);
 }
 
-int sq_account_list(void *impl, store_account_cb cb, void *arg)
+enum store_rc sq_account_list(void *impl, store_account_cb cb, void *arg)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -109,7 +110,7 @@ int sq_account_list(void *impl, store_account_cb cb, void *arg)
 
 /* --- channels, runners: rows with only an id --- */
 
-static int put_id(struct sqlite_store *st, enum sq_id id, const char *value, int *changed)
+static enum store_rc put_id(struct sqlite_store *st, enum sq_id id, const char *value, int *changed)
 {
     sqlite3_stmt *stmt;
 
@@ -129,7 +130,7 @@ static int id_row(sqlite3_stmt *stmt, void *cb, void *arg)
     return ((store_id_cb)cb)(t ? (const char *)t : "", arg);
 }
 
-static int list_ids(struct sqlite_store *st, enum sq_id id, store_id_cb cb, void *arg)
+static enum store_rc list_ids(struct sqlite_store *st, enum sq_id id, store_id_cb cb, void *arg)
 {
     sqlite3_stmt *stmt;
 
@@ -139,29 +140,30 @@ static int list_ids(struct sqlite_store *st, enum sq_id id, store_id_cb cb, void
     return run_list(st, stmt, id_row, (void *)cb, arg);
 }
 
-int sq_channel_put(void *impl, const char *id, int *changed)
+enum store_rc sq_channel_put(void *impl, const char *id, int *changed)
 {
     return put_id(impl, SQ_CHANNEL_PUT, id, changed);
 }
 
-int sq_channel_list(void *impl, store_id_cb cb, void *arg)
+enum store_rc sq_channel_list(void *impl, store_id_cb cb, void *arg)
 {
     return list_ids(impl, SQ_CHANNEL_LIST, cb, arg);
 }
 
-int sq_runner_put(void *impl, const char *id, int *changed)
+enum store_rc sq_runner_put(void *impl, const char *id, int *changed)
 {
     return put_id(impl, SQ_RUNNER_PUT, id, changed);
 }
 
-int sq_runner_list(void *impl, store_id_cb cb, void *arg)
+enum store_rc sq_runner_list(void *impl, store_id_cb cb, void *arg)
 {
     return list_ids(impl, SQ_RUNNER_LIST, cb, arg);
 }
 
 /* --- memberships --- */
 
-int sq_member_add(void *impl, const char *account_id, const char *channel_id, int *changed)
+enum store_rc sq_member_add(void *impl, const char *account_id, const char *channel_id,
+                            int *changed)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -176,7 +178,8 @@ int sq_member_add(void *impl, const char *account_id, const char *channel_id, in
     return sq_exec_write(st, stmt, 0, changed);
 }
 
-int sq_member_remove(void *impl, const char *account_id, const char *channel_id, int *changed)
+enum store_rc sq_member_remove(void *impl, const char *account_id, const char *channel_id,
+                               int *changed)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt = sq_stmt(st, SQ_MEMBER_REMOVE);
@@ -200,7 +203,7 @@ static int member_row(sqlite3_stmt *stmt, void *cb, void *arg)
     return ((store_member_cb)cb)(a ? (const char *)a : "", c ? (const char *)c : "", arg);
 }
 
-int sq_member_list(void *impl, const char *channel_id, store_member_cb cb, void *arg)
+enum store_rc sq_member_list(void *impl, const char *channel_id, store_member_cb cb, void *arg)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -222,7 +225,7 @@ static void read_container(sqlite3_stmt *stmt, struct store_container *c)
     sq_text(stmt, 2, c->runner_id, sizeof(c->runner_id));
 }
 
-int sq_container_put(void *impl, const struct store_container *c, int *changed)
+enum store_rc sq_container_put(void *impl, const struct store_container *c, int *changed)
 {
     struct sqlite_store *st = impl;
     struct store_account a;
@@ -247,7 +250,7 @@ int sq_container_put(void *impl, const struct store_container *c, int *changed)
     return sq_exec_write(st, stmt, 0, changed);
 }
 
-int sq_container_get(void *impl, const char *name, struct store_container *out)
+enum store_rc sq_container_get(void *impl, const char *name, struct store_container *out)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -272,7 +275,7 @@ static int container_row(sqlite3_stmt *stmt, void *cb, void *arg)
     return ((store_container_cb)cb)(&c, arg);
 }
 
-int sq_container_list(void *impl, const char *runner_id, store_container_cb cb, void *arg)
+enum store_rc sq_container_list(void *impl, const char *runner_id, store_container_cb cb, void *arg)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -286,7 +289,7 @@ int sq_container_list(void *impl, const char *runner_id, store_container_cb cb, 
 
 /* --- any named row --- */
 
-int sq_exists(void *impl, enum store_entity kind, const char *id)
+enum store_rc sq_exists(void *impl, enum store_entity kind, const char *id)
 {
     static const enum sq_id ids[] = {
         [STORE_ENTITY_ACCOUNT] = SQ_EXISTS_ACCOUNT, [STORE_ENTITY_CHANNEL] = SQ_EXISTS_CHANNEL,
@@ -308,7 +311,7 @@ int sq_exists(void *impl, enum store_entity kind, const char *id)
     return rv;
 }
 
-int sq_remove(void *impl, enum store_entity kind, const char *id)
+enum store_rc sq_remove(void *impl, enum store_entity kind, const char *id)
 {
     static const enum sq_id ids[] = {
         [STORE_ENTITY_ACCOUNT] = SQ_REMOVE_ACCOUNT, [STORE_ENTITY_CHANNEL] = SQ_REMOVE_CHANNEL,
@@ -331,8 +334,8 @@ int sq_remove(void *impl, enum store_entity kind, const char *id)
 
 /* --- tokens --- */
 
-int sq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN], enum store_subject_kind kind,
-                 const char *subject_id, int *changed)
+enum store_rc sq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN],
+                           enum store_subject_kind kind, const char *subject_id, int *changed)
 {
     struct sqlite_store *st = impl;
     char account[STORE_ID_MAX], runner[STORE_ID_MAX];
@@ -377,7 +380,7 @@ int sq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN], enum store_subj
     return rv;
 }
 
-int sq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed)
+enum store_rc sq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt = sq_stmt(st, SQ_TOKEN_REVOKE);
@@ -400,8 +403,8 @@ int sq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed
     return rv;
 }
 
-int sq_token_revoke_subject(void *impl, enum store_subject_kind kind, const char *subject_id,
-                            int *changed)
+enum store_rc sq_token_revoke_subject(void *impl, enum store_subject_kind kind,
+                                      const char *subject_id, int *changed)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -441,7 +444,7 @@ static int token_row(sqlite3_stmt *stmt, void *cb, void *arg)
     return ((store_token_cb)cb)(&t, arg);
 }
 
-int sq_token_list(void *impl, store_token_cb cb, void *arg)
+enum store_rc sq_token_list(void *impl, store_token_cb cb, void *arg)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;

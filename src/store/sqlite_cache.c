@@ -1,8 +1,8 @@
 /* sqlite_cache: see sqlite_cache.h for the invalidation rule.
  *
- * Two open-addressing hash tables with string keys and linear probing.
- * There is no per-entry deletion: any change anywhere drops everything,
- * which is cheap because ownership changes are rare next to reads. */
+ * Two hash tables (common/hash_map.h) with string keys.  There is no
+ * per-entry deletion: any change anywhere drops everything, which is
+ * cheap because ownership changes are rare next to reads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +11,7 @@
 #include "store/sqlite_internal.h"
 
 /* A full cache is dropped rather than evicted piecemeal. */
-#define CACHE_SLOTS (1u << 16) /* power of two */
-#define CACHE_MAX   (CACHE_SLOTS / 2)
+#define CACHE_MAX (1u << 15)
 
 /* The first copy of the wal-index header at the start of the -shm file
  * (https://sqlite.org/walformat.html): its iChange counter moves with every
@@ -20,16 +19,15 @@
 #define WAL_HDR_LEN 48
 
 struct cache_entry {
-    char *key; /* NULL = empty slot */
+    struct hash_map_node node; /* keyed by key[0..keylen) */
+    int present;               /* session: exists */
+    void *value;               /* struct store_session, or a member_set; NULL when absent */
     size_t keylen;
-    uint64_t hash;
-    int present; /* session: exists */
-    void *value; /* struct store_session, or a member_set; NULL when absent */
+    char key[];
 };
 
 struct cache_table {
-    struct cache_entry *slots; /* CACHE_SLOTS, allocated on first put */
-    unsigned count;
+    struct hash_map map; /* of struct cache_entry */
 };
 
 struct sq_cache {
@@ -51,77 +49,58 @@ struct sq_cache {
     int scope_probed;  /* the file header was checked inside the scope */
 };
 
+/* Drops every entry; the bucket array stays for the next fill. */
 static void table_clear(struct cache_table *t)
 {
-    unsigned i;
+    struct hash_map_node *node, *next;
 
-    if (!t->slots || t->count == 0)
-        return;
-    /* Most slots are empty: clear only the used ones, rather than free(NULL)
-     * and rewrite megabytes on every store write. */
-    for (i = 0; i < CACHE_SLOTS; i++) {
-        if (!t->slots[i].key)
-            continue;
-        free(t->slots[i].key);
-        free(t->slots[i].value);
-        memset(&t->slots[i], 0, sizeof(t->slots[i]));
-    }
-    t->count = 0;
-}
+    for (node = hash_map_first(&t->map); node; node = next) {
+        struct cache_entry *e = hash_map_entry(node, struct cache_entry, node);
 
-/* Returns the slot holding KEY, or the empty slot where it would go. */
-static struct cache_entry *table_slot(struct cache_table *t, const char *key, size_t keylen,
-                                      uint64_t hash)
-{
-    unsigned i = (unsigned)(hash & (CACHE_SLOTS - 1));
-
-    for (;;) {
-        struct cache_entry *e = &t->slots[i];
-        if (!e->key || (e->hash == hash && e->keylen == keylen && memcmp(e->key, key, keylen) == 0))
-            return e;
-        i = (i + 1) & (CACHE_SLOTS - 1);
+        next = hash_map_next(&t->map, node);
+        hash_map_remove(&t->map, node);
+        free(e->value);
+        free(e);
     }
 }
 
 static struct cache_entry *table_find(struct cache_table *t, const char *key, size_t keylen)
 {
-    struct cache_entry *e;
+    struct hash_map_node *node = hash_map_find(&t->map, key, keylen);
 
-    if (!t->slots || t->count == 0)
-        return NULL;
-    e = table_slot(t, key, keylen, hash_fnv1a(key, keylen));
-    return e->key ? e : NULL;
+    return node ? hash_map_entry(node, struct cache_entry, node) : NULL;
 }
 
 /* Returns a new or existing entry for KEY, or NULL when out of memory. */
 static struct cache_entry *table_put(struct cache_table *t, const char *key, size_t keylen)
 {
-    struct cache_entry *e;
-    uint64_t hash = hash_fnv1a(key, keylen);
+    struct cache_entry *e = table_find(t, key, keylen);
 
-    if (!t->slots) {
-        t->slots = calloc(CACHE_SLOTS, sizeof(*t->slots));
-        if (!t->slots)
-            return NULL;
-    }
-    if (t->count >= CACHE_MAX)
-        table_clear(t);
-    e = table_slot(t, key, keylen, hash);
-    if (e->key)
+    if (e)
         return e;
-    e->key = malloc(keylen);
-    if (!e->key)
+    if (hash_map_count(&t->map) >= CACHE_MAX)
+        table_clear(t);
+    e = calloc(1, sizeof(*e) + keylen);
+    if (!e)
         return NULL;
     memcpy(e->key, key, keylen);
     e->keylen = keylen;
-    e->hash = hash;
-    t->count++;
+    if (hash_map_insert(&t->map, &e->node, e->key, keylen) != HASH_MAP_OK) {
+        free(e);
+        return NULL;
+    }
     return e;
 }
 
 struct sq_cache *sq_cache_new(void)
 {
-    return calloc(1, sizeof(struct sq_cache));
+    struct sq_cache *c = calloc(1, sizeof(struct sq_cache));
+
+    if (c) {
+        hash_map_init(&c->sessions.map);
+        hash_map_init(&c->members.map);
+    }
+    return c;
 }
 
 void sq_cache_free(struct sq_cache *c)
@@ -130,8 +109,8 @@ void sq_cache_free(struct sq_cache *c)
         return;
     table_clear(&c->sessions);
     table_clear(&c->members);
-    free(c->sessions.slots);
-    free(c->members.slots);
+    hash_map_free(&c->sessions.map);
+    hash_map_free(&c->members.map);
     free(c);
 }
 
@@ -229,7 +208,7 @@ static int wal_header(struct sqlite_store *st, unsigned char out[WAL_HDR_LEN])
     return 1;
 }
 
-int sq_cache_check(struct sqlite_store *st)
+enum store_rc sq_cache_check(struct sqlite_store *st)
 {
     unsigned char hdr[WAL_HDR_LEN];
     int have_hdr;
@@ -278,7 +257,7 @@ int sq_cache_check(struct sqlite_store *st)
     return STORE_OK;
 }
 
-int sq_cache_generation(struct sqlite_store *st, uint64_t *generation)
+enum store_rc sq_cache_generation(struct sqlite_store *st, uint64_t *generation)
 {
     struct sq_cache *c = st->cache;
     unsigned char hdr[WAL_HDR_LEN];
@@ -315,7 +294,8 @@ int sq_cache_generation(struct sqlite_store *st, uint64_t *generation)
     return STORE_OK;
 }
 
-int sq_cache_session_get(struct sq_cache *c, const char *session_id, struct store_session *out)
+enum store_rc sq_cache_session_get(struct sq_cache *c, const char *session_id,
+                                   struct store_session *out)
 {
     struct cache_entry *e = table_find(&c->sessions, session_id, strlen(session_id));
 
@@ -356,7 +336,8 @@ struct member_set {
     char ids[];
 };
 
-int sq_cache_member_get(struct sq_cache *c, const char *account_id, const char *channel_id)
+enum store_rc sq_cache_member_get(struct sq_cache *c, const char *account_id,
+                                  const char *channel_id)
 {
     struct cache_entry *e = table_find(&c->members, account_id, strlen(account_id));
     const struct member_set *ms;

@@ -43,19 +43,21 @@ int sq_cache_header_ok(struct sqlite_store *st);
 /* Checks PRAGMA data_version and drops the cache when it moved.  Returns
  * STORE_OK, or STORE_FAULT when the database cannot be read (then nothing
  * may be served from the cache either). */
-int sq_cache_check(struct sqlite_store *st);
+enum store_rc sq_cache_check(struct sqlite_store *st);
 
 /* store_ops.change_generation: a counter that moves when PRAGMA
  * data_version does (another connection committed), checked with the same
  * wal-index header shortcut as sq_cache_check but kept apart from the
  * cache, so it works with the cache off too.  Returns STORE_OK, or
  * STORE_FAULT when the database cannot be read. */
-int sq_cache_generation(struct sqlite_store *st, uint64_t *generation);
+enum store_rc sq_cache_generation(struct sqlite_store *st, uint64_t *generation);
 
 /* Lookups return STORE_OK / STORE_NOT_FOUND for a cached answer (positive
  * or negative) and STORE_FAULT for "not cached". */
-int sq_cache_session_get(struct sq_cache *c, const char *session_id, struct store_session *out);
-int sq_cache_member_get(struct sq_cache *c, const char *account_id, const char *channel_id);
+enum store_rc sq_cache_session_get(struct sq_cache *c, const char *session_id,
+                                   struct store_session *out);
+enum store_rc sq_cache_member_get(struct sq_cache *c, const char *account_id,
+                                  const char *channel_id);
 
 /* Remember an answer.  S NULL caches "no such session".  Out of memory
  * just skips caching. */

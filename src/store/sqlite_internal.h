@@ -79,7 +79,7 @@ const char *sq_sql(enum sq_id id);
 
 /* Applies every pending migration (sqlite_schema.c).  Returns STORE_OK, or
  * STORE_FAULT with a reason in ERR (a newer schema, I/O, corruption). */
-int sq_migrate(sqlite3 *db, char *err, size_t errlen);
+enum store_rc sq_migrate(sqlite3 *db, char *err, size_t errlen);
 /* One integer from SQL (a PRAGMA or a count).  Returns SQLITE_OK with
  * *VALUE, or the SQLite result code. */
 int sq_query_int(sqlite3 *db, const char *sql, int64_t *value);
@@ -94,10 +94,10 @@ void sq_release(sqlite3_stmt *stmt);
 /* Maps a failed sqlite3_step() of a write to a store_rc: a foreign key
  * violation is STORE_INVALID when INSERTING (a reference to nothing) and
  * STORE_CONFLICT when deleting (a row still referenced). */
-int sq_write_rc(struct sqlite_store *st, int rc, int deleting);
+enum store_rc sq_write_rc(struct sqlite_store *st, int rc, int deleting);
 
 /* Logs a failed read and returns STORE_FAULT. */
-int sq_read_fault(struct sqlite_store *st, int rc);
+enum store_rc sq_read_fault(struct sqlite_store *st, int rc);
 
 /* Called first by every read.  Returns 1 (the read must answer
  * STORE_FAULT) when failpoint NAME (may be NULL) or "store.read" is set, or
@@ -121,52 +121,56 @@ int sq_bind(sqlite3_stmt *stmt, int idx, const char *text);
 
 /* Runs one write statement to completion.  Returns STORE_OK or a mapped
  * error; *CHANGED (may be NULL) gets 1 when a row changed. */
-int sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int flags, int *changed);
+enum store_rc sq_exec_write(struct sqlite_store *st, sqlite3_stmt *stmt, int flags, int *changed);
 
 /* Records that this handle wrote, so cached reads are dropped. */
 void sq_note_write(struct sqlite_store *st);
 
 /* Savepoint helpers: nested inside begin() or standalone. */
-int sq_savepoint(struct sqlite_store *st);
-int sq_release_savepoint(struct sqlite_store *st);
+enum store_rc sq_savepoint(struct sqlite_store *st);
+enum store_rc sq_release_savepoint(struct sqlite_store *st);
 void sq_rollback_savepoint(struct sqlite_store *st);
 
 /* The resource read (sqlite.c), shared with the session writes. */
-int sq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out);
+enum store_rc sq_resource_get(void *impl, uint64_t resource_id, struct store_resource *out);
 
 /* Session and resource writes, runner sequence numbers (sqlite_sessions.c). */
-int sq_session_create(void *impl, const struct store_session_spec *spec, char out_id[STORE_ID_MAX]);
-int sq_session_close(void *impl, const char *session_id);
-int sq_session_reopen(void *impl, const char *session_id);
-int sq_terminal_create(void *impl, const char *container_name, uint64_t *out_id);
-int sq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
-                            const char *native_id, const char *owner_account_id, uint64_t *out_id,
-                            char out_session_id[STORE_ID_MAX]);
-int sq_resource_close(void *impl, uint64_t resource_id);
-int sq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out);
-int sq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq);
+enum store_rc sq_session_create(void *impl, const struct store_session_spec *spec,
+                                char out_id[STORE_ID_MAX]);
+enum store_rc sq_session_close(void *impl, const char *session_id);
+enum store_rc sq_session_reopen(void *impl, const char *session_id);
+enum store_rc sq_terminal_create(void *impl, const char *container_name, uint64_t *out_id);
+enum store_rc sq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
+                                      const char *native_id, const char *owner_account_id,
+                                      uint64_t *out_id, char out_session_id[STORE_ID_MAX]);
+enum store_rc sq_resource_close(void *impl, uint64_t resource_id);
+enum store_rc sq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out);
+enum store_rc sq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq);
 
 /* Admin operations (sqlite_admin.c), installed into the ops table. */
-int sq_account_put(void *impl, const struct store_account *a, int *changed);
-int sq_account_get(void *impl, const char *id, struct store_account *out);
-int sq_account_list(void *impl, store_account_cb cb, void *arg);
-int sq_channel_put(void *impl, const char *id, int *changed);
-int sq_channel_list(void *impl, store_id_cb cb, void *arg);
-int sq_member_add(void *impl, const char *account_id, const char *channel_id, int *changed);
-int sq_member_remove(void *impl, const char *account_id, const char *channel_id, int *changed);
-int sq_member_list(void *impl, const char *channel_id, store_member_cb cb, void *arg);
-int sq_runner_put(void *impl, const char *id, int *changed);
-int sq_runner_list(void *impl, store_id_cb cb, void *arg);
-int sq_container_put(void *impl, const struct store_container *c, int *changed);
-int sq_container_get(void *impl, const char *name, struct store_container *out);
-int sq_container_list(void *impl, const char *runner_id, store_container_cb cb, void *arg);
-int sq_exists(void *impl, enum store_entity kind, const char *id);
-int sq_remove(void *impl, enum store_entity kind, const char *id);
-int sq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN], enum store_subject_kind kind,
-                 const char *subject_id, int *changed);
-int sq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed);
-int sq_token_revoke_subject(void *impl, enum store_subject_kind kind, const char *subject_id,
+enum store_rc sq_account_put(void *impl, const struct store_account *a, int *changed);
+enum store_rc sq_account_get(void *impl, const char *id, struct store_account *out);
+enum store_rc sq_account_list(void *impl, store_account_cb cb, void *arg);
+enum store_rc sq_channel_put(void *impl, const char *id, int *changed);
+enum store_rc sq_channel_list(void *impl, store_id_cb cb, void *arg);
+enum store_rc sq_member_add(void *impl, const char *account_id, const char *channel_id,
                             int *changed);
-int sq_token_list(void *impl, store_token_cb cb, void *arg);
+enum store_rc sq_member_remove(void *impl, const char *account_id, const char *channel_id,
+                               int *changed);
+enum store_rc sq_member_list(void *impl, const char *channel_id, store_member_cb cb, void *arg);
+enum store_rc sq_runner_put(void *impl, const char *id, int *changed);
+enum store_rc sq_runner_list(void *impl, store_id_cb cb, void *arg);
+enum store_rc sq_container_put(void *impl, const struct store_container *c, int *changed);
+enum store_rc sq_container_get(void *impl, const char *name, struct store_container *out);
+enum store_rc sq_container_list(void *impl, const char *runner_id, store_container_cb cb,
+                                void *arg);
+enum store_rc sq_exists(void *impl, enum store_entity kind, const char *id);
+enum store_rc sq_remove(void *impl, enum store_entity kind, const char *id);
+enum store_rc sq_token_add(void *impl, const uint8_t hash[STORE_HASH_LEN],
+                           enum store_subject_kind kind, const char *subject_id, int *changed);
+enum store_rc sq_token_revoke(void *impl, const uint8_t hash[STORE_HASH_LEN], int *changed);
+enum store_rc sq_token_revoke_subject(void *impl, enum store_subject_kind kind,
+                                      const char *subject_id, int *changed);
+enum store_rc sq_token_list(void *impl, store_token_cb cb, void *arg);
 
 #endif

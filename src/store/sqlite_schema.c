@@ -200,7 +200,7 @@ int sq_query_int(sqlite3 *db, const char *sql, int64_t *value)
     return rc;
 }
 
-int sq_migrate(sqlite3 *db, char *err, size_t errlen)
+enum store_rc sq_migrate(sqlite3 *db, char *err, size_t errlen)
 {
     char bump[64];
     int64_t stored = 0;

@@ -9,8 +9,8 @@
 #include "store/sqlite_internal.h"
 
 /* Inserts one session row.  RESOURCE_ID 0 = none.  OUT_ID receives the id. */
-static int insert_session(struct sqlite_store *st, const struct store_session_spec *spec,
-                          uint64_t resource_id, char out_id[STORE_ID_MAX])
+static enum store_rc insert_session(struct sqlite_store *st, const struct store_session_spec *spec,
+                                    uint64_t resource_id, char out_id[STORE_ID_MAX])
 {
     char id[STORE_ID_MAX];
     sqlite3_stmt *stmt;
@@ -44,15 +44,16 @@ static int insert_session(struct sqlite_store *st, const struct store_session_sp
     return rv;
 }
 
-int sq_session_create(void *impl, const struct store_session_spec *spec, char out_id[STORE_ID_MAX])
+enum store_rc sq_session_create(void *impl, const struct store_session_spec *spec,
+                                char out_id[STORE_ID_MAX])
 {
     return insert_session(impl, spec, 0, out_id);
 }
 
 /* Runs write statement ID bound to one text or one integer argument and
  * returns OK, NOT_FOUND when it changed no row, or the mapped error. */
-static int write_one(struct sqlite_store *st, enum sq_id id, const char *text, uint64_t num,
-                     int *changed)
+static enum store_rc write_one(struct sqlite_store *st, enum sq_id id, const char *text,
+                               uint64_t num, int *changed)
 {
     sqlite3_stmt *stmt = sq_stmt(st, id);
     int n = 0, rv;
@@ -70,7 +71,7 @@ static int write_one(struct sqlite_store *st, enum sq_id id, const char *text, u
 }
 
 /* Sets SESSION_ID and its resource closed (CLOSED 1) or open (0). */
-static int session_set_closed(struct sqlite_store *st, const char *session_id, int closed)
+static enum store_rc session_set_closed(struct sqlite_store *st, const char *session_id, int closed)
 {
     int rv, n = 0;
 
@@ -92,19 +93,20 @@ static int session_set_closed(struct sqlite_store *st, const char *session_id, i
     return sq_release_savepoint(st);
 }
 
-int sq_session_close(void *impl, const char *session_id)
+enum store_rc sq_session_close(void *impl, const char *session_id)
 {
     return session_set_closed(impl, session_id, 1);
 }
 
-int sq_session_reopen(void *impl, const char *session_id)
+enum store_rc sq_session_reopen(void *impl, const char *session_id)
 {
     return session_set_closed(impl, session_id, 0);
 }
 
 /* Inserts a resource row; *OUT_ID gets its id. */
-static int insert_resource(struct sqlite_store *st, enum store_resource_kind kind,
-                           const char *container_name, uint64_t parent_id, uint64_t *out_id)
+static enum store_rc insert_resource(struct sqlite_store *st, enum store_resource_kind kind,
+                                     const char *container_name, uint64_t parent_id,
+                                     uint64_t *out_id)
 {
     sqlite3_stmt *stmt = sq_stmt(st, SQ_RESOURCE_INSERT);
     int rv;
@@ -120,16 +122,16 @@ static int insert_resource(struct sqlite_store *st, enum store_resource_kind kin
     return rv;
 }
 
-int sq_terminal_create(void *impl, const char *container_name, uint64_t *out_id)
+enum store_rc sq_terminal_create(void *impl, const char *container_name, uint64_t *out_id)
 {
     if (!store_id_valid(container_name))
         return STORE_INVALID;
     return insert_resource(impl, STORE_RESOURCE_TERMINAL, container_name, 0, out_id);
 }
 
-int sq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
-                            const char *native_id, const char *owner_account_id, uint64_t *out_id,
-                            char out_session_id[STORE_ID_MAX])
+enum store_rc sq_agent_session_create(void *impl, uint64_t parent_id, const char *provider,
+                                      const char *native_id, const char *owner_account_id,
+                                      uint64_t *out_id, char out_session_id[STORE_ID_MAX])
 {
     struct sqlite_store *st = impl;
     struct store_session_spec spec;
@@ -172,7 +174,7 @@ fail:
     return rv;
 }
 
-int sq_resource_close(void *impl, uint64_t resource_id)
+enum store_rc sq_resource_close(void *impl, uint64_t resource_id)
 {
     struct sqlite_store *st = impl;
     int rv, n = 0;
@@ -196,7 +198,7 @@ int sq_resource_close(void *impl, uint64_t resource_id)
 
 /* --- runners --- */
 
-int sq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out)
+enum store_rc sq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt;
@@ -220,7 +222,7 @@ int sq_runner_seq_get(void *impl, const char *runner_id, uint64_t *out)
     return ret;
 }
 
-int sq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq)
+enum store_rc sq_runner_seq_set(void *impl, const char *runner_id, uint64_t seq)
 {
     struct sqlite_store *st = impl;
     sqlite3_stmt *stmt = sq_stmt(st, SQ_RUNNER_SEQ_SET);

@@ -3,7 +3,7 @@
 
 #include "store/store.h"
 
-const char *store_rc_name(int rc)
+const char *store_rc_name(enum store_rc rc)
 {
     switch (rc) {
     case STORE_OK:
@@ -16,9 +16,8 @@ const char *store_rc_name(int rc)
         return "invalid";
     case STORE_FAULT:
         return "store fault";
-    default:
-        return "unknown";
     }
+    return "unknown";
 }
 
 int store_target_is_postgres(const char *target)
@@ -27,7 +26,7 @@ int store_target_is_postgres(const char *target)
            (strncmp(target, "postgres://", 11) == 0 || strncmp(target, "postgresql://", 13) == 0);
 }
 
-int store_open(const char *target, struct store **out, char *err, size_t errlen)
+enum store_rc store_open(const char *target, struct store **out, char *err, size_t errlen)
 {
     if (store_target_is_postgres(target))
         return postgres_store_open(target, out, err, errlen);
@@ -40,7 +39,7 @@ void store_set_timeout(struct store *s, int ms)
         s->ops->set_timeout(s->impl, ms);
 }
 
-int store_ping(struct store *s)
+enum store_rc store_ping(struct store *s)
 {
     if (!s || !s->ops->ping)
         return STORE_OK;
