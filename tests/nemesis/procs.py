@@ -296,16 +296,38 @@ class Cluster:
     def start(self, world, timeout=60):
         self.pg = Postgres(self.workdir)
         provision(self.build, self.pg.db, world, self.workdir)
-        for n in self.nats:
-            n.start()
-        self.wait(lambda: all(n.healthy() for n in self.nats), timeout,
-                  lambda: "the NATS cluster to form:\n" + "\n".join(n.log(15) for n in self.nats))
+        self.start_nats()
         self.nodes = [Node(i, self.workdir, self.build, self.pg.db, self.nats_urls)
                       for i in range(3)]
         for node in self.nodes:
             node.start()
         self.wait(lambda: all(node.serving() for node in self.nodes), timeout,
                   lambda: "the nodes to serve:\n" + "\n".join(n.log(15) for n in self.nodes))
+
+    def whole(self):
+        """Every server healthy, and a meta group that counts all three: before
+        that, a stream with three replicas finds no peers to be placed on."""
+        if not all(n.healthy() for n in self.nats):
+            return False
+        return any((n.monitor("/jsz") or {}).get("meta_cluster", {}).get("cluster_size", 0) >=
+                   len(self.nats) for n in self.nats)
+
+    def start_nats(self, attempts=3, timeout=20):
+        """nats-server 2.10 now and then forms its routes without a meta group
+        of every server, and stays so: such a cluster is stopped, its stores
+        removed, and started again, before any node or fault touches it."""
+        for attempt in range(attempts):
+            for n in self.nats:
+                n.start()
+            try:
+                return self.wait(self.whole, timeout, lambda: "the NATS cluster to form:\n" +
+                                 "\n".join(n.log(15) for n in self.nats))
+            except RuntimeError:
+                if attempt == attempts - 1:
+                    raise
+                for n in self.nats:
+                    n.kill()
+                    shutil.rmtree(n.dir / "js", ignore_errors=True)
 
     @staticmethod
     def wait(predicate, timeout, what, interval=0.2):
