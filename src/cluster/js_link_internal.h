@@ -106,6 +106,7 @@ struct js_link {
 
     pthread_t setup_thread;
     int setup_started;
+    int bus_replaced; /* tests: cluster.bus_replaced_once did its replacement */
     /* Lookups for the setup thread, which waits on SETUP_COND between its
      * rounds; guarded by LOCK. */
     pthread_cond_t setup_cond;

@@ -10,12 +10,15 @@
 #include <unistd.h>
 
 #include "cluster/js_link_internal.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 
 /* --- setup thread ----------------------------------------------------------- */
 
 /* Creates stream NAME on SUBJECT, or accepts the one that exists.  Returns
- * its info (destroy it), or NULL. */
+ * its info (destroy it), or NULL.  An existing stream is asked for first:
+ * creates racing each other are what makes JetStream replace a stream
+ * (settle). */
 static jsStreamInfo *ensure_stream(struct js_link *link, const char *name, const char *subject,
                                    size_t max_bytes)
 {
@@ -25,6 +28,8 @@ static jsStreamInfo *ensure_stream(struct js_link *link, const char *name, const
     const char *subjects[1] = {subject};
     natsStatus s;
 
+    if (js_GetStreamInfo(&si, link->js, name, NULL, &jerr) == NATS_OK)
+        return si;
     jsStreamConfig_Init(&cfg);
     cfg.Name = name;
     cfg.Subjects = subjects;
@@ -109,29 +114,95 @@ static void wait_heads_source(struct js_link *link)
              JS_FRAMES_STREAM);
 }
 
-/* The bus epoch of the bus stream created at CREATED: the first node to
- * reach it draws one, every other reads it. Returns 0 on failure. */
-static uint64_t cluster_epoch(struct js_link *link, int64_t created)
+/* Binds the bucket AGENTHUB_CLUSTER into *KV, made first when it does not
+ * exist.  Returns 0, or -1. */
+static int open_bucket(struct js_link *link, kvStore **kv)
 {
     kvConfig kc;
-    kvStore *kv = NULL;
+    natsStatus s = js_KeyValue(kv, link->js, JS_CLUSTER_BUCKET);
+
+    if (s != NATS_OK) {
+        kvConfig_Init(&kc);
+        kc.Bucket = JS_CLUSTER_BUCKET;
+        kc.StorageType = js_FileStorage;
+        kc.Replicas = link->config.replicas;
+        kc.History = 1;
+        s = js_CreateKeyValue(kv, link->js, &kc);
+        if (s != NATS_OK)
+            s = js_KeyValue(kv, link->js, JS_CLUSTER_BUCKET);
+    }
+    if (s != NATS_OK) {
+        log_warn("cluster: bucket %s: %s", JS_CLUSTER_BUCKET, natsStatus_GetText(s));
+        return -1;
+    }
+    return 0;
+}
+
+/* The streams whose identity a node relies on: the logs, and the bucket
+ * holding the bus epoch (a KV bucket is the stream KV_<bucket>). */
+static const char *const settled_streams[] = {JS_FRAMES_STREAM, JS_HEADS_STREAM, JS_BUS_STREAM,
+                                              "KV_" JS_CLUSTER_BUCKET};
+#define SETTLED_STREAMS (sizeof(settled_streams) / sizeof(settled_streams[0]))
+/* A stream made longer ago than this is taken as settled at once. */
+#define SETTLE_AGE_NS ((int64_t)30 * 1000 * 1000 * 1000)
+
+/* Reads the creation time of each of settled_streams into OUT.  Returns 0,
+ * or -1 when one cannot be read. */
+static int streams_created(struct js_link *link, int64_t out[SETTLED_STREAMS])
+{
+    for (size_t i = 0; i < SETTLED_STREAMS; i++) {
+        jsStreamInfo *si = NULL;
+        if (js_GetStreamInfo(&si, link->js, settled_streams[i], NULL, NULL) != NATS_OK)
+            return -1;
+        out[i] = si->Created;
+        jsStreamInfo_Destroy(si);
+    }
+    return 0;
+}
+
+/* Waits until no stream is being made again.  nats-server 2.10 can answer
+ * two nodes' racing creates of one stream each with success and then keep
+ * the later one, made up to a second after: what a node read of the first
+ * (its creation time, hence the bus epoch; frames written into it) would
+ * be gone.  A stream made in the last 30 s (by this node's clock) is
+ * therefore read again a second later, until two reads agree.  Returns 0,
+ * or -1 when the streams cannot be read or keep changing (the setup is
+ * tried again). */
+static int settle(struct js_link *link)
+{
+    int64_t before[SETTLED_STREAMS], after[SETTLED_STREAMS];
+    struct timespec now;
+
+    if (streams_created(link, before) != 0)
+        return -1;
+    for (int round = 0; round < 20 && !atomic_load(&link->stopping); round++) {
+        int young = 0;
+        clock_gettime(CLOCK_REALTIME, &now);
+        for (size_t i = 0; i < SETTLED_STREAMS; i++)
+            young |= (int64_t)now.tv_sec * 1000000000 + now.tv_nsec - before[i] < SETTLE_AGE_NS;
+        if (!young)
+            return 0;
+        nats_Sleep(1000);
+        if (streams_created(link, after) != 0)
+            return -1;
+        if (memcmp(before, after, sizeof(before)) == 0)
+            return 0;
+        log_info("cluster: a stream was made again by a node starting at the same time; "
+                 "waiting for the streams to settle");
+        memcpy(before, after, sizeof(before));
+    }
+    return -1;
+}
+
+/* The bus epoch of the bus stream created at CREATED, from bucket KV: the
+ * first node to reach it draws one, every other reads it.  Returns 0 on
+ * failure. */
+static uint64_t cluster_epoch(kvStore *kv, int64_t created)
+{
     kvEntry *e = NULL;
     char key[64], value[24];
     uint64_t epoch = 0, rev;
-    natsStatus s;
 
-    kvConfig_Init(&kc);
-    kc.Bucket = JS_CLUSTER_BUCKET;
-    kc.StorageType = js_FileStorage;
-    kc.Replicas = link->config.replicas;
-    kc.History = 1;
-    s = js_CreateKeyValue(&kv, link->js, &kc);
-    if (s != NATS_OK)
-        s = js_KeyValue(&kv, link->js, JS_CLUSTER_BUCKET);
-    if (s != NATS_OK) {
-        log_warn("cluster: bucket %s: %s", JS_CLUSTER_BUCKET, natsStatus_GetText(s));
-        return 0;
-    }
     /* "bus2": bus seqs are stream sequence * 1024 + index (js_link.h); a
      * stream numbered the older way (one event per message) gets a new
      * epoch, so a client resuming with an older seq is told to resync. */
@@ -146,7 +217,6 @@ static uint64_t cluster_epoch(struct js_link *link, int64_t created)
         epoch = strtoull(kvEntry_ValueString(e), NULL, 10);
         kvEntry_Destroy(e);
     }
-    kvStore_Destroy(kv);
     return epoch;
 }
 
@@ -185,17 +255,37 @@ static natsSubscription *ordered_consumer(struct js_link *link, const char *stre
 static int setup_once(struct js_link *link)
 {
     jsStreamInfo *frames = NULL, *bus = NULL;
+    kvStore *kv = NULL;
     struct js_event *ev;
+    jsErrCode jerr = 0;
     uint64_t epoch;
     int rv = -1;
 
     frames =
         ensure_stream(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", link->config.frames_max_bytes);
     bus = ensure_stream(link, JS_BUS_STREAM, JS_BUS_SUBJECT, link->config.bus_max_bytes);
-    if (!frames || !bus || ensure_heads(link) != 0)
+    /* Tests: the bus stream this node made or found is replaced right
+     * after, as JetStream does with one of two racing creates. */
+    if (bus && !link->bus_replaced && failpoint_active("cluster.bus_replaced_once")) {
+        link->bus_replaced = 1;
+        nats_Sleep(5); /* a later creation time, to the nanosecond */
+        if (js_DeleteStream(link->js, JS_BUS_STREAM, NULL, NULL) == NATS_OK)
+            jsStreamInfo_Destroy(
+                ensure_stream(link, JS_BUS_STREAM, JS_BUS_SUBJECT, link->config.bus_max_bytes));
+    }
+    if (!frames || !bus || ensure_heads(link) != 0 || open_bucket(link, &kv) != 0 ||
+        settle(link) != 0)
+        goto out;
+    /* What the settled streams hold: the infos of the creates may be of
+     * streams JetStream then replaced. */
+    jsStreamInfo_Destroy(frames);
+    jsStreamInfo_Destroy(bus);
+    frames = bus = NULL;
+    if (js_GetStreamInfo(&frames, link->js, JS_FRAMES_STREAM, NULL, &jerr) != NATS_OK ||
+        js_GetStreamInfo(&bus, link->js, JS_BUS_STREAM, NULL, &jerr) != NATS_OK)
         goto out;
     wait_heads_source(link);
-    epoch = cluster_epoch(link, bus->Created);
+    epoch = cluster_epoch(kv, bus->Created);
     if (epoch == 0)
         goto out;
     ev = js_link_event_alloc(JS_EV_READY);
@@ -223,6 +313,8 @@ static int setup_once(struct js_link *link)
         }
     }
 out:
+    if (kv)
+        kvStore_Destroy(kv);
     jsStreamInfo_Destroy(frames);
     jsStreamInfo_Destroy(bus);
     return rv;

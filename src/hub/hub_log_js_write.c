@@ -273,6 +273,7 @@ static void on_head(void *arg, const char *subject, enum js_last last, const str
          * frames stream evicted the subject's messages before this node
          * read them.  The copy continues after the newest, as a copy that
          * did read it. */
+        e->head = HEAD_KNOWN;
         js->heads_applied++;
         log_info("cluster: %s: its messages are gone from the frames stream; continuing after "
                  "stream seq %" PRIu64 " (seq %s), from the heads stream",
@@ -289,18 +290,20 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
     struct js_entry *take, *last = NULL, *p;
     size_t bytes = 0, off = 0;
     uint32_t frames = 0;
-    char msg_id[SUBJECT_MAX + 48];
+    char msg_id[SUBJECT_MAX + 48], sid[SESSION_MAX_ID + 1];
     uint64_t expect, dropped;
 
     if (e->in_flight || (!e->out_head && !e->fly))
         return;
-    if (!e->fly && e->last_stream_seq == 0 && e->head != HEAD_KNOWN) {
+    if (!e->fly && e->last_stream_seq == 0 && e->head != HEAD_KNOWN &&
+        cluster_wire_session_id(e->subject, sid) == 0) {
         /* This copy holds no message of the subject: it is new, or the
          * frames stream (bounded, oldest first) evicted its messages
          * before this node read them.  The heads stream tells which, and
          * where its seq stands; a first batch numbered from 1 would give
          * the session's seqs a second meaning on the copies that remember
-         * it. */
+         * it.  (A Runner's subject is numbered by no reader: its old
+         * entries would only bring back an older run.) */
         uint64_t id;
         if (e->head == HEAD_UNKNOWN) {
             if (js_link_last(js->link, e->subject, on_head, js, &id) == 0)

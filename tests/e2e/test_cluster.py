@@ -48,9 +48,11 @@ def replay(hub, session_id, last, token="t-alice"):
 class Nodes:
     """Three agenthubd nodes on NATS cluster NATS sharing one store."""
 
-    def __init__(self, nats, tmp_path, flags=(), count=3, replicas=3, env=None, faults=False):
+    def __init__(self, nats, tmp_path, flags=(), count=3, replicas=3, env=None, faults=False,
+                 start_faults=None):
         """FAULTS: each node reads its failpoints from a file of its own,
-        set while it runs with fault(I, NAME, ...)."""
+        set while it runs with fault(I, NAME, ...); START_FAULTS maps a
+        node's index to the failpoints it starts with."""
         self.hubs = []
         self.nats = nats
         self.fault_files = []
@@ -62,7 +64,7 @@ class Nodes:
             node_env = dict(env or {})
             if faults:
                 path = tmp_path / ("node-%d.faults" % (i + 1))
-                path.write_text("")
+                path.write_text("".join("%s=fault\n" % f for f in (start_faults or {}).get(i, ())))
                 self.fault_files.append(path)
                 node_env["AGENTHUB_FAILPOINTS"] = "@%s" % path
             try:

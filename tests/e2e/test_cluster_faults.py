@@ -342,3 +342,29 @@ def test_a_node_whose_bus_copy_stays_behind_answers_unavailable_to_retry(nodes):
     assert chunk_texts(more) == ["e4"]
     again.cancel()
     first.cancel()
+
+
+# --- the streams a node relies on: the bus epoch ------------------------------
+
+
+def test_a_bus_stream_replaced_while_a_node_sets_up_still_gives_one_epoch(nodes):
+    # Two nodes creating a stream at the same moment can both be told it
+    # was made, and JetStream then keeps the later one (nats-server 2.10):
+    # a node that took its bus epoch from the stream its own create
+    # answered would resume clients under an epoch no other node has, and
+    # tell them resync_required for history that exists.  The failpoint
+    # replaces the bus stream right after node A's create; A and B must
+    # still agree on the epoch, and a subscriber moving from A to B resumes.
+    n = nodes(count=2, replicas=1, faults=True,
+              start_faults={0: ["cluster.bus_replaced_once"]})
+    a, b = n[0], n[1]
+    assert bus_epoch(a) == bus_epoch(b) != 0
+    first = subscribe_events(a)
+    a.runner("runner-1").publish("sess-1", *[text("e%d" % i) for i in range(1, 4)])
+    got = first.wait(lambda items: items if len(chunk_texts(items)) >= 3 else None)
+    first.cancel()
+    again = subscribe_events(b, since_seq=got[0].seq, epoch=got[0].instance_epoch)
+    more = again.wait(lambda items: items if len(chunk_texts(items)) >= 2 else None)
+    again.cancel()
+    assert not any(e.HasField("resync_required") for e in more)
+    assert chunk_texts(more)[:2] == chunk_texts(got)[1:3]
