@@ -14,38 +14,13 @@ import struct
 import time
 
 import pytest
-from google.protobuf import descriptor_pb2, json_format
+from google.protobuf import json_format
 
 import compass_schema
+from compass_ui_facts import ENUMS, FACTS
 from rpc_harness import COMPASS, RawStream, S, start_hub, text  # noqa: F401
 from test_cluster import nodes  # noqa: F401 (fixture)
 
-FD = descriptor_pb2.FieldDescriptorProto
-STRING, BOOL, UINT64, INT64 = FD.TYPE_STRING, FD.TYPE_BOOL, FD.TYPE_UINT64, FD.TYPE_INT64
-MESSAGE, ENUM = FD.TYPE_MESSAGE, FD.TYPE_ENUM
-
-# compass.v1's numbering: (name, number, type, type name or None, oneof or None).
-FACTS = {
-    "SubscribeEventsRequest": [("since_seq", 1, UINT64), ("instance_epoch", 2, UINT64)],
-    "ServerStatus": [("state", 1, ENUM, "ServerState")],
-    "ResyncRequired": [],
-    "AgentSessionStatus": [("session_id", 1, STRING), ("state", 2, ENUM, "AgentSessionState"),
-                           ("agent_account_id", 3, STRING)],
-    "AgentMessageChunk": [("session_id", 1, STRING), ("text", 2, STRING),
-                          ("is_thought", 3, BOOL)],
-    "SubscribeEventsResponse": [
-        ("seq", 1, UINT64), ("at_unix_ms", 2, INT64), ("instance_epoch", 3, UINT64),
-        ("snapshot_seq", 4, UINT64),
-        ("server_status", 10, MESSAGE, "ServerStatus", "payload"),
-        ("resync_required", 11, MESSAGE, "ResyncRequired", "payload"),
-        ("agent_session_status", 12, MESSAGE, "AgentSessionStatus", "payload"),
-        ("agent_message_chunk", 13, MESSAGE, "AgentMessageChunk", "payload")],
-}
-ENUMS = {
-    "ServerState": ["UNSPECIFIED", "READY"],
-    "AgentSessionState": ["UNSPECIFIED", "STARTING", "READY", "WORKING", "STOPPED", "ERRORED",
-                          "DISCONNECTED"],
-}
 STOPPED, DISCONNECTED = 4, 6
 
 

@@ -344,27 +344,21 @@ def read_session(addr, session_id, until_seq, token="t-admin", tries=4):
     return got
 
 
-def read_session_once(addr, session_id, until_seq, token="t-admin", idle=3.0, timeout=30.0):
-    """Every frame of SESSION_ID on the node at ADDR, as raw AgentSessionFrame
-    bytes, read with a tail of everything: until a frame at or past
-    UNTIL_SEQ arrives, nothing arrives for IDLE seconds, or TIMEOUT.
-    Returns {"frames": [bytes], "error": None or why the read ended early}."""
-    frames, result = [], {"error": None}
+def drain(call, idle, stop=None):
+    """Reads the raw messages of the server stream CALL until it ends, STOP
+    (a function of the last message) says so, or nothing arrives for IDLE
+    seconds; then cancels it.  Returns (messages, error): error is why the
+    stream failed, "idle" when it went quiet first, or None."""
+    got, result = [], {"error": None}
     done = threading.Event()
-    ch = grpc.insecure_channel(addr, options=CHANNEL_OPTIONS)
-    call = ch.unary_stream(COMPASS + "SubscribeAgentSession",
-                           request_serializer=S.SubscribeAgentSessionRequest.SerializeToString,
-                           response_deserializer=None)(
-        S.SubscribeAgentSessionRequest(session_id=session_id, tail=1 << 30, agenthub_events=True),
-        metadata=auth(token), timeout=timeout)
     last = [time.monotonic()]
 
     def pump():
         try:
             for raw in call:
-                frames.append(raw)
+                got.append(raw)
                 last[0] = time.monotonic()
-                if F.AgentSessionFrame.FromString(raw).seq >= until_seq:
+                if stop and stop(raw):
                     break
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
@@ -375,13 +369,30 @@ def read_session_once(addr, session_id, until_seq, token="t-admin", idle=3.0, ti
     t.start()
     while not done.wait(0.1):
         if time.monotonic() - last[0] > idle:
-            result["error"] = result["error"] or "idle for %.0f s before seq %d" % (
-                idle, until_seq)
+            result["error"] = result["error"] or "idle"
             break
     call.cancel()
     t.join(5)
+    return list(got), result["error"]
+
+
+def read_session_once(addr, session_id, until_seq, token="t-admin", idle=3.0, timeout=30.0):
+    """Every frame of SESSION_ID on the node at ADDR, as raw AgentSessionFrame
+    bytes, read with a tail of everything: until a frame at or past
+    UNTIL_SEQ arrives, nothing arrives for IDLE seconds, or TIMEOUT.
+    Returns {"frames": [bytes], "error": None or why the read ended early}."""
+    ch = grpc.insecure_channel(addr, options=CHANNEL_OPTIONS)
+    call = ch.unary_stream(COMPASS + "SubscribeAgentSession",
+                           request_serializer=S.SubscribeAgentSessionRequest.SerializeToString,
+                           response_deserializer=None)(
+        S.SubscribeAgentSessionRequest(session_id=session_id, tail=1 << 30, agenthub_events=True),
+        metadata=auth(token), timeout=timeout)
+    frames, error = drain(call, idle,
+                          stop=lambda raw: F.AgentSessionFrame.FromString(raw).seq >= until_seq)
     ch.close()
-    return {"frames": list(frames), "error": result["error"]}
+    if error == "idle":
+        error = "idle for %.0f s before seq %d" % (idle, until_seq)
+    return {"frames": frames, "error": error}
 
 
 def read_bus(addr, token="t-admin", idle=2.0, timeout=30.0):
@@ -390,7 +401,7 @@ def read_bus(addr, token="t-admin", idle=2.0, timeout=30.0):
     since_seq 1 until nothing arrives for IDLE seconds or TIMEOUT.
     Returns {"events": [bytes], "error": None or why the read failed}."""
     ch = grpc.insecure_channel(addr, options=CHANNEL_OPTIONS)
-    events, result = [], {"error": None}
+    events, error = [], None
     try:
         subscribe = ch.unary_stream(COMPASS + "SubscribeEvents",
                                     request_serializer=S.SubscribeEventsRequest.SerializeToString,
@@ -402,27 +413,11 @@ def read_bus(addr, token="t-admin", idle=2.0, timeout=30.0):
         call = subscribe(S.SubscribeEventsRequest(since_seq=1, instance_epoch=epoch,
                                                   agenthub_payloads=True),
                          metadata=auth(token), timeout=timeout)
-        last = [time.monotonic()]
-        done = threading.Event()
-
-        def pump():
-            try:
-                for raw in call:
-                    events.append(raw)
-                    last[0] = time.monotonic()
-            except grpc.RpcError as err:
-                if err.code() != grpc.StatusCode.CANCELLED:
-                    result["error"] = error_text(err)
-            finally:
-                done.set()
-        t = threading.Thread(target=pump, daemon=True)
-        t.start()
-        while not done.wait(0.1) and time.monotonic() - last[0] <= idle:
-            pass
-        call.cancel()
-        t.join(5)
+        events, error = drain(call, idle)
+        if error == "idle":
+            error = None  # the whole copy was read: nothing more came
     except (grpc.RpcError, StopIteration) as err:
-        result["error"] = error_text(err) if isinstance(err, grpc.RpcError) else "no answer"
+        error = error_text(err) if isinstance(err, grpc.RpcError) else "no answer"
     finally:
         ch.close()
-    return {"events": list(events), "error": result["error"]}
+    return {"events": events, "error": error}
