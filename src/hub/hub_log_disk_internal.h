@@ -69,7 +69,8 @@ struct dsk_session {
     struct dsk_chunk *chunks;       /* oldest first */
     uint32_t nchunks, chunks_cap;
     uint64_t disk_bytes; /* its frames' bytes on disk (the chunks') */
-    uint8_t in_batch;    /* while a batch is made */
+    uint64_t row_batch;  /* the pending batch's id when it has a row of E's ... */
+    uint32_t row;        /* ... at this index */
     uint8_t fetching;    /* a read of FETCH_AFTER is asked or under way */
     uint64_t fetch_after;
     struct dsk_cold *cold;
@@ -90,19 +91,37 @@ struct dsk_runner {
 
 /* One operation taken on the event loop, with what applying it needs. */
 struct dsk_op {
-    struct logdb_op op; /* op.data is owned (malloc) */
+    /* op.data is owned (malloc), except for an entry or a bus event: their
+     * bytes are in the batch's row for them (PART, or the events') at AT */
+    struct logdb_op op;
     struct dsk_session *session;
     struct dsk_runner *runner; /* a frame's origin, or the Runner of a reset */
     uint64_t runner_seq, generation;
     uint64_t ord;
+    uint32_t part;
+    size_t at;
+};
+
+/* One row of a batch: a session's entries (or the bus's events) in it,
+ * their records one after the other as logdb writes them. */
+struct dsk_row {
+    struct dsk_session *session; /* NULL: the bus's */
+    uint8_t *blob;
+    size_t len, cap;
+    uint64_t first_seq, last_seq, mark_seq;
+    uint32_t n, marks;
 };
 
 struct dsk_batch {
+    uint64_t id; /* the pending batch's, to find a session's row in it */
     struct dsk_op *ops;
     size_t n, cap;
     size_t bytes;
     uint32_t frames;
-    struct logdb_op *flat; /* what the thread writes: ops, then the Runners' marks */
+    struct dsk_row *rows; /* each session's entries in it, in order of their first */
+    uint32_t nrows, rows_cap;
+    struct dsk_row events;
+    struct logdb_op *flat; /* what the thread writes: ops, rows, then the Runners' marks */
     size_t nflat;
     uint64_t last_ord;
 };
@@ -128,6 +147,7 @@ struct hub_log_disk {
     struct dsk_batch pending;   /* taken, not yet handed to the thread */
     struct dsk_batch *inflight; /* the thread's, or refused and kept for a retry */
     uint64_t ord;               /* the last operation taken */
+    uint64_t batches;           /* batches made, the pending one's id */
     uint64_t committed_ord;     /* every operation up to this one is committed */
     struct list_node waits;     /* struct hub_log_wait, the newest first */
     struct event *flush_timer, *retry_timer, *wait_timer, *gc_timer, *done_event;
