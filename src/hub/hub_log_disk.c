@@ -116,13 +116,15 @@ int hub_log_disk_count_frame(struct hub_log_disk *d, struct dsk_session *e, uint
 
     if (!c || c->bytes >= chunk_bytes(d)) {
         struct dsk_op *op;
-        /* The full one's last count is written with this batch (the
-         * newest one's is, by the batch itself). */
+        /* The full one's count is written with this batch, and the new
+         * one's start.  The newest chunk's count is not written as it
+         * grows: a start counts its frames again (load_entry). */
         if (c &&
             (op = hub_log_disk_take(d, LOGDB_OP_CHUNK, e, 0, c->first_seq, c->newest_at, NULL, 0)))
             op->op.aux = c->bytes;
         if (!(c = chunk_push(e, seq)))
             return -1;
+        (void)hub_log_disk_take(d, LOGDB_OP_CHUNK, e, 0, seq, at, NULL, 0);
     }
     c->bytes += len;
     c->newest_at = at;
@@ -691,8 +693,17 @@ static int load_entry(void *arg, uint64_t sid, uint8_t kind, uint64_t seq, int64
     hub_log_disk_apply_entry(d, e, kind, seq, data, len, at, 1);
     if (seq > e->last_seq)
         e->last_seq = seq;
-    if (kind == DSK_KIND_FRAME)
-        d->frames_loaded++;
+    if (kind != DSK_KIND_FRAME)
+        return 0;
+    d->frames_loaded++;
+    /* The newest chunk's frames, counted again (its row has its start). */
+    if (e->nchunks && seq >= e->chunks[e->nchunks - 1].first_seq) {
+        struct dsk_chunk *c = &e->chunks[e->nchunks - 1];
+        c->bytes += len;
+        c->newest_at = at;
+        e->disk_bytes += len;
+        d->disk_bytes += len;
+    }
     return 0;
 }
 
@@ -750,8 +761,19 @@ static enum logdb_rc load_sessions(struct hub_log_disk *d, const struct logdb_lo
     qsort(all, n, sizeof(*all), by_mark_order);
     for (size_t i = 0; i < n && rc == LOGDB_OK; i++) {
         struct dsk_session *e = all[i];
+        uint64_t from = load_from(d, e);
         e->trimmed = e->nchunks ? e->chunks[0].first_seq : 0;
-        rc = logdb_load_session(d->db, e->sid, load_from(d, e), fns, d, err, errlen);
+        /* Read from no later than the newest chunk's start: load_entry
+         * counts its frames. */
+        if (e->nchunks) {
+            struct dsk_chunk *c = &e->chunks[e->nchunks - 1];
+            if (from > c->first_seq)
+                from = c->first_seq;
+            e->disk_bytes -= c->bytes;
+            d->disk_bytes -= c->bytes;
+            c->bytes = 0;
+        }
+        rc = logdb_load_session(d->db, e->sid, from, fns, d, err, errlen);
     }
     free(all);
     return rc;

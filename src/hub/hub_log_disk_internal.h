@@ -29,6 +29,12 @@
 /* A batch the disk refused is written again this often until it goes. */
 #define DSK_RETRY_MS 1000
 
+/* Blobs of committed rows kept for the next batches' rows (at most this
+ * many, of at most DSK_SPARE_BYTES in all): a batch's bytes go into memory
+ * that is already there instead of memory grown and faulted in again. */
+#define DSK_SPARE_ROWS  1024
+#define DSK_SPARE_BYTES (16u << 20)
+
 /* How much older frames a reader gets from disk per read. */
 #define DSK_READ_BYTES (256u << 10)
 /* A window of older frames nobody read for this long is freed. */
@@ -148,6 +154,12 @@ struct hub_log_disk {
     struct dsk_batch *inflight; /* the thread's, or refused and kept for a retry */
     uint64_t ord;               /* the last operation taken */
     uint64_t batches;           /* batches made, the pending one's id */
+    struct dsk_spare {
+        uint8_t *blob;
+        size_t cap;
+    } spare[DSK_SPARE_ROWS];
+    uint32_t nspare;
+    size_t spare_bytes;
     uint64_t committed_ord;     /* every operation up to this one is committed */
     struct list_node waits;     /* struct hub_log_wait, the newest first */
     struct event *flush_timer, *retry_timer, *wait_timer, *gc_timer, *done_event;
@@ -246,6 +258,8 @@ int hub_log_disk_writer_start(struct hub_log_disk *d, char *err, size_t errlen);
 /* Commits what is left (on this thread) and stops the thread. */
 void hub_log_disk_writer_stop(struct hub_log_disk *d);
 void hub_log_disk_batch_clear(struct dsk_batch *b);
+/* Frees the blobs kept for later rows. */
+void hub_log_disk_spares_free(struct hub_log_disk *d);
 /* The wait operations of struct hub_log_ops. */
 void hub_log_disk_track(void *impl, struct session *s, struct hub_log_wait *w, uint64_t seq);
 int hub_log_disk_stored(void *impl, struct session *s, struct hub_log_wait *w);

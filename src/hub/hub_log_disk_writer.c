@@ -41,10 +41,51 @@ static void flush_arm(struct hub_log_disk *d)
     event_add(d->flush_timer, &(struct timeval){ms / 1000, (ms % 1000) * 1000});
 }
 
-/* E's row in the pending batch B, made when it has none.  Returns its
- * index, or UINT32_MAX when memory is short. */
-static uint32_t row_of(struct dsk_batch *b, struct dsk_session *e)
+/* Keeps ROW's blob for a later row (or frees it). */
+static void spare_put(struct hub_log_disk *d, struct dsk_row *row)
 {
+    if (row->blob && d->nspare < DSK_SPARE_ROWS && d->spare_bytes + row->cap <= DSK_SPARE_BYTES) {
+        d->spare[d->nspare++] = (struct dsk_spare){row->blob, row->cap};
+        d->spare_bytes += row->cap;
+    } else {
+        free(row->blob);
+    }
+    row->blob = NULL;
+    row->cap = 0;
+}
+
+/* Gives a new ROW a kept blob, if there is one. */
+static void spare_get(struct hub_log_disk *d, struct dsk_row *row)
+{
+    if (d->nspare == 0)
+        return;
+    d->nspare--;
+    row->blob = d->spare[d->nspare].blob;
+    row->cap = d->spare[d->nspare].cap;
+    d->spare_bytes -= row->cap;
+}
+
+/* Clears committed batch B, its rows' blobs kept for later batches. */
+static void batch_recycle(struct hub_log_disk *d, struct dsk_batch *b)
+{
+    for (uint32_t i = 0; i < b->nrows; i++)
+        spare_put(d, &b->rows[i]);
+    spare_put(d, &b->events);
+    hub_log_disk_batch_clear(b);
+}
+
+void hub_log_disk_spares_free(struct hub_log_disk *d)
+{
+    while (d->nspare > 0)
+        free(d->spare[--d->nspare].blob);
+    d->spare_bytes = 0;
+}
+
+/* E's row in the pending batch, made when it has none.  Returns its
+ * index, or UINT32_MAX when memory is short. */
+static uint32_t row_of(struct hub_log_disk *d, struct dsk_session *e)
+{
+    struct dsk_batch *b = &d->pending;
     struct dsk_row *row;
 
     if (e->row_batch == b->id && e->row < b->nrows && b->rows[e->row].session == e)
@@ -59,6 +100,7 @@ static uint32_t row_of(struct dsk_batch *b, struct dsk_session *e)
     }
     row = &b->rows[b->nrows];
     memset(row, 0, sizeof(*row));
+    spare_get(d, row);
     row->session = e;
     e->row_batch = b->id;
     e->row = b->nrows;
@@ -119,10 +161,12 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
     /* An entry's and a bus event's bytes go straight into their row;
      * anything else that has bytes keeps a copy of them. */
     if (op == LOGDB_OP_ENTRY) {
-        if ((part = row_of(b, e)) == UINT32_MAX ||
+        if ((part = row_of(d, e)) == UINT32_MAX ||
             (where = row_put(&b->rows[part], 0, kind, seq, at, data, len)) == SIZE_MAX)
             return NULL;
     } else if (op == LOGDB_OP_BUS) {
+        if (b->events.n == 0 && !b->events.blob)
+            spare_get(d, &b->events);
         if ((where = row_put(&b->events, 1, 0, seq, at, data, len)) == SIZE_MAX)
             return NULL;
     } else if (len) {
@@ -156,7 +200,7 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
  * events in order, then a row for each session's entries and one for the
  * bus's events, then each Runner's mark in this batch's run (the highest
  * runner_seq of its frames in it), so the mark is never ahead of the
- * frames committed with it, and the sessions' newest chunks.  One
+ * frames committed with it.  One
  * transaction holds them all, so their order within it changes nothing a
  * reader can see.  Returns 0, or -1 when memory is short. */
 static int flatten(struct dsk_batch *b)
@@ -212,19 +256,6 @@ static int flatten(struct dsk_batch *b)
             .aux = r->batch_mark,
             .data = r->id,
             .len = r->len,
-        };
-    }
-    /* Each session's newest chunk, counted up to this batch's frames. */
-    for (uint32_t i = 0; i < b->nrows; i++) {
-        struct dsk_session *e = b->rows[i].session;
-        if (e->nchunks == 0)
-            continue;
-        flat[n++] = (struct logdb_op){
-            .op = LOGDB_OP_CHUNK,
-            .sid = e->sid,
-            .seq = e->chunks[e->nchunks - 1].first_seq,
-            .aux = e->chunks[e->nchunks - 1].bytes,
-            .at_unix_ms = e->chunks[e->nchunks - 1].newest_at,
         };
     }
     b->flat = flat;
@@ -454,7 +485,7 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
     apply_batch(d, b);
     d->committed_ord = b->last_ord;
     waits_stored(d);
-    hub_log_disk_batch_clear(b);
+    batch_recycle(d, b);
     free(b);
     hub_log_disk_state_changed(d);
     kick(d);
@@ -583,6 +614,7 @@ void hub_log_disk_writer_stop(struct hub_log_disk *d)
     if (d->pending.n && d->db)
         commit_now(d, &d->pending);
     hub_log_disk_batch_clear(&d->pending);
+    hub_log_disk_spares_free(d);
     /* Their calls are gone (the server closes them first). */
     while (!list_is_empty(&d->waits))
         hub_log_wait_cancel(hub_log_wait_of(list_first(&d->waits)));
