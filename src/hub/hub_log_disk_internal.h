@@ -160,6 +160,10 @@ struct hub_log_disk {
     } spare[DSK_SPARE_ROWS];
     uint32_t nspare;
     size_t spare_bytes;
+    struct dsk_op *spare_ops; /* a committed batch's arrays, for the next */
+    size_t spare_ops_cap;
+    struct dsk_row *spare_rows;
+    uint32_t spare_rows_cap;
     uint64_t committed_ord;     /* every operation up to this one is committed */
     struct list_node waits;     /* struct hub_log_wait, the newest first */
     struct event *flush_timer, *retry_timer, *wait_timer, *gc_timer, *done_event;

@@ -65,13 +65,43 @@ static void spare_get(struct hub_log_disk *d, struct dsk_row *row)
     d->spare_bytes -= row->cap;
 }
 
-/* Clears committed batch B, its rows' blobs kept for later batches. */
+/* Clears committed batch B: its rows' blobs and its arrays are kept for
+ * later batches. */
 static void batch_recycle(struct hub_log_disk *d, struct dsk_batch *b)
 {
     for (uint32_t i = 0; i < b->nrows; i++)
         spare_put(d, &b->rows[i]);
     spare_put(d, &b->events);
+    b->nrows = 0;
+    if (!d->spare_ops) {
+        for (size_t i = 0; i < b->n; i++)
+            free((void *)b->ops[i].op.data);
+        d->spare_ops = b->ops;
+        d->spare_ops_cap = b->cap;
+        b->ops = NULL;
+        b->n = 0;
+    }
+    if (!d->spare_rows) {
+        d->spare_rows = b->rows;
+        d->spare_rows_cap = b->rows_cap;
+        b->rows = NULL;
+    }
     hub_log_disk_batch_clear(b);
+}
+
+/* The pending batch, just emptied, takes the arrays a committed one left. */
+static void batch_reuse(struct hub_log_disk *d, struct dsk_batch *b)
+{
+    if (d->spare_ops) {
+        b->ops = d->spare_ops;
+        b->cap = d->spare_ops_cap;
+        d->spare_ops = NULL;
+    }
+    if (d->spare_rows) {
+        b->rows = d->spare_rows;
+        b->rows_cap = d->spare_rows_cap;
+        d->spare_rows = NULL;
+    }
 }
 
 void hub_log_disk_spares_free(struct hub_log_disk *d)
@@ -79,6 +109,10 @@ void hub_log_disk_spares_free(struct hub_log_disk *d)
     while (d->nspare > 0)
         free(d->spare[--d->nspare].blob);
     d->spare_bytes = 0;
+    free(d->spare_ops);
+    free(d->spare_rows);
+    d->spare_ops = NULL;
+    d->spare_rows = NULL;
 }
 
 /* E's row in the pending batch, made when it has none.  Returns its
@@ -291,6 +325,7 @@ static void kick(struct hub_log_disk *d)
         return;
     }
     memset(&d->pending, 0, sizeof(d->pending));
+    batch_reuse(d, &d->pending);
     b->last_ord = b->ops[b->n - 1].ord;
     d->inflight = b;
     submit(d, b);
