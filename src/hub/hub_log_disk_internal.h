@@ -164,8 +164,8 @@ struct hub_log_disk {
     size_t spare_ops_cap;
     struct dsk_row *spare_rows;
     uint32_t spare_rows_cap;
-    uint64_t committed_ord;     /* every operation up to this one is committed */
-    struct list_node waits;     /* struct hub_log_wait, the newest first */
+    uint64_t committed_ord; /* every operation up to this one is committed */
+    struct list_node waits; /* struct hub_log_wait, the newest first */
     struct event *flush_timer, *retry_timer, *wait_timer, *gc_timer, *done_event;
     int flush_armed;
     enum logdb_rc fault; /* LOGDB_OK while commits go */

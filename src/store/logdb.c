@@ -316,13 +316,18 @@ enum logdb_rc logdb_open(const char *path, enum logdb_sync sync, uint64_t new_ep
     /* A lock held by another process (a second agenthubd on the same file)
      * is waited for briefly, then reported. */
     sqlite3_busy_timeout(db->db, 1000);
+    snprintf(pragmas, sizeof(pragmas), "PRAGMA cache_size = -%d", CACHE_KIB);
+    if ((rc = sqlite3_exec(db->db, pragmas, NULL, NULL, NULL)) != SQLITE_OK) {
+        lrc = fail(db, rc, err, errlen);
+        goto fail_db;
+    }
     lrc = check_or_create(db, new_epoch, epoch, err, errlen);
     if (lrc != LOGDB_OK)
         goto fail_db;
     snprintf(pragmas, sizeof(pragmas),
              "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s;"
-             " PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -%d",
-             sync == LOGDB_SYNC_FULL ? "FULL" : "NORMAL", CACHE_KIB);
+             " PRAGMA journal_size_limit = 67108864",
+             sync == LOGDB_SYNC_FULL ? "FULL" : "NORMAL");
     rc = sqlite3_exec(db->db, pragmas, NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
         lrc = fail(db, rc, err, errlen);

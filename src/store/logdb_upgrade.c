@@ -227,43 +227,65 @@ static int upgrade_add(struct upgrade_row *row, int events, uint8_t kind, uint64
     return SQLITE_OK;
 }
 
-/* Joins format 3's rows of table FROM (entries: sid, seq, kind, at, data
- * by ord; bus: seq, at, data by seq) into format 4's rows written by
- * INSERT: runs of one session's consecutive entries, of consecutive bus
- * events.  Returns SQLite's code. */
-static int upgrade_rows(sqlite3 *db, const char *select, const char *insert, int events)
+/* How many of format 3's rows are joined at a time; they are deleted
+ * then, so the pages they free hold the next joined rows and the file
+ * does not grow by the log's size while it is upgraded. */
+#define UPGRADE_STEP_ROWS 20000
+
+/* Joins format 3's rows selected by SELECT (?1: the rowid after which to
+ * go on; entries: sid, seq, kind, at, data by ord; bus: seq, at, data by
+ * seq; the rowid last) into format 4's rows written by INSERT: runs of one
+ * session's consecutive entries, of consecutive bus events.  DELETE (?1:
+ * a rowid) drops the old rows joined so far.  Returns SQLite's code. */
+static int upgrade_rows(sqlite3 *db, const char *select, const char *insert, const char *delete,
+                        int events)
 {
-    sqlite3_stmt *in = NULL, *out = NULL;
+    sqlite3_stmt *in = NULL, *out = NULL, *drop = NULL;
     struct upgrade_row row = {0};
-    int rc;
+    sqlite3_int64 after = -1;
+    int rc, n;
 
     if ((rc = sqlite3_prepare_v2(db, select, -1, &in, NULL)) != SQLITE_OK ||
-        (rc = sqlite3_prepare_v2(db, insert, -1, &out, NULL)) != SQLITE_OK)
+        (rc = sqlite3_prepare_v2(db, insert, -1, &out, NULL)) != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(db, delete, -1, &drop, NULL)) != SQLITE_OK)
         goto out;
-    while ((rc = sqlite3_step(in)) == SQLITE_ROW) {
-        int c = 0;
-        uint64_t sid = events ? 0 : (uint64_t)sqlite3_column_int64(in, c++);
-        uint64_t seq = (uint64_t)sqlite3_column_int64(in, c++);
-        uint8_t kind = events ? 0 : (uint8_t)sqlite3_column_int(in, c++);
-        int64_t at = sqlite3_column_int64(in, c++);
-        const void *data = sqlite3_column_blob(in, c);
-        size_t len = (size_t)sqlite3_column_bytes(in, c);
+    do {
+        n = 0;
+        sqlite3_bind_int64(in, 1, after);
+        sqlite3_bind_int(in, 2, UPGRADE_STEP_ROWS);
+        while ((rc = sqlite3_step(in)) == SQLITE_ROW) {
+            int c = 0;
+            uint64_t sid = events ? 0 : (uint64_t)sqlite3_column_int64(in, c++);
+            uint64_t seq = (uint64_t)sqlite3_column_int64(in, c++);
+            uint8_t kind = events ? 0 : (uint8_t)sqlite3_column_int(in, c++);
+            int64_t at = sqlite3_column_int64(in, c++);
+            const void *data = sqlite3_column_blob(in, c);
+            size_t len = (size_t)sqlite3_column_bytes(in, c++);
 
-        if (row.n && (sid != row.sid || row.len >= UPGRADE_ROW_BYTES) &&
-            (rc = upgrade_flush(out, &row, events)) != SQLITE_DONE)
+            after = sqlite3_column_int64(in, c);
+            n++;
+            if (row.n && (sid != row.sid || row.len >= UPGRADE_ROW_BYTES) &&
+                (rc = upgrade_flush(out, &row, events)) != SQLITE_DONE)
+                goto out;
+            row.sid = sid;
+            if ((rc = upgrade_add(&row, events, kind, seq, at, data, len)) != SQLITE_OK)
+                goto out;
+        }
+        sqlite3_reset(in);
+        if (rc != SQLITE_DONE || (rc = upgrade_flush(out, &row, events)) != SQLITE_DONE)
             goto out;
-        row.sid = sid;
-        if ((rc = upgrade_add(&row, events, kind, seq, at, data, len)) != SQLITE_OK)
+        sqlite3_bind_int64(drop, 1, after);
+        rc = sqlite3_step(drop);
+        sqlite3_reset(drop);
+        if (rc != SQLITE_DONE)
             goto out;
-    }
-    if (rc == SQLITE_DONE)
-        rc = upgrade_flush(out, &row, events);
-    if (rc == SQLITE_DONE)
-        rc = SQLITE_OK;
+    } while (n == UPGRADE_STEP_ROWS);
+    rc = SQLITE_OK;
 out:
     free(row.blob);
     sqlite3_finalize(in);
     sqlite3_finalize(out);
+    sqlite3_finalize(drop);
     return rc;
 }
 
@@ -277,13 +299,18 @@ static int upgrade_3_to_4(sqlite3 *db)
                      NULL, NULL, NULL);
 
     if (rc == SQLITE_OK)
-        rc = upgrade_rows(db, "SELECT sid, seq, kind, at, data FROM entries_v3 ORDER BY ord",
+        rc = upgrade_rows(db,
+                          "SELECT sid, seq, kind, at, data, ord FROM entries_v3 WHERE ord > ?1"
+                          " ORDER BY ord LIMIT ?2",
                           "INSERT INTO entries(sid, first_seq, last_seq, marks, mark_seq, data)"
                           " VALUES (?, ?, ?, ?, ?, ?)",
-                          0);
+                          "DELETE FROM entries_v3 WHERE ord <= ?1", 0);
     if (rc == SQLITE_OK)
-        rc = upgrade_rows(db, "SELECT seq, at, data FROM bus_v3 ORDER BY seq",
-                          "INSERT INTO bus(first_seq, last_seq, data) VALUES (?, ?, ?)", 1);
+        rc = upgrade_rows(db,
+                          "SELECT seq, at, data, seq FROM bus_v3 WHERE seq > ?1 ORDER BY seq"
+                          " LIMIT ?2",
+                          "INSERT INTO bus(first_seq, last_seq, data) VALUES (?, ?, ?)",
+                          "DELETE FROM bus_v3 WHERE seq <= ?1", 1);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "DROP TABLE entries_v3; DROP TABLE bus_v3", NULL, NULL, NULL);
     return rc;
