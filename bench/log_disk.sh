@@ -5,7 +5,9 @@
 # session with one subscriber and into 1,000 sessions (fanout --spread), and
 # latency at 1,000 frames/s into 100 subscribers; then how long a restart
 # with about 1 GiB on disk takes to serve (it reads back only what memory
-# holds).  Ends with a summary: each figure of both and their ratio.
+# holds).  Each load runs against both backends in turn, ROUNDS times (3);
+# the summary at the end has each figure's median for both, and their
+# ratio.
 set -eu
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -46,36 +48,37 @@ stop_server() {
     wait "$server_pid" 2>/dev/null || true
 }
 
-load() { # name fanout-flags...: runs the load, keeps its output as $work/NAME.$log
+load() { # name fanout-flags...: runs the load, keeps its output as $work/NAME.$log.$round
     name=$1
     shift
     build/bench/fanout --public "$public" --runner "$runner" --token t-admin \
         --runner-token t-runner-1 --session sess-1 --server-pid "$server_pid" "$@" |
-        tee "$work/$name.$log"
+        tee "$work/$name.$log.$round"
 }
 
-# figure NAME LOG FIELD: a figure of a load's output: rate (deliveries/s, or
-# frames/s of an ingest into many sessions), cpu (us per delivery, or per
-# frame), p99 (us).
+# figure NAME LOG FIELD: the median over the rounds of a figure of a load's
+# output: rate (deliveries/s, or frames/s of an ingest into many sessions),
+# cpu (us per delivery, or per frame), p99 (us).
 figure() {
-    f="$work/$1.$2"
-    case $3 in
-    rate)
-        if grep -q 'ingest:' "$f"; then
-            sed -n 's/.*ingest: .* = \([0-9]*\) frames\/s.*/\1/p' "$f"
-        else
-            sed -n 's/.*deliveries: .* = \([0-9]*\) deliveries\/s.*/\1/p' "$f"
-        fi
-        ;;
-    cpu)
-        if grep -q 'CPU per frame' "$f"; then
-            sed -n 's/.*CPU per frame: \([0-9.]*\) us.*/\1/p' "$f"
-        else
-            sed -n 's/.*CPU per delivery: \([0-9.]*\) us.*/\1/p' "$f"
-        fi
-        ;;
-    p99) sed -n 's/.*p99 \([0-9]*\) us.*/\1/p' "$f" ;;
-    esac
+    for f in "$work/$1.$2".*; do
+        case $3 in
+        rate)
+            if grep -q 'ingest:' "$f"; then
+                sed -n 's/.*ingest: .* = \([0-9]*\) frames\/s.*/\1/p' "$f"
+            else
+                sed -n 's/.*deliveries: .* = \([0-9]*\) deliveries\/s.*/\1/p' "$f"
+            fi
+            ;;
+        cpu)
+            if grep -q 'CPU per frame' "$f"; then
+                sed -n 's/.*CPU per frame: \([0-9.]*\) us.*/\1/p' "$f"
+            else
+                sed -n 's/.*CPU per delivery: \([0-9.]*\) us.*/\1/p' "$f"
+            fi
+            ;;
+        p99) sed -n 's/.*p99 \([0-9]*\) us.*/\1/p' "$f" ;;
+        esac
+    done | sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
 }
 
 # row NAME LABEL: memory's and the disk's figures of one load, and their
@@ -87,28 +90,38 @@ row() {
         "$(echo "scale=2; $dr / $mr" | bc)" "$mc" "$dc" "$(echo "scale=2; $dc / $mc" | bc)"
 }
 
+logflags_of() { # memory|disk
+    if [ "$1" = memory ]; then echo "--log memory"; else echo "--log-db $work/log.db"; fi
+}
+
+# Each load runs against memory, then at once against the disk, ROUNDS
+# times (the machine's other work drifts: neighbours in time compare best).
 big="--agent-log-bytes 536870912 --subscriber-buffer-bytes 268435456"
-for log in memory disk; do
-    if [ "$log" = memory ]; then logflags="--log memory"; else logflags="--log-db $work/log.db"; fi
-    echo "== --log $log: fan-out"
-    # shellcheck disable=SC2086
-    start_agenthubd $logflags $big
-    for k in 10 100 1000; do
-        load "k$k" -k "$k" -n $((2000000 / k))
+for round in $(seq "${ROUNDS:-3}"); do
+    for log in memory disk; do
+        echo "== round $round, --log $log: fan-out K=10/100/1000, then ingest with one subscriber"
+        # shellcheck disable=SC2086
+        start_agenthubd $(logflags_of $log) $big
+        for k in 10 100 1000; do
+            load "k$k" -k "$k" -n $((2000000 / k))
+        done
+        load ingest1 -k 1 -n 200000
+        stop_server
     done
-    echo "== --log $log: ingest, one subscriber"
-    load ingest1 -k 1 -n 200000
-    stop_server
-    echo "== --log $log: ingest into 1,000 sessions, one subscriber on the first"
-    # shellcheck disable=SC2086
-    start_agenthubd $logflags --max-sessions-per-account 2000
-    load ingest1000 -k 1 -n 200000 --spread 1000
-    stop_server
-    echo "== --log $log: latency at 1,000 frames/s into 100 subscribers"
-    # shellcheck disable=SC2086
-    start_agenthubd $logflags
-    load latency -k 100 -n 5000 --rate 1000
-    stop_server
+    for log in memory disk; do
+        echo "== round $round, --log $log: ingest into 1,000 sessions, one subscriber on the first"
+        # shellcheck disable=SC2086
+        start_agenthubd $(logflags_of $log) --max-sessions-per-account 2000
+        load ingest1000 -k 1 -n 200000 --spread 1000
+        stop_server
+    done
+    for log in memory disk; do
+        echo "== round $round, --log $log: latency at 1,000 frames/s into 100 subscribers"
+        # shellcheck disable=SC2086
+        start_agenthubd $(logflags_of $log)
+        load latency -k 100 -n 5000 --rate 1000
+        stop_server
+    done
 done
 
 echo "== restart: about 1 GiB of one session's frames on disk, default memory bounds"
@@ -117,6 +130,7 @@ keep="--disk-log-bytes 2147483648 --disk-log-budget-bytes 4294967296 --subscribe
 start_agenthubd --log-db "$work/log.db" $keep
 # Paced: at full speed the disk falls behind the producer and past 256 MiB
 # pending the Runner is told UNAVAILABLE (the load tool does not resend).
+log=disk round=0
 load restart -k 1 -n "${RESTART_FRAMES:-5000000}" --size 200 --rate 60000 >/dev/null
 kill -9 "$server_pid"
 wait "$server_pid" 2>/dev/null || true
@@ -135,7 +149,7 @@ grep 'read back' "$work/server2.log"
 stop_server
 
 echo
-echo "== summary: the same loads, --log memory and the disk log (ratio disk / memory)"
+echo "== summary: medians of ${ROUNDS:-3} rounds, --log memory and the disk log (ratio disk / memory)"
 printf '%-34s %10s %10s %6s   %7s %7s %6s\n' load "memory/s" "disk/s" ratio "mem us" "disk us" ratio
 row k10 "fan-out K=10, deliveries"
 row k100 "fan-out K=100, deliveries"

@@ -29,6 +29,9 @@
 /* A batch the disk refused is written again this often until it goes. */
 #define DSK_RETRY_MS 1000
 
+/* A session's row of a batch holds about this many bytes at most; past it
+ * the batch has another row of it. */
+#define DSK_ROW_BYTES (1u << 20)
 /* Blobs of committed rows kept for the next batches' rows (at most this
  * many, of at most DSK_SPARE_BYTES in all): a batch's bytes go into memory
  * that is already there instead of memory grown and faulted in again. */

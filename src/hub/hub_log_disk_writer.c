@@ -115,14 +115,16 @@ void hub_log_disk_spares_free(struct hub_log_disk *d)
     d->spare_rows = NULL;
 }
 
-/* E's row in the pending batch, made when it has none.  Returns its
- * index, or UINT32_MAX when memory is short. */
+/* E's row in the pending batch, made when it has none or its row is full
+ * (DSK_ROW_BYTES: a reader of older frames reads a row whole).  Returns
+ * its index, or UINT32_MAX when memory is short. */
 static uint32_t row_of(struct hub_log_disk *d, struct dsk_session *e)
 {
     struct dsk_batch *b = &d->pending;
     struct dsk_row *row;
 
-    if (e->row_batch == b->id && e->row < b->nrows && b->rows[e->row].session == e)
+    if (e->row_batch == b->id && e->row < b->nrows && b->rows[e->row].session == e &&
+        b->rows[e->row].len < DSK_ROW_BYTES)
         return e->row;
     if (b->nrows == b->rows_cap) {
         uint32_t cap = b->rows_cap ? b->rows_cap * 2 : 16;
