@@ -1,8 +1,9 @@
 /* hub_log_disk internals shared by the durable backend's files:
  * hub_log_disk.c (the hub_log operations, applying committed entries,
- * loading at start, metrics) and hub_log_disk_writer.c (batches, the
- * committing thread, faults, producers waiting).  Not for other modules:
- * they use hub_log_disk.h. */
+ * loading at start, metrics), hub_log_disk_writer.c (batches and their
+ * rows, the committing thread, faults, producers waiting),
+ * hub_log_disk_reader.c (reads behind a ring) and hub_log_disk_retain.c
+ * (retention on disk).  Not for other modules: they use hub_log_disk.h. */
 #ifndef AGENTHUB_HUB_LOG_DISK_INTERNAL_H
 #define AGENTHUB_HUB_LOG_DISK_INTERNAL_H
 
@@ -232,6 +233,18 @@ struct dsk_session *hub_log_disk_after(const struct hub_log_disk *d, const struc
  * Returns 0, or -1 when memory is short. */
 int hub_log_disk_count_frame(struct hub_log_disk *d, struct dsk_session *e, uint64_t seq,
                              size_t len, int64_t at);
+
+/* E leaves the backend (the disk forgets it by an LOGDB_OP_DROP taken
+ * before). */
+void hub_log_disk_remove(struct hub_log_disk *d, struct dsk_session *e);
+/* E's oldest chunk is no longer counted. */
+void hub_log_disk_chunk_drop(struct hub_log_disk *d, struct dsk_session *e);
+
+/* --- hub_log_disk_retain.c ---------------------------------------------------- */
+
+/* The once-a-second timer: retention on disk, and the windows of older
+ * frames nobody reads. */
+void hub_log_disk_gc(evutil_socket_t fd, short what, void *arg);
 
 /* --- hub_log_disk_reader.c ---------------------------------------------------- */
 
