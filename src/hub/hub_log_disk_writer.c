@@ -262,6 +262,8 @@ static int flatten(struct dsk_batch *b)
     }
     for (uint32_t i = 0; i < b->nrows; i++) {
         const struct dsk_row *row = &b->rows[i];
+        if (row->n == 0)
+            continue; /* made, then memory was short for its first record */
         flat[n++] = (struct logdb_op){
             .op = LOGDB_OP_ENTRIES,
             .sid = row->session->sid,
