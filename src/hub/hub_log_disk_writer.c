@@ -151,7 +151,7 @@ static size_t row_put(struct dsk_row *row, int events, uint8_t kind, uint64_t se
 {
     size_t need = row->len + LOGDB_HEADER_MAX + len;
 
-    if (need > row->cap) {
+    if (need > row->cap || !row->blob) {
         size_t cap = row->cap ? row->cap * 2 : 1024;
         uint8_t *more;
         while (cap < need)
@@ -197,7 +197,7 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
     /* An entry's and a bus event's bytes go straight into their row;
      * anything else that has bytes keeps a copy of them. */
     if (op == LOGDB_OP_ENTRY) {
-        if ((part = row_of(d, e)) == UINT32_MAX ||
+        if (!e || (part = row_of(d, e)) == UINT32_MAX ||
             (where = row_put(&b->rows[part], 0, kind, seq, at, data, len)) == SIZE_MAX)
             return NULL;
     } else if (op == LOGDB_OP_BUS) {

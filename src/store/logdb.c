@@ -58,8 +58,8 @@ static const char *const STMT_SQL[S_COUNT] = {
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
     [S_SESSION] = "INSERT OR REPLACE INTO sessions(sid, name) VALUES (?, ?)",
-    [S_ENTRIES] = "INSERT INTO entries(sid, first_seq, last_seq, marks, mark_seq, data)"
-                  " VALUES (?, ?, ?, ?, ?, ?)",
+    /* ord, sid, first_seq, last_seq, marks, mark_seq, data */
+    [S_ENTRIES] = "INSERT INTO entries VALUES (NULL, ?, ?, ?, ?, ?, ?)",
     [S_TRIM] = "DELETE FROM entries WHERE sid = ? AND last_seq < ?",
     [S_DROP_ENTRIES] = "DELETE FROM entries WHERE sid = ?",
     [S_DROP_SESSION] = "DELETE FROM sessions WHERE sid = ?",
