@@ -7,9 +7,9 @@
  * waiting for it and hands over the next.  A refused batch stays the
  * thread's next one, tried again every DSK_RETRY_MS. */
 #include <errno.h>
-#include <stdint.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -236,9 +236,9 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
  * events in order, then a row for each session's entries and one for the
  * bus's events, then each Runner's mark in this batch's run (the highest
  * runner_seq of its frames in it), so the mark is never ahead of the
- * frames committed with it.  One
- * transaction holds them all, so their order within it changes nothing a
- * reader can see.  Returns 0, or -1 when memory is short. */
+ * frames committed with it.  One transaction holds them all, so their
+ * order within it changes nothing a reader can see.  Returns 0, or -1 when
+ * memory is short. */
 static int flatten(struct dsk_batch *b)
 {
     struct logdb_op *flat = malloc((2 * b->n + b->nrows + 1) * sizeof(*flat));
