@@ -282,6 +282,61 @@ START_TEST(test_a_reader_behind_the_ring_is_served_from_disk_also_after_a_restar
 }
 END_TEST
 
+START_TEST(test_a_large_batch_of_one_session_is_several_rows_read_back_in_order)
+{
+    struct hub_log_disk_config config = {
+        .pending_bytes = 1 << 26,
+        .memory_bytes = 16 << 10,
+        .session_bytes = 1 << 30,
+        .budget_bytes = 1 << 30,
+    };
+    struct fixture f;
+    struct hub_log_wait w = {0};
+    struct session *s;
+    sqlite3 *db;
+    sqlite3_stmt *stmt;
+    enum logdb_rc rc;
+    char frame[64], err[256];
+    uint64_t seq = 0;
+
+    fixture_init(&f);
+    config.path = f.path;
+    for (int round = 0; round < 2; round++) {
+        f.base = event_base_new();
+        session_registry_init(&f.reg, config.memory_bytes);
+        bus_init(&f.bus, 0, 0);
+        f.disk = hub_log_disk_open(&f.log, f.base, &f.reg, &f.bus, &config, &rc, err, sizeof(err));
+        ck_assert_msg(f.disk != NULL, "%s", err);
+        if (round == 0) {
+            /* More than a row holds, taken in one turn: one batch. */
+            ck_assert_int_eq(session_open(&f.reg, "s1", 2, &s), SESSION_CREATED);
+            for (int i = 1; i <= 40000; i++) {
+                snprintf(frame, sizeof(frame), "frame-%04d-padding-padding-padding", i);
+                seq = hub_log_append(&f.log, s, frame, strlen(frame), 1000 + i);
+                hub_log_track(&f.log, s, &w, seq);
+            }
+            wait_stored(&f, s, &w);
+        } else {
+            s = session_lookup(&f.reg, "s1", 2);
+            ck_assert_ptr_nonnull(s);
+        }
+        /* Served from disk behind the ring, in order, every one. */
+        ck_assert_uint_eq(read_all(&f, s, 0, 40000), 40000);
+        fixture_close(&f);
+    }
+    ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(db, "SELECT count(*), max(length(data)) FROM entries", -1, &stmt, NULL),
+        SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+    ck_assert_int_ge(sqlite3_column_int(stmt, 0), 2);
+    ck_assert_int_le(sqlite3_column_int(stmt, 1), (1 << 20) + 1024);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    fixture_remove(&f);
+}
+END_TEST
+
 START_TEST(test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted)
 {
     static const char v1[] =
@@ -585,6 +640,7 @@ Suite *log_disk_suite(void)
     tcase_add_test(tc, test_frames_reach_the_ring_once_committed_and_come_back_after_a_restart);
     tcase_add_test(tc, test_a_file_that_is_not_a_log_is_refused_and_left_alone);
     tcase_add_test(tc, test_a_reader_behind_the_ring_is_served_from_disk_also_after_a_restart);
+    tcase_add_test(tc, test_a_large_batch_of_one_session_is_several_rows_read_back_in_order);
     tcase_add_test(tc, test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted);
     tcase_add_test(tc, test_format_2s_field_numbers_are_rewritten_to_format_3s);
     tcase_add_test(tc, test_a_log_of_format_2_comes_back_with_its_records_at_the_new_numbers);
