@@ -1,7 +1,8 @@
 /* hub_log_disk: see hub_log_disk.h.  This file has the hub_log operations
  * that write, what a committed entry does to the core structures, the load
- * at start, retention on disk, and metrics; hub_log_disk_writer.c has the
- * batches and the committing thread, hub_log_disk_reader.c the reads. */
+ * at start, and metrics; hub_log_disk_writer.c has the batches and the
+ * committing thread, hub_log_disk_reader.c the reads,
+ * hub_log_disk_retain.c retention on disk. */
 #include "hub/hub_log_disk.h"
 
 #include <inttypes.h>
@@ -68,7 +69,7 @@ struct dsk_session *hub_log_disk_find(struct hub_log_disk *d, const char *id, si
     return entry_find(d, id, len);
 }
 
-static void entry_remove(struct hub_log_disk *d, struct dsk_session *e)
+void hub_log_disk_remove(struct hub_log_disk *d, struct dsk_session *e)
 {
     hash_map_remove(&d->by_id, &e->by_id);
     hash_map_remove(&d->by_sid, &e->by_sid);
@@ -116,13 +117,15 @@ int hub_log_disk_count_frame(struct hub_log_disk *d, struct dsk_session *e, uint
 
     if (!c || c->bytes >= chunk_bytes(d)) {
         struct dsk_op *op;
-        /* The full one's last count is written with this batch (the
-         * newest one's is, by the batch itself). */
+        /* The full one's count is written with this batch, and the new
+         * one's start.  The newest chunk's count is not written as it
+         * grows: a start counts its frames again (load_entry). */
         if (c &&
             (op = hub_log_disk_take(d, LOGDB_OP_CHUNK, e, 0, c->first_seq, c->newest_at, NULL, 0)))
             op->op.aux = c->bytes;
         if (!(c = chunk_push(e, seq)))
             return -1;
+        (void)hub_log_disk_take(d, LOGDB_OP_CHUNK, e, 0, seq, at, NULL, 0);
     }
     c->bytes += len;
     c->newest_at = at;
@@ -131,7 +134,7 @@ int hub_log_disk_count_frame(struct hub_log_disk *d, struct dsk_session *e, uint
     return 0;
 }
 
-static void chunk_drop_oldest(struct hub_log_disk *d, struct dsk_session *e)
+void hub_log_disk_chunk_drop(struct hub_log_disk *d, struct dsk_session *e)
 {
     e->disk_bytes -= e->chunks[0].bytes;
     d->disk_bytes -= e->chunks[0].bytes;
@@ -151,7 +154,7 @@ static struct dsk_session *entry_of(struct hub_log_disk *d, struct session *s)
         return e;
     e = entry_add(d, id, len, d->next_sid);
     if (e && !hub_log_disk_take(d, LOGDB_OP_SESSION, e, 0, 0, 0, id, len)) {
-        entry_remove(d, e);
+        hub_log_disk_remove(d, e);
         return NULL;
     }
     return e;
@@ -528,102 +531,6 @@ static const struct hub_log_ops disk_ops = {
     .write_metrics = disk_write_metrics,
 };
 
-/* --- retention on disk ------------------------------------------------------------- */
-
-/* The seq below which E's ring holds nothing: the disk keeps what the ring
- * keeps, whatever its own bounds. */
-static uint64_t ring_floor(struct session *s, const struct dsk_session *e)
-{
-    uint64_t oldest = ring_oldest_seq(session_ring(s));
-
-    return oldest ? oldest : e->last_seq + 1;
-}
-
-/* 1 when E's oldest chunk may go: another follows, and the ring does not
- * reach into it. */
-static int chunk_may_go(const struct dsk_session *e, uint64_t floor)
-{
-    return e->nchunks >= 2 && e->chunks[1].first_seq <= floor;
-}
-
-/* E's entries below its oldest chunk leave the disk. */
-static void trim_to_chunks(struct hub_log_disk *d, struct dsk_session *e)
-{
-    uint64_t seq = e->chunks[0].first_seq;
-
-    if (seq > e->trimmed && hub_log_disk_take(d, LOGDB_OP_TRIM, e, 0, seq, 0, NULL, 0)) {
-        e->trimmed = seq;
-        d->trims++;
-    }
-}
-
-/* One session: forgotten by memory, it leaves the disk; else its oldest
- * chunks go while it is over its bytes or they are past the age. */
-static void retain_session(struct hub_log_disk *d, struct dsk_session *e, int64_t now)
-{
-    struct session *s = session_lookup(d->reg, e->id, e->len);
-    const struct hub_log_disk_config *c = &d->config;
-    uint64_t floor;
-    int dropped = 0;
-
-    if (!s) {
-        struct dsk_op *op;
-        if (e->pending == 0 && (op = hub_log_disk_take(d, LOGDB_OP_DROP, e, 0, 0, 0, NULL, 0))) {
-            op->session = NULL; /* names its sid only: E goes now */
-            entry_remove(d, e);
-        }
-        return;
-    }
-    floor = ring_floor(s, e);
-    while (chunk_may_go(e, floor) &&
-           (e->disk_bytes > c->session_bytes ||
-            (c->age_ms && e->chunks[0].newest_at + (int64_t)c->age_ms < now))) {
-        chunk_drop_oldest(d, e);
-        dropped = 1;
-    }
-    if (dropped)
-        trim_to_chunks(d, e);
-}
-
-/* Over the budget of every session's bytes: the oldest chunk of all goes,
- * a bounded number per round. */
-static void retain_budget(struct hub_log_disk *d)
-{
-    for (int round = 0; round < 256 && d->disk_bytes > d->config.budget_bytes; round++) {
-        struct dsk_session *oldest = NULL;
-        for (struct dsk_session *e = hub_log_disk_first(d); e; e = hub_log_disk_after(d, e)) {
-            struct session *s = session_lookup(d->reg, e->id, e->len);
-            if (s && chunk_may_go(e, ring_floor(s, e)) &&
-                (!oldest || e->chunks[0].newest_at < oldest->chunks[0].newest_at))
-                oldest = e;
-        }
-        if (!oldest)
-            return;
-        chunk_drop_oldest(d, oldest);
-        trim_to_chunks(d, oldest);
-    }
-}
-
-/* Once a second: retention, the bus below memory's oldest event, and the
- * windows of older frames nobody reads. */
-static void on_gc(evutil_socket_t fd, short what, void *arg)
-{
-    struct hub_log_disk *d = arg;
-    int64_t now = clock_unix_ms();
-    uint64_t oldest;
-
-    for (struct dsk_session *e = hub_log_disk_first(d), *next; e; e = next) {
-        next = hub_log_disk_after(d, e);
-        retain_session(d, e, now);
-    }
-    retain_budget(d);
-    oldest = ring_oldest_seq(&d->bus->ring);
-    if (oldest > d->bus_trimmed &&
-        hub_log_disk_take(d, LOGDB_OP_BUS_TRIM, NULL, 0, oldest, 0, NULL, 0))
-        d->bus_trimmed = oldest;
-    hub_log_disk_cold_expire(d, clock_monotonic_ms());
-}
-
 /* --- loading at start ------------------------------------------------------------ */
 
 static int load_session(void *arg, uint64_t sid, const char *name, size_t len)
@@ -691,8 +598,17 @@ static int load_entry(void *arg, uint64_t sid, uint8_t kind, uint64_t seq, int64
     hub_log_disk_apply_entry(d, e, kind, seq, data, len, at, 1);
     if (seq > e->last_seq)
         e->last_seq = seq;
-    if (kind == DSK_KIND_FRAME)
-        d->frames_loaded++;
+    if (kind != DSK_KIND_FRAME)
+        return 0;
+    d->frames_loaded++;
+    /* The newest chunk's frames, counted again (its row has its start). */
+    if (e->nchunks && seq >= e->chunks[e->nchunks - 1].first_seq) {
+        struct dsk_chunk *c = &e->chunks[e->nchunks - 1];
+        c->bytes += len;
+        c->newest_at = at;
+        e->disk_bytes += len;
+        d->disk_bytes += len;
+    }
     return 0;
 }
 
@@ -750,8 +666,19 @@ static enum logdb_rc load_sessions(struct hub_log_disk *d, const struct logdb_lo
     qsort(all, n, sizeof(*all), by_mark_order);
     for (size_t i = 0; i < n && rc == LOGDB_OK; i++) {
         struct dsk_session *e = all[i];
+        uint64_t from = load_from(d, e);
         e->trimmed = e->nchunks ? e->chunks[0].first_seq : 0;
-        rc = logdb_load_session(d->db, e->sid, load_from(d, e), fns, d, err, errlen);
+        /* Read from no later than the newest chunk's start: load_entry
+         * counts its frames. */
+        if (e->nchunks) {
+            struct dsk_chunk *c = &e->chunks[e->nchunks - 1];
+            if (from > c->first_seq)
+                from = c->first_seq;
+            e->disk_bytes -= c->bytes;
+            d->disk_bytes -= c->bytes;
+            c->bytes = 0;
+        }
+        rc = logdb_load_session(d->db, e->sid, from, fns, d, err, errlen);
     }
     free(all);
     return rc;
@@ -831,7 +758,7 @@ struct hub_log_disk *hub_log_disk_open(struct hub_log *log, struct event_base *b
     load_backdate(d);
     d->bus_last = bus_newest_seq(bus);
     d->load_ms = (clock_monotonic_ns() - started) / 1000000;
-    d->gc_timer = event_new(base, -1, EV_PERSIST, on_gc, d);
+    d->gc_timer = event_new(base, -1, EV_PERSIST, hub_log_disk_gc, d);
     if (!d->gc_timer || hub_log_disk_writer_start(d, err, errlen) != 0 ||
         hub_log_disk_reader_start(d, err, errlen) != 0) {
         *rc = LOGDB_NOMEM;

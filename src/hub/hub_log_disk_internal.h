@@ -1,8 +1,9 @@
 /* hub_log_disk internals shared by the durable backend's files:
  * hub_log_disk.c (the hub_log operations, applying committed entries,
- * loading at start, metrics) and hub_log_disk_writer.c (batches, the
- * committing thread, faults, producers waiting).  Not for other modules:
- * they use hub_log_disk.h. */
+ * loading at start, metrics), hub_log_disk_writer.c (batches and their
+ * rows, the committing thread, faults, producers waiting),
+ * hub_log_disk_reader.c (reads behind a ring) and hub_log_disk_retain.c
+ * (retention on disk).  Not for other modules: they use hub_log_disk.h. */
 #ifndef AGENTHUB_HUB_LOG_DISK_INTERNAL_H
 #define AGENTHUB_HUB_LOG_DISK_INTERNAL_H
 
@@ -28,6 +29,15 @@
 #define DSK_WAIT_MS 10000
 /* A batch the disk refused is written again this often until it goes. */
 #define DSK_RETRY_MS 1000
+
+/* A session's row of a batch holds about this many bytes at most; past it
+ * the batch has another row of it. */
+#define DSK_ROW_BYTES (1u << 20)
+/* Blobs of committed rows kept for the next batches' rows (at most this
+ * many, of at most DSK_SPARE_BYTES in all): a batch's bytes go into memory
+ * that is already there instead of memory grown and faulted in again. */
+#define DSK_SPARE_ROWS  1024
+#define DSK_SPARE_BYTES (16u << 20)
 
 /* How much older frames a reader gets from disk per read. */
 #define DSK_READ_BYTES (256u << 10)
@@ -69,7 +79,8 @@ struct dsk_session {
     struct dsk_chunk *chunks;       /* oldest first */
     uint32_t nchunks, chunks_cap;
     uint64_t disk_bytes; /* its frames' bytes on disk (the chunks') */
-    uint8_t in_batch;    /* while a batch is made */
+    uint64_t row_batch;  /* the pending batch's id when it has a row of E's ... */
+    uint32_t row;        /* ... at this index */
     uint8_t fetching;    /* a read of FETCH_AFTER is asked or under way */
     uint64_t fetch_after;
     struct dsk_cold *cold;
@@ -90,19 +101,37 @@ struct dsk_runner {
 
 /* One operation taken on the event loop, with what applying it needs. */
 struct dsk_op {
-    struct logdb_op op; /* op.data is owned (malloc) */
+    /* op.data is owned (malloc), except for an entry or a bus event: their
+     * bytes are in the batch's row for them (PART, or the events') at AT */
+    struct logdb_op op;
     struct dsk_session *session;
     struct dsk_runner *runner; /* a frame's origin, or the Runner of a reset */
     uint64_t runner_seq, generation;
     uint64_t ord;
+    uint32_t part;
+    size_t at;
+};
+
+/* One row of a batch: a session's entries (or the bus's events) in it,
+ * their records one after the other as logdb writes them. */
+struct dsk_row {
+    struct dsk_session *session; /* NULL: the bus's */
+    uint8_t *blob;
+    size_t len, cap;
+    uint64_t first_seq, last_seq, mark_seq;
+    uint32_t n, marks;
 };
 
 struct dsk_batch {
+    uint64_t id; /* the pending batch's, to find a session's row in it */
     struct dsk_op *ops;
     size_t n, cap;
     size_t bytes;
     uint32_t frames;
-    struct logdb_op *flat; /* what the thread writes: ops, then the Runners' marks */
+    struct dsk_row *rows; /* each session's entries in it, in order of their first */
+    uint32_t nrows, rows_cap;
+    struct dsk_row events;
+    struct logdb_op *flat; /* what the thread writes: ops, rows, then the Runners' marks */
     size_t nflat;
     uint64_t last_ord;
 };
@@ -128,8 +157,19 @@ struct hub_log_disk {
     struct dsk_batch pending;   /* taken, not yet handed to the thread */
     struct dsk_batch *inflight; /* the thread's, or refused and kept for a retry */
     uint64_t ord;               /* the last operation taken */
-    uint64_t committed_ord;     /* every operation up to this one is committed */
-    struct list_node waits;     /* struct hub_log_wait, the newest first */
+    uint64_t batches;           /* batches made, the pending one's id */
+    struct dsk_spare {
+        uint8_t *blob;
+        size_t cap;
+    } spare[DSK_SPARE_ROWS];
+    uint32_t nspare;
+    size_t spare_bytes;
+    struct dsk_op *spare_ops; /* a committed batch's arrays, for the next */
+    size_t spare_ops_cap;
+    struct dsk_row *spare_rows;
+    uint32_t spare_rows_cap;
+    uint64_t committed_ord; /* every operation up to this one is committed */
+    struct list_node waits; /* struct hub_log_wait, the newest first */
     struct event *flush_timer, *retry_timer, *wait_timer, *gc_timer, *done_event;
     int flush_armed;
     enum logdb_rc fault; /* LOGDB_OK while commits go */
@@ -194,6 +234,18 @@ struct dsk_session *hub_log_disk_after(const struct hub_log_disk *d, const struc
 int hub_log_disk_count_frame(struct hub_log_disk *d, struct dsk_session *e, uint64_t seq,
                              size_t len, int64_t at);
 
+/* E leaves the backend (the disk forgets it by an LOGDB_OP_DROP taken
+ * before). */
+void hub_log_disk_remove(struct hub_log_disk *d, struct dsk_session *e);
+/* E's oldest chunk is no longer counted. */
+void hub_log_disk_chunk_drop(struct hub_log_disk *d, struct dsk_session *e);
+
+/* --- hub_log_disk_retain.c ---------------------------------------------------- */
+
+/* The once-a-second timer: retention on disk, and the windows of older
+ * frames nobody reads. */
+void hub_log_disk_gc(evutil_socket_t fd, short what, void *arg);
+
 /* --- hub_log_disk_reader.c ---------------------------------------------------- */
 
 /* The read operations of struct hub_log_ops: the rings, then the disk. */
@@ -226,6 +278,8 @@ int hub_log_disk_writer_start(struct hub_log_disk *d, char *err, size_t errlen);
 /* Commits what is left (on this thread) and stops the thread. */
 void hub_log_disk_writer_stop(struct hub_log_disk *d);
 void hub_log_disk_batch_clear(struct dsk_batch *b);
+/* Frees the blobs kept for later rows. */
+void hub_log_disk_spares_free(struct hub_log_disk *d);
 /* The wait operations of struct hub_log_ops. */
 void hub_log_disk_track(void *impl, struct session *s, struct hub_log_wait *w, uint64_t seq);
 int hub_log_disk_stored(void *impl, struct session *s, struct hub_log_wait *w);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +22,10 @@ void hub_log_disk_batch_clear(struct dsk_batch *b)
 {
     for (size_t i = 0; i < b->n; i++)
         free((void *)b->ops[i].op.data);
+    for (uint32_t i = 0; i < b->nrows; i++)
+        free(b->rows[i].blob);
+    free(b->rows);
+    free(b->events.blob);
     free(b->ops);
     free(b->flat);
     memset(b, 0, sizeof(*b));
@@ -36,6 +41,139 @@ static void flush_arm(struct hub_log_disk *d)
     event_add(d->flush_timer, &(struct timeval){ms / 1000, (ms % 1000) * 1000});
 }
 
+/* Keeps ROW's blob for a later row (or frees it). */
+static void spare_put(struct hub_log_disk *d, struct dsk_row *row)
+{
+    if (row->blob && d->nspare < DSK_SPARE_ROWS && d->spare_bytes + row->cap <= DSK_SPARE_BYTES) {
+        d->spare[d->nspare++] = (struct dsk_spare){row->blob, row->cap};
+        d->spare_bytes += row->cap;
+    } else {
+        free(row->blob);
+    }
+    row->blob = NULL;
+    row->cap = 0;
+}
+
+/* Gives a new ROW a kept blob, if there is one. */
+static void spare_get(struct hub_log_disk *d, struct dsk_row *row)
+{
+    if (d->nspare == 0)
+        return;
+    d->nspare--;
+    row->blob = d->spare[d->nspare].blob;
+    row->cap = d->spare[d->nspare].cap;
+    d->spare_bytes -= row->cap;
+}
+
+/* Clears committed batch B: its rows' blobs and its arrays are kept for
+ * later batches. */
+static void batch_recycle(struct hub_log_disk *d, struct dsk_batch *b)
+{
+    for (uint32_t i = 0; i < b->nrows; i++)
+        spare_put(d, &b->rows[i]);
+    spare_put(d, &b->events);
+    b->nrows = 0;
+    if (!d->spare_ops) {
+        for (size_t i = 0; i < b->n; i++)
+            free((void *)b->ops[i].op.data);
+        d->spare_ops = b->ops;
+        d->spare_ops_cap = b->cap;
+        b->ops = NULL;
+        b->n = 0;
+    }
+    if (!d->spare_rows) {
+        d->spare_rows = b->rows;
+        d->spare_rows_cap = b->rows_cap;
+        b->rows = NULL;
+    }
+    hub_log_disk_batch_clear(b);
+}
+
+/* The pending batch, just emptied, takes the arrays a committed one left. */
+static void batch_reuse(struct hub_log_disk *d, struct dsk_batch *b)
+{
+    if (d->spare_ops) {
+        b->ops = d->spare_ops;
+        b->cap = d->spare_ops_cap;
+        d->spare_ops = NULL;
+    }
+    if (d->spare_rows) {
+        b->rows = d->spare_rows;
+        b->rows_cap = d->spare_rows_cap;
+        d->spare_rows = NULL;
+    }
+}
+
+void hub_log_disk_spares_free(struct hub_log_disk *d)
+{
+    while (d->nspare > 0)
+        free(d->spare[--d->nspare].blob);
+    d->spare_bytes = 0;
+    free(d->spare_ops);
+    free(d->spare_rows);
+    d->spare_ops = NULL;
+    d->spare_rows = NULL;
+}
+
+/* E's row in the pending batch, made when it has none or its row is full
+ * (DSK_ROW_BYTES: a reader of older frames reads a row whole).  Returns
+ * its index, or UINT32_MAX when memory is short. */
+static uint32_t row_of(struct hub_log_disk *d, struct dsk_session *e)
+{
+    struct dsk_batch *b = &d->pending;
+    struct dsk_row *row;
+
+    if (e->row_batch == b->id && e->row < b->nrows && b->rows[e->row].session == e &&
+        b->rows[e->row].len < DSK_ROW_BYTES)
+        return e->row;
+    if (b->nrows == b->rows_cap) {
+        uint32_t cap = b->rows_cap ? b->rows_cap * 2 : 16;
+        struct dsk_row *more = realloc(b->rows, cap * sizeof(*more));
+        if (!more)
+            return UINT32_MAX;
+        b->rows = more;
+        b->rows_cap = cap;
+    }
+    row = &b->rows[b->nrows];
+    memset(row, 0, sizeof(*row));
+    spare_get(d, row);
+    row->session = e;
+    e->row_batch = b->id;
+    e->row = b->nrows;
+    return b->nrows++;
+}
+
+/* Appends a record to ROW: an entry of KIND (events: a bus event) at SEQ
+ * with LEN bytes of DATA.  Returns the offset of its bytes in the row's
+ * blob, or SIZE_MAX when memory is short (nothing appended). */
+static size_t row_put(struct dsk_row *row, int events, uint8_t kind, uint64_t seq, int64_t at,
+                      const void *data, size_t len)
+{
+    size_t need = row->len + LOGDB_HEADER_MAX + len;
+
+    if (need > row->cap || !row->blob) {
+        size_t cap = row->cap ? row->cap * 2 : 1024;
+        uint8_t *more;
+        while (cap < need)
+            cap *= 2;
+        if (!(more = realloc(row->blob, cap)))
+            return SIZE_MAX;
+        row->blob = more;
+        row->cap = cap;
+    }
+    row->len += events ? logdb_event_header(row->blob + row->len, seq, at, len)
+                       : logdb_entry_header(row->blob + row->len, kind, seq, at, len);
+    if (len)
+        memcpy(row->blob + row->len, data, len);
+    if (row->n++ == 0)
+        row->first_seq = seq;
+    row->last_seq = seq;
+    if (kind != DSK_KIND_FRAME && row->marks++ == 0)
+        row->mark_seq = seq;
+    row->len += len;
+    return row->len - len;
+}
+
 struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_session *e,
                                  uint8_t kind, uint64_t seq, int64_t at, const void *data,
                                  size_t len)
@@ -43,7 +181,11 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
     struct dsk_batch *b = &d->pending;
     struct dsk_op *o;
     void *copy = NULL;
+    uint32_t part = 0;
+    size_t where = 0;
 
+    if (b->id == 0)
+        b->id = ++d->batches;
     if (b->n == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64;
         struct dsk_op *ops = realloc(b->ops, cap * sizeof(*ops));
@@ -52,10 +194,22 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
         b->ops = ops;
         b->cap = cap;
     }
-    if (len && !(copy = malloc(len)))
-        return NULL;
-    if (len)
+    /* An entry's and a bus event's bytes go straight into their row;
+     * anything else that has bytes keeps a copy of them. */
+    if (op == LOGDB_OP_ENTRY) {
+        if (!e || (part = row_of(d, e)) == UINT32_MAX ||
+            (where = row_put(&b->rows[part], 0, kind, seq, at, data, len)) == SIZE_MAX)
+            return NULL;
+    } else if (op == LOGDB_OP_BUS) {
+        if (b->events.n == 0 && !b->events.blob)
+            spare_get(d, &b->events);
+        if ((where = row_put(&b->events, 1, 0, seq, at, data, len)) == SIZE_MAX)
+            return NULL;
+    } else if (len) {
+        if (!(copy = malloc(len)))
+            return NULL;
         memcpy(copy, data, len);
+    }
     o = &b->ops[b->n++];
     memset(o, 0, sizeof(*o));
     o->op.op = op;
@@ -65,6 +219,8 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
     o->op.at_unix_ms = at;
     o->op.data = copy;
     o->op.len = len;
+    o->part = part;
+    o->at = where;
     o->session = e;
     if (e)
         e->pending++;
@@ -76,13 +232,16 @@ struct dsk_op *hub_log_disk_take(struct hub_log_disk *d, uint8_t op, struct dsk_
     return o;
 }
 
-/* What the thread writes: the operations, then each Runner's mark in this
- * batch's run (the highest runner_seq of its frames in it), so the mark is
- * never ahead of the frames committed with it.  Returns 0, or -1 when
+/* What the thread writes: the operations other than entries and bus
+ * events in order, then a row for each session's entries and one for the
+ * bus's events, then each Runner's mark in this batch's run (the highest
+ * runner_seq of its frames in it), so the mark is never ahead of the
+ * frames committed with it.  One transaction holds them all, so their
+ * order within it changes nothing a reader can see.  Returns 0, or -1 when
  * memory is short. */
 static int flatten(struct dsk_batch *b)
 {
-    struct logdb_op *flat = malloc(3 * b->n * sizeof(*flat));
+    struct logdb_op *flat = malloc((2 * b->n + b->nrows + 1) * sizeof(*flat));
     size_t n = 0;
 
     if (!flat)
@@ -90,7 +249,7 @@ static int flatten(struct dsk_batch *b)
     for (size_t i = 0; i < b->n; i++) {
         struct dsk_op *o = &b->ops[i];
         struct dsk_runner *r = o->runner;
-        if (o->op.op != DSK_OP_DEALT)
+        if (o->op.op != DSK_OP_DEALT && o->op.op != LOGDB_OP_ENTRY && o->op.op != LOGDB_OP_BUS)
             flat[n++] = o->op;
         if (!r || o->runner_seq == 0 || o->generation != r->generation)
             continue;
@@ -101,6 +260,29 @@ static int flatten(struct dsk_batch *b)
         if (o->runner_seq > r->batch_mark)
             r->batch_mark = o->runner_seq;
     }
+    for (uint32_t i = 0; i < b->nrows; i++) {
+        const struct dsk_row *row = &b->rows[i];
+        if (row->n == 0)
+            continue; /* made, then memory was short for its first record */
+        flat[n++] = (struct logdb_op){
+            .op = LOGDB_OP_ENTRIES,
+            .sid = row->session->sid,
+            .seq = row->first_seq,
+            .aux = row->last_seq,
+            .marks = row->marks,
+            .mark_seq = row->mark_seq,
+            .data = row->blob,
+            .len = row->len,
+        };
+    }
+    if (b->events.n)
+        flat[n++] = (struct logdb_op){
+            .op = LOGDB_OP_EVENTS,
+            .seq = b->events.first_seq,
+            .aux = b->events.last_seq,
+            .data = b->events.blob,
+            .len = b->events.len,
+        };
     for (size_t i = 0; i < b->n; i++) {
         struct dsk_runner *r = b->ops[i].runner;
         if (!r || !r->in_batch)
@@ -114,23 +296,6 @@ static int flatten(struct dsk_batch *b)
             .len = r->len,
         };
     }
-    /* Each session's newest chunk, counted up to this batch's frames. */
-    for (size_t i = 0; i < b->n; i++) {
-        struct dsk_session *e = b->ops[i].session;
-        if (!e || b->ops[i].op.op != LOGDB_OP_ENTRY || e->in_batch || e->nchunks == 0)
-            continue;
-        e->in_batch = 1;
-        flat[n++] = (struct logdb_op){
-            .op = LOGDB_OP_CHUNK,
-            .sid = e->sid,
-            .seq = e->chunks[e->nchunks - 1].first_seq,
-            .aux = e->chunks[e->nchunks - 1].bytes,
-            .at_unix_ms = e->chunks[e->nchunks - 1].newest_at,
-        };
-    }
-    for (size_t i = 0; i < b->n; i++)
-        if (b->ops[i].session)
-            b->ops[i].session->in_batch = 0;
     b->flat = flat;
     b->nflat = n;
     return 0;
@@ -164,6 +329,7 @@ static void kick(struct hub_log_disk *d)
         return;
     }
     memset(&d->pending, 0, sizeof(d->pending));
+    batch_reuse(d, &d->pending);
     b->last_ord = b->ops[b->n - 1].ord;
     d->inflight = b;
     submit(d, b);
@@ -294,8 +460,8 @@ static void apply_batch(struct hub_log_disk *d, struct dsk_batch *b)
         const struct logdb_op *op = &o->op;
 
         if (op->op == LOGDB_OP_ENTRY) {
-            hub_log_disk_apply_entry(d, o->session, op->kind, op->seq, op->data, op->len,
-                                     op->at_unix_ms, 0);
+            hub_log_disk_apply_entry(d, o->session, op->kind, op->seq,
+                                     b->rows[o->part].blob + o->at, op->len, op->at_unix_ms, 0);
             if (op->kind == DSK_KIND_FRAME) {
                 d->frames_committed++;
                 d->bytes_committed += op->len;
@@ -303,7 +469,7 @@ static void apply_batch(struct hub_log_disk *d, struct dsk_batch *b)
         } else if (op->op == LOGDB_OP_BUS) {
             if (op->seq > bus_newest_seq(d->bus) + 1)
                 bus_skip_to(d->bus, op->seq);
-            bus_publish(d->bus, op->data, op->len, op->at_unix_ms);
+            bus_publish(d->bus, b->events.blob + o->at, op->len, op->at_unix_ms);
             d->events_committed++;
         }
         if (o->runner && o->generation == o->runner->generation && o->runner_seq > o->runner->mark)
@@ -358,7 +524,7 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
     apply_batch(d, b);
     d->committed_ord = b->last_ord;
     waits_stored(d);
-    hub_log_disk_batch_clear(b);
+    batch_recycle(d, b);
     free(b);
     hub_log_disk_state_changed(d);
     kick(d);
@@ -487,6 +653,7 @@ void hub_log_disk_writer_stop(struct hub_log_disk *d)
     if (d->pending.n && d->db)
         commit_now(d, &d->pending);
     hub_log_disk_batch_clear(&d->pending);
+    hub_log_disk_spares_free(d);
     /* Their calls are gone (the server closes them first). */
     while (!list_is_empty(&d->waits))
         hub_log_wait_cancel(hub_log_wait_of(list_first(&d->waits)));

@@ -3,25 +3,23 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sqlite3.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "store/logdb_internal.h"
 #include "store/logdb_upgrade.h"
 #include "store/sqlite_internal.h"
 
 #include "common/failpoint.h"
 #include "common/log.h"
+#include "common/protowire.h"
 
 /* "AHLG" in the file's header: a file without it is not ours. */
 #define LOGDB_APPLICATION_ID 0x41484c47
-#define LOGDB_VERSION        3
-/* What a reader of older frames (logdb_read) takes at most per call. */
-#define READ_MAX_ROWS 4096
+#define LOGDB_VERSION        4
 /* The WAL is written back into the file (an fsync) once it holds this many
  * pages, by a thread and a connection of their own: commits go on into the
  * WAL meanwhile instead of waiting for the fsync. */
@@ -35,77 +33,43 @@
  * between two transactions (little is left by then), so the WAL restarts
  * at the next commit and stays bounded. */
 #define WAL_RESTART_PAGES 8192
+/* The committing connection's page cache (KiB): a batch's pages stay in
+ * memory until its commit instead of being spilled to the WAL and read
+ * back while the transaction is still being written. */
+#define CACHE_KIB 32768
 
-/* Format 2: each session's frames on disk, counted in chunks (a first seq,
- * their bytes, the newest one's time) so that retention and the load at
- * start need no scan of the frames; and the marks found without one. */
-#define CHUNKS_SCHEMA                                                                              \
-    "CREATE TABLE chunks(sid INTEGER NOT NULL, first_seq INTEGER NOT NULL,"                        \
-    " bytes INTEGER NOT NULL, newest_at INTEGER NOT NULL, PRIMARY KEY(sid, first_seq))"            \
-    " WITHOUT ROWID;"                                                                              \
-    "CREATE INDEX entries_marks ON entries(sid, seq) WHERE kind <> 0;"
-
+/* Format 4: a session's entries of one transaction in one row (their
+ * records in DATA, seqs FIRST_SEQ..LAST_SEQ, MARKS of them marks, the
+ * first at MARK_SEQ), the bus's events of one transaction likewise; each
+ * session's frames on disk counted in chunks (a first seq, their bytes,
+ * the newest one's time) so that retention and the load at start need no
+ * scan of the frames; the rows with marks found without one. */
 static const char SCHEMA[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE sessions(sid INTEGER PRIMARY KEY, name BLOB NOT NULL);"
-    "CREATE TABLE entries(ord INTEGER PRIMARY KEY, sid INTEGER NOT NULL, seq INTEGER NOT NULL,"
-    " kind INTEGER NOT NULL, at INTEGER NOT NULL, data BLOB NOT NULL);"
-    "CREATE INDEX entries_sid_seq ON entries(sid, seq);" CHUNKS_SCHEMA
-    "CREATE TABLE bus(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, data BLOB NOT NULL);"
+    "CREATE TABLE sessions(sid INTEGER PRIMARY KEY, name BLOB NOT NULL);" LOGDB_ROWS_SCHEMA
+    "CREATE TABLE chunks(sid INTEGER NOT NULL, first_seq INTEGER NOT NULL,"
+    " bytes INTEGER NOT NULL, newest_at INTEGER NOT NULL, PRIMARY KEY(sid, first_seq))"
+    " WITHOUT ROWID;"
     "CREATE TABLE runners(name BLOB PRIMARY KEY, generation INTEGER NOT NULL,"
     " mark INTEGER NOT NULL) WITHOUT ROWID;";
-
-enum stmt_id {
-    S_BEGIN,
-    S_COMMIT,
-    S_ROLLBACK,
-    S_SESSION,
-    S_ENTRY,
-    S_TRIM,
-    S_DROP_ENTRIES,
-    S_DROP_SESSION,
-    S_BUS,
-    S_BUS_TRIM,
-    S_RUNNER,
-    S_CHUNK,
-    S_TRIM_CHUNKS,
-    S_DROP_CHUNKS,
-    S_COUNT
-};
 
 static const char *const STMT_SQL[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
     [S_SESSION] = "INSERT OR REPLACE INTO sessions(sid, name) VALUES (?, ?)",
-    [S_ENTRY] = "INSERT INTO entries(sid, seq, kind, at, data) VALUES (?, ?, ?, ?, ?)",
-    [S_TRIM] = "DELETE FROM entries WHERE sid = ? AND seq < ?",
+    /* ord, sid, first_seq, last_seq, marks, mark_seq, data */
+    [S_ENTRIES] = "INSERT INTO entries VALUES (NULL, ?, ?, ?, ?, ?, ?)",
+    [S_TRIM] = "DELETE FROM entries WHERE sid = ? AND last_seq < ?",
     [S_DROP_ENTRIES] = "DELETE FROM entries WHERE sid = ?",
     [S_DROP_SESSION] = "DELETE FROM sessions WHERE sid = ?",
-    [S_BUS] = "INSERT OR REPLACE INTO bus(seq, at, data) VALUES (?, ?, ?)",
-    [S_BUS_TRIM] = "DELETE FROM bus WHERE seq < ?",
+    [S_EVENTS] = "INSERT OR REPLACE INTO bus(first_seq, last_seq, data) VALUES (?, ?, ?)",
+    [S_BUS_TRIM] = "DELETE FROM bus WHERE first_seq < ?1 AND last_seq < ?1",
     [S_RUNNER] = "INSERT OR REPLACE INTO runners(name, generation, mark) VALUES (?, ?, ?)",
     [S_CHUNK] =
         "INSERT OR REPLACE INTO chunks(sid, first_seq, bytes, newest_at) VALUES (?, ?, ?, ?)",
     [S_TRIM_CHUNKS] = "DELETE FROM chunks WHERE sid = ? AND first_seq < ?",
     [S_DROP_CHUNKS] = "DELETE FROM chunks WHERE sid = ?",
-};
-
-struct logdb {
-    sqlite3 *db;
-    sqlite3_stmt *stmts[S_COUNT];
-    enum logdb_sync sync;
-    atomic_uint_fast64_t fsyncs;
-    /* the checkpointer */
-    sqlite3 *ckpt_db;
-    pthread_t ckpt_thread;
-    pthread_mutex_t ckpt_mu;
-    pthread_cond_t ckpt_cv;
-    int ckpt_started, ckpt_due, ckpt_quit;
-    struct timespec ckpt_last; /* the committing thread's last wake-up of it */
-    /* the reader of older frames: a connection of its own */
-    sqlite3 *read_db;
-    sqlite3_stmt *read_stmt;
 };
 
 const char *logdb_rc_name(enum logdb_rc code)
@@ -129,7 +93,7 @@ const char *logdb_rc_name(enum logdb_rc code)
     return "unknown";
 }
 
-static enum logdb_rc rc_of(int rc)
+enum logdb_rc logdb_rc_of(int rc)
 {
     switch (rc & 0xff) {
     case SQLITE_FULL:
@@ -149,12 +113,16 @@ static enum logdb_rc rc_of(int rc)
     }
 }
 
-/* Fills ERR from the connection's last error (RC when there is none).
- * Returns the code RC maps to. */
+enum logdb_rc logdb_fail(sqlite3 *handle, int rc, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s", handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc));
+    return logdb_rc_of(rc);
+}
+
+/* The connection's last error into ERR.  Returns the code RC maps to. */
 static enum logdb_rc fail(struct logdb *db, int rc, char *err, size_t errlen)
 {
-    snprintf(err, errlen, "%s", db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc));
-    return rc_of(rc);
+    return logdb_fail(db->db, rc, err, errlen);
 }
 
 /* A checkpoint on HANDLE.  Returns 1 when it wrote pages back (an fsync). */
@@ -257,10 +225,8 @@ static int reader_open(struct logdb *db, const char *path)
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_busy_timeout(db->read_db, 1000);
-    return sqlite3_prepare_v3(db->read_db,
-                              "SELECT seq, at, data FROM entries WHERE sid = ? AND seq > ? AND "
-                              "kind = 0 ORDER BY seq",
-                              -1, SQLITE_PREPARE_PERSISTENT, &db->read_stmt, NULL);
+    return sqlite3_prepare_v3(db->read_db, LOGDB_READ_SQL, -1, SQLITE_PREPARE_PERSISTENT,
+                              &db->read_stmt, NULL);
 }
 
 /* Makes a new file's schema and epoch, or checks an existing file is a
@@ -297,29 +263,13 @@ static enum logdb_rc check_or_create(struct logdb *db, uint64_t new_epoch, uint6
     }
     if ((rc = sq_query_int(db->db, "PRAGMA user_version", &version)) != SQLITE_OK)
         return fail(db, rc, err, errlen);
-    if (version == 1) {
-        /* Format 1 kept only what memory held: its frames count as one
-         * chunk per session. */
-        if ((rc = sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK ||
-            (rc = sqlite3_exec(db->db,
-                               CHUNKS_SCHEMA "INSERT INTO chunks SELECT sid, min(seq), "
-                                             "sum(length(data)), max(at) FROM entries WHERE "
-                                             "kind = 0 GROUP BY sid;"
-                                             "PRAGMA user_version = 2; COMMIT",
-                               NULL, NULL, NULL)) != SQLITE_OK) {
-            enum logdb_rc out = fail(db, rc, err, errlen);
-            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-            return out;
-        }
-        version = 2;
-    }
-    if (version == 2) {
-        /* Format 3 numbers agenthub's own fields from 100 up: the frames
-         * and bus events are rewritten with the new numbers. */
-        log_info("session log: upgrading format 2 to 3 (agenthub's fields renumbered)");
+    if (version >= 1 && version < LOGDB_VERSION) {
+        /* An older format is upgraded in place, all of it in one
+         * transaction: a crash meanwhile leaves the old file as it was. */
+        log_info("session log: upgrading format %lld to %d", (long long)version, LOGDB_VERSION);
         snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; COMMIT", LOGDB_VERSION);
         if ((rc = sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK ||
-            (rc = logdb_upgrade_2_to_3(db->db)) != SQLITE_OK ||
+            (rc = logdb_upgrade(db->db, (int)version)) != SQLITE_OK ||
             (rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL)) != SQLITE_OK) {
             enum logdb_rc out = fail(db, rc, err, errlen);
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
@@ -366,6 +316,11 @@ enum logdb_rc logdb_open(const char *path, enum logdb_sync sync, uint64_t new_ep
     /* A lock held by another process (a second agenthubd on the same file)
      * is waited for briefly, then reported. */
     sqlite3_busy_timeout(db->db, 1000);
+    snprintf(pragmas, sizeof(pragmas), "PRAGMA cache_size = -%d", CACHE_KIB);
+    if ((rc = sqlite3_exec(db->db, pragmas, NULL, NULL, NULL)) != SQLITE_OK) {
+        lrc = fail(db, rc, err, errlen);
+        goto fail_db;
+    }
     lrc = check_or_create(db, new_epoch, epoch, err, errlen);
     if (lrc != LOGDB_OK)
         goto fail_db;
@@ -442,6 +397,38 @@ static void bind_bytes(sqlite3_stmt *stmt, int i, const void *data, size_t len)
     sqlite3_bind_blob64(stmt, i, data ? data : "", len, SQLITE_STATIC);
 }
 
+static int write_op(struct logdb *db, const struct logdb_op *op);
+
+/* A single entry or bus event, written as a row of its own.  Returns
+ * SQLite's code (SQLITE_DONE on success). */
+static int write_one(struct logdb *db, const struct logdb_op *op)
+{
+    struct logdb_op row = *op;
+    uint8_t *blob = malloc(LOGDB_HEADER_MAX + op->len);
+    size_t at;
+    int rc;
+
+    if (!blob)
+        return SQLITE_NOMEM;
+    if (op->op == LOGDB_OP_ENTRY) {
+        at = logdb_entry_header(blob, op->kind, op->seq, op->at_unix_ms, op->len);
+        row.op = LOGDB_OP_ENTRIES;
+        row.marks = op->kind != 0;
+        row.mark_seq = op->kind != 0 ? op->seq : 0;
+    } else {
+        at = logdb_event_header(blob, op->seq, op->at_unix_ms, op->len);
+        row.op = LOGDB_OP_EVENTS;
+    }
+    if (op->len)
+        memcpy(blob + at, op->data, op->len);
+    row.aux = op->seq;
+    row.data = blob;
+    row.len = at + op->len;
+    rc = write_op(db, &row);
+    free(blob);
+    return rc;
+}
+
 /* Writes one operation.  Returns SQLite's code (SQLITE_DONE on success). */
 static int write_op(struct logdb *db, const struct logdb_op *op)
 {
@@ -454,12 +441,22 @@ static int write_op(struct logdb *db, const struct logdb_op *op)
         bind_bytes(stmt, 2, op->data, op->len);
         return step(stmt);
     case LOGDB_OP_ENTRY:
-        stmt = db->stmts[S_ENTRY];
+    case LOGDB_OP_BUS:
+        return write_one(db, op);
+    case LOGDB_OP_ENTRIES:
+        stmt = db->stmts[S_ENTRIES];
         sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
         sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->seq);
-        sqlite3_bind_int(stmt, 3, op->kind);
-        sqlite3_bind_int64(stmt, 4, op->at_unix_ms);
-        bind_bytes(stmt, 5, op->data, op->len);
+        sqlite3_bind_int64(stmt, 3, (sqlite3_int64)op->aux);
+        sqlite3_bind_int64(stmt, 4, (sqlite3_int64)op->marks);
+        sqlite3_bind_int64(stmt, 5, (sqlite3_int64)op->mark_seq);
+        bind_bytes(stmt, 6, op->data, op->len);
+        return step(stmt);
+    case LOGDB_OP_EVENTS:
+        stmt = db->stmts[S_EVENTS];
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->seq);
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)op->aux);
+        bind_bytes(stmt, 3, op->data, op->len);
         return step(stmt);
     case LOGDB_OP_TRIM: {
         int rc;
@@ -487,12 +484,6 @@ static int write_op(struct logdb *db, const struct logdb_op *op)
         sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->sid);
         return step(stmt);
     }
-    case LOGDB_OP_BUS:
-        stmt = db->stmts[S_BUS];
-        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->seq);
-        sqlite3_bind_int64(stmt, 2, op->at_unix_ms);
-        bind_bytes(stmt, 3, op->data, op->len);
-        return step(stmt);
     case LOGDB_OP_BUS_TRIM:
         stmt = db->stmts[S_BUS_TRIM];
         sqlite3_bind_int64(stmt, 1, (sqlite3_int64)op->seq);
@@ -546,6 +537,27 @@ fail_tx:
     return lrc;
 }
 
+size_t logdb_entry_header(uint8_t *out, uint8_t kind, uint64_t seq, int64_t at, size_t len)
+{
+    size_t n = 0;
+
+    out[n++] = kind;
+    n += protowire_put_varint(out + n, seq);
+    n += protowire_put_varint(out + n, (uint64_t)at);
+    n += protowire_put_varint(out + n, len);
+    return n;
+}
+
+size_t logdb_event_header(uint8_t *out, uint64_t seq, int64_t at, size_t len)
+{
+    size_t n = 0;
+
+    n += protowire_put_varint(out, seq);
+    n += protowire_put_varint(out + n, (uint64_t)at);
+    n += protowire_put_varint(out + n, len);
+    return n;
+}
+
 uint64_t logdb_fsyncs(struct logdb *db)
 {
     return atomic_load(&db->fsyncs);
@@ -563,152 +575,4 @@ uint64_t logdb_disk_bytes(const char *path)
     if (stat(wal, &st) == 0)
         total += (uint64_t)st.st_blocks * 512;
     return total;
-}
-
-/* Runs SQL, with its parameters ?1..?N bound to BINDS[0..N), and hands
- * each row to ROW.  Returns LOGDB_OK, LOGDB_NOMEM when ROW stopped, or the
- * error with ERR. */
-static enum logdb_rc
-each_row_bound(struct logdb *db, const char *sql, const uint64_t *binds, int n,
-               int (*row)(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg),
-               const struct logdb_load_fns *fns, void *arg, char *err, size_t errlen)
-{
-    sqlite3_stmt *stmt;
-    int rc = sqlite3_prepare_v2(db->db, sql, -1, &stmt, NULL);
-
-    if (rc != SQLITE_OK)
-        return fail(db, rc, err, errlen);
-    for (int i = 0; i < n; i++)
-        sqlite3_bind_int64(stmt, i + 1, (sqlite3_int64)binds[i]);
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-        if (row(stmt, fns, arg) != 0) {
-            sqlite3_finalize(stmt);
-            snprintf(err, errlen, "out of memory");
-            return LOGDB_NOMEM;
-        }
-    sqlite3_finalize(stmt);
-    if (rc != SQLITE_DONE)
-        return fail(db, rc, err, errlen);
-    return LOGDB_OK;
-}
-
-static enum logdb_rc each_row(struct logdb *db, const char *sql,
-                              int (*row)(sqlite3_stmt *stmt, const struct logdb_load_fns *fns,
-                                         void *arg),
-                              const struct logdb_load_fns *fns, void *arg, char *err, size_t errlen)
-{
-    return each_row_bound(db, sql, NULL, 0, row, fns, arg, err, errlen);
-}
-
-static int session_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
-{
-    return fns->session(arg, (uint64_t)sqlite3_column_int64(stmt, 0),
-                        (const char *)sqlite3_column_blob(stmt, 1),
-                        (size_t)sqlite3_column_bytes(stmt, 1));
-}
-
-static int runner_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
-{
-    return fns->runner(
-        arg, (const char *)sqlite3_column_blob(stmt, 0), (size_t)sqlite3_column_bytes(stmt, 0),
-        (uint64_t)sqlite3_column_int64(stmt, 1), (uint64_t)sqlite3_column_int64(stmt, 2));
-}
-
-static int entry_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
-{
-    return fns->entry(arg, (uint64_t)sqlite3_column_int64(stmt, 0),
-                      (uint8_t)sqlite3_column_int(stmt, 1), (uint64_t)sqlite3_column_int64(stmt, 2),
-                      sqlite3_column_int64(stmt, 3), sqlite3_column_blob(stmt, 4),
-                      (size_t)sqlite3_column_bytes(stmt, 4));
-}
-
-static int bus_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
-{
-    return fns->bus(arg, (uint64_t)sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
-                    sqlite3_column_blob(stmt, 2), (size_t)sqlite3_column_bytes(stmt, 2));
-}
-
-static int chunk_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
-{
-    return fns->chunk(arg, (uint64_t)sqlite3_column_int64(stmt, 0),
-                      (uint64_t)sqlite3_column_int64(stmt, 1),
-                      (uint64_t)sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3));
-}
-
-static int order_row(sqlite3_stmt *stmt, const struct logdb_load_fns *fns, void *arg)
-{
-    return fns->last_mark(arg, (uint64_t)sqlite3_column_int64(stmt, 0),
-                          (uint64_t)sqlite3_column_int64(stmt, 1));
-}
-
-enum logdb_rc logdb_load(struct logdb *db, const struct logdb_load_fns *fns, void *arg, char *err,
-                         size_t errlen)
-{
-    enum logdb_rc rc;
-
-    if ((rc = each_row(db, "SELECT sid, name FROM sessions", session_row, fns, arg, err, errlen)) !=
-            LOGDB_OK ||
-        (rc = each_row(db, "SELECT name, generation, mark FROM runners", runner_row, fns, arg, err,
-                       errlen)) != LOGDB_OK ||
-        (rc = each_row(db,
-                       "SELECT sid, first_seq, bytes, newest_at FROM chunks ORDER BY sid, "
-                       "first_seq",
-                       chunk_row, fns, arg, err, errlen)) != LOGDB_OK ||
-        (rc = each_row(db, "SELECT sid, max(ord) FROM entries WHERE kind <> 0 GROUP BY sid",
-                       order_row, fns, arg, err, errlen)) != LOGDB_OK)
-        return rc;
-    return each_row(db, "SELECT seq, at, data FROM bus ORDER BY seq", bus_row, fns, arg, err,
-                    errlen);
-}
-
-enum logdb_rc logdb_load_session(struct logdb *db, uint64_t sid, uint64_t from_seq,
-                                 const struct logdb_load_fns *fns, void *arg, char *err,
-                                 size_t errlen)
-{
-    const uint64_t binds[2] = {sid, from_seq};
-    enum logdb_rc rc = LOGDB_OK;
-
-    if (from_seq > 0)
-        rc = each_row_bound(db,
-                            "SELECT sid, kind, seq, at, data FROM entries WHERE sid = ?1 AND "
-                            "kind <> 0 AND seq < ?2 ORDER BY seq DESC, ord DESC LIMIT 1",
-                            binds, 2, entry_row, fns, arg, err, errlen);
-    if (rc != LOGDB_OK)
-        return rc;
-    return each_row_bound(db,
-                          "SELECT sid, kind, seq, at, data FROM entries WHERE sid = ?1 AND "
-                          "seq >= ?2 ORDER BY ord",
-                          binds, 2, entry_row, fns, arg, err, errlen);
-}
-
-enum logdb_rc logdb_read(struct logdb *db, uint64_t sid, uint64_t after_seq, size_t max_bytes,
-                         int (*row)(void *arg, uint64_t seq, int64_t at_unix_ms, const void *data,
-                                    size_t len),
-                         void *arg, char *err, size_t errlen)
-{
-    sqlite3_stmt *stmt = db->read_stmt;
-    size_t bytes = 0, rows = 0;
-    int rc = SQLITE_DONE;
-
-    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)sid);
-    sqlite3_bind_int64(stmt, 2, (sqlite3_int64)after_seq);
-    while ((bytes < max_bytes && rows < READ_MAX_ROWS) && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        size_t len = (size_t)sqlite3_column_bytes(stmt, 2);
-        if (row(arg, (uint64_t)sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
-                sqlite3_column_blob(stmt, 2), len) != 0) {
-            rc = SQLITE_NOMEM;
-            break;
-        }
-        bytes += len;
-        rows++;
-    }
-    if (bytes >= max_bytes || rows >= READ_MAX_ROWS)
-        rc = SQLITE_DONE;
-    sqlite3_reset(stmt);
-    sqlite3_clear_bindings(stmt);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "%s", sqlite3_errmsg(db->read_db));
-        return rc_of(rc);
-    }
-    return LOGDB_OK;
 }

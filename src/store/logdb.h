@@ -7,8 +7,15 @@
  * and each Runner's run (generation) and highest runner_seq stored.  The
  * hub's durable backend (hub/hub_log_disk.h) decides what goes in; this
  * module only writes a batch of operations in one transaction and reads it
- * back: at start what memory holds, later older frames a reader asks for.  docs/durability.md says
- * why SQLite and what each synchronous setting survives.
+ * back: at start what memory holds, later older frames a reader asks for.
+ * docs/durability.md says why SQLite and what each synchronous setting
+ * survives.
+ *
+ * A session's entries of one transaction are one row: their records one
+ * after the other in a blob (logdb_entry_header, then the body), with the
+ * range of seqs they cover; the bus's events of one transaction likewise
+ * (logdb_event_header).  A row per batch rather than per frame keeps the
+ * writer's work per frame to copying its bytes.
  *
  * One connection, used by one thread at a time: logdb_open and logdb_load
  * on the caller's, logdb_commit on whichever thread the caller chooses; a
@@ -45,6 +52,9 @@ enum logdb_op_kind {
     LOGDB_OP_BUS_TRIM = 5, /* bus events below SEQ go */
     LOGDB_OP_RUNNER = 6,   /* Runner DATA[0..LEN): generation SEQ, mark AUX */
     LOGDB_OP_CHUNK = 7,    /* SID's chunk from SEQ: AUX bytes, the newest at AT */
+    LOGDB_OP_ENTRIES = 8,  /* SID's entries SEQ..AUX, records in DATA; MARKS of them are
+                              marks, the first at MARK_SEQ */
+    LOGDB_OP_EVENTS = 9,   /* bus events SEQ..AUX, records in DATA */
 };
 
 struct logdb_op {
@@ -56,7 +66,19 @@ struct logdb_op {
     int64_t at_unix_ms;
     const void *data;
     size_t len;
+    uint32_t marks;    /* LOGDB_OP_ENTRIES */
+    uint64_t mark_seq; /* LOGDB_OP_ENTRIES with MARKS */
 };
+
+/* The most bytes a record's header takes. */
+#define LOGDB_HEADER_MAX 32
+
+/* Writes at OUT the header of a session's entry of KIND at SEQ, taken at
+ * AT, whose LEN bytes follow it in an LOGDB_OP_ENTRIES blob.  Returns the
+ * header's length (at most LOGDB_HEADER_MAX). */
+size_t logdb_entry_header(uint8_t *out, uint8_t kind, uint64_t seq, int64_t at, size_t len);
+/* The same for a bus event at SEQ in an LOGDB_OP_EVENTS blob. */
+size_t logdb_event_header(uint8_t *out, uint64_t seq, int64_t at, size_t len);
 
 /* How a commit reaches the disk. */
 enum logdb_sync {

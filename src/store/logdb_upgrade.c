@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/protowire.h"
+#include "store/logdb_internal.h"
 
 /* One message's moves: FROM becomes TO; a length-delimited field NESTED
  * (its number before the move) holds a message renumbered by INNER. */
@@ -150,4 +151,180 @@ int logdb_upgrade_2_to_3(sqlite3 *db)
                         "UPDATE entries SET data = agenthub_renumber(data, 0) WHERE kind = 0;"
                         "UPDATE bus SET data = agenthub_renumber(data, 1);",
                         NULL, NULL, NULL);
+}
+
+/* Format 2: each session's frames counted in chunks, and the marks found
+ * without a scan.  Format 1 kept only what memory held: its frames count
+ * as one chunk per session. */
+static const char UPGRADE_1_TO_2[] =
+    "CREATE TABLE chunks(sid INTEGER NOT NULL, first_seq INTEGER NOT NULL,"
+    " bytes INTEGER NOT NULL, newest_at INTEGER NOT NULL, PRIMARY KEY(sid, first_seq))"
+    " WITHOUT ROWID;"
+    "CREATE INDEX entries_marks ON entries(sid, seq) WHERE kind <> 0;"
+    "INSERT INTO chunks SELECT sid, min(seq), sum(length(data)), max(at) FROM entries"
+    " WHERE kind = 0 GROUP BY sid;";
+
+/* Format 4 keeps a row per transaction; a format 3 file's rows (one per
+ * entry, one per event) are joined into rows of about this many bytes. */
+#define UPGRADE_ROW_BYTES (64u << 10)
+
+/* The records of one row being made. */
+struct upgrade_row {
+    uint8_t *blob;
+    size_t len, cap;
+    uint64_t sid, first_seq, last_seq, mark_seq;
+    uint32_t marks, n;
+};
+
+/* Writes ROW (if it holds anything) with STMT: entries (sid, first, last,
+ * marks, mark_seq, data) or bus events (first, last, data).  Returns
+ * SQLite's code (SQLITE_DONE when written). */
+static int upgrade_flush(sqlite3_stmt *stmt, struct upgrade_row *row, int events)
+{
+    int i = 1, rc;
+
+    if (row->n == 0)
+        return SQLITE_DONE;
+    if (!events)
+        sqlite3_bind_int64(stmt, i++, (sqlite3_int64)row->sid);
+    sqlite3_bind_int64(stmt, i++, (sqlite3_int64)row->first_seq);
+    sqlite3_bind_int64(stmt, i++, (sqlite3_int64)row->last_seq);
+    if (!events) {
+        sqlite3_bind_int64(stmt, i++, row->marks);
+        sqlite3_bind_int64(stmt, i++, (sqlite3_int64)row->mark_seq);
+    }
+    sqlite3_bind_blob64(stmt, i, row->blob, row->len, SQLITE_STATIC);
+    rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    row->len = 0;
+    row->n = row->marks = 0;
+    return rc;
+}
+
+/* Appends a record to ROW.  Returns SQLITE_OK or SQLITE_NOMEM. */
+static int upgrade_add(struct upgrade_row *row, int events, uint8_t kind, uint64_t seq, int64_t at,
+                       const void *data, size_t len)
+{
+    if (row->len + LOGDB_HEADER_MAX + len > row->cap) {
+        size_t cap = row->len + LOGDB_HEADER_MAX + len + UPGRADE_ROW_BYTES;
+        uint8_t *more = realloc(row->blob, cap);
+        if (!more)
+            return SQLITE_NOMEM;
+        row->blob = more;
+        row->cap = cap;
+    }
+    if (row->n == 0)
+        row->first_seq = seq;
+    row->last_seq = seq;
+    if (kind != 0 && row->marks++ == 0)
+        row->mark_seq = seq;
+    row->n++;
+    row->len += events ? logdb_event_header(row->blob + row->len, seq, at, len)
+                       : logdb_entry_header(row->blob + row->len, kind, seq, at, len);
+    if (len)
+        memcpy(row->blob + row->len, data, len);
+    row->len += len;
+    return SQLITE_OK;
+}
+
+/* How many of format 3's rows are joined at a time; they are deleted
+ * then, so the pages they free hold the next joined rows and the file
+ * does not grow by the log's size while it is upgraded. */
+#define UPGRADE_STEP_ROWS 20000
+
+/* Joins format 3's rows selected by SELECT (?1: the rowid after which to
+ * go on; entries: sid, seq, kind, at, data by ord; bus: seq, at, data by
+ * seq; the rowid last) into format 4's rows written by INSERT: runs of one
+ * session's consecutive entries, of consecutive bus events.  DELETE (?1:
+ * a rowid) drops the old rows joined so far.  Returns SQLite's code. */
+static int upgrade_rows(sqlite3 *db, const char *select, const char *insert, const char *delete,
+                        int events)
+{
+    sqlite3_stmt *in = NULL, *out = NULL, *drop = NULL;
+    struct upgrade_row row = {0};
+    sqlite3_int64 after = -1;
+    int rc, n;
+
+    if ((rc = sqlite3_prepare_v2(db, select, -1, &in, NULL)) != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(db, insert, -1, &out, NULL)) != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(db, delete, -1, &drop, NULL)) != SQLITE_OK)
+        goto out;
+    do {
+        n = 0;
+        sqlite3_bind_int64(in, 1, after);
+        sqlite3_bind_int(in, 2, UPGRADE_STEP_ROWS);
+        while ((rc = sqlite3_step(in)) == SQLITE_ROW) {
+            int c = 0;
+            uint64_t sid = events ? 0 : (uint64_t)sqlite3_column_int64(in, c++);
+            uint64_t seq = (uint64_t)sqlite3_column_int64(in, c++);
+            uint8_t kind = events ? 0 : (uint8_t)sqlite3_column_int(in, c++);
+            int64_t at = sqlite3_column_int64(in, c++);
+            const void *data = sqlite3_column_blob(in, c);
+            size_t len = (size_t)sqlite3_column_bytes(in, c++);
+
+            after = sqlite3_column_int64(in, c);
+            n++;
+            if (row.n && (sid != row.sid || row.len >= UPGRADE_ROW_BYTES) &&
+                (rc = upgrade_flush(out, &row, events)) != SQLITE_DONE)
+                goto out;
+            row.sid = sid;
+            if ((rc = upgrade_add(&row, events, kind, seq, at, data, len)) != SQLITE_OK)
+                goto out;
+        }
+        sqlite3_reset(in);
+        if (rc != SQLITE_DONE || (rc = upgrade_flush(out, &row, events)) != SQLITE_DONE)
+            goto out;
+        sqlite3_bind_int64(drop, 1, after);
+        rc = sqlite3_step(drop);
+        sqlite3_reset(drop);
+        if (rc != SQLITE_DONE)
+            goto out;
+    } while (n == UPGRADE_STEP_ROWS);
+    rc = SQLITE_OK;
+out:
+    free(row.blob);
+    sqlite3_finalize(in);
+    sqlite3_finalize(out);
+    sqlite3_finalize(drop);
+    return rc;
+}
+
+static int upgrade_3_to_4(sqlite3 *db)
+{
+    int rc =
+        sqlite3_exec(db,
+                     "DROP INDEX IF EXISTS entries_sid_seq; DROP INDEX IF EXISTS entries_marks;"
+                     "ALTER TABLE entries RENAME TO entries_v3;"
+                     "ALTER TABLE bus RENAME TO bus_v3;" LOGDB_ROWS_SCHEMA,
+                     NULL, NULL, NULL);
+
+    if (rc == SQLITE_OK)
+        rc = upgrade_rows(db,
+                          "SELECT sid, seq, kind, at, data, ord FROM entries_v3 WHERE ord > ?1"
+                          " ORDER BY ord LIMIT ?2",
+                          "INSERT INTO entries(sid, first_seq, last_seq, marks, mark_seq, data)"
+                          " VALUES (?, ?, ?, ?, ?, ?)",
+                          "DELETE FROM entries_v3 WHERE ord <= ?1", 0);
+    if (rc == SQLITE_OK)
+        rc = upgrade_rows(db,
+                          "SELECT seq, at, data, seq FROM bus_v3 WHERE seq > ?1 ORDER BY seq"
+                          " LIMIT ?2",
+                          "INSERT INTO bus(first_seq, last_seq, data) VALUES (?, ?, ?)",
+                          "DELETE FROM bus_v3 WHERE seq <= ?1", 1);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "DROP TABLE entries_v3; DROP TABLE bus_v3", NULL, NULL, NULL);
+    return rc;
+}
+
+int logdb_upgrade(sqlite3 *db, int from)
+{
+    int rc = SQLITE_OK;
+
+    if (from == 1)
+        rc = sqlite3_exec(db, UPGRADE_1_TO_2, NULL, NULL, NULL);
+    if (rc == SQLITE_OK && from <= 2)
+        rc = logdb_upgrade_2_to_3(db);
+    if (rc == SQLITE_OK && from <= 3)
+        rc = upgrade_3_to_4(db);
+    return rc;
 }

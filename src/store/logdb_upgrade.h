@@ -1,11 +1,15 @@
 /* logdb_upgrade: what turns a session log of an older format into the
  * current one, in place.
  *
- * Format 3 moved agenthub's own fields on messages compass defines to
+ * Format 2 counted each session's frames in chunks.  Format 3 moved
+ * agenthub's own fields on messages compass defines to
  * numbers from 100 up (docs/protocol.md, "Fields that moved to 100 and
  * up").  A file of format 2 keeps its frames and bus events with the old
  * numbers; the upgrade rewrites them, field by field, without decoding
- * them into messages: only field numbers change, never a value. */
+ * them into messages: only field numbers change, never a value.  Format 4
+ * keeps a row per transaction (a session's entries of it, the bus's events
+ * of it) instead of a row per entry; a format 3 file's rows are joined
+ * into such rows. */
 #ifndef AGENTHUB_STORE_LOGDB_UPGRADE_H
 #define AGENTHUB_STORE_LOGDB_UPGRADE_H
 
@@ -29,5 +33,10 @@ int logdb_renumber(enum logdb_blob what, const uint8_t *bytes, size_t len, uint8
 /* Rewrites DB's frames and bus events from format 2 to format 3, inside
  * the caller's transaction.  Returns SQLite's code. */
 int logdb_upgrade_2_to_3(sqlite3 *db);
+
+/* Turns DB, a log of format FROM (1 to 3), into the current format inside
+ * the caller's transaction.  Returns SQLite's code (the caller rolls back
+ * on anything but SQLITE_OK). */
+int logdb_upgrade(sqlite3 *db, int from);
 
 #endif

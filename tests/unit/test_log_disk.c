@@ -2,7 +2,7 @@
  * hub/hub_log_disk (the backend): entries reach the rings only once
  * committed, a new backend on the same file has every log, seq, mark,
  * bus event and the epoch back, a reader behind a ring is served from
- * disk, and a file of the first format is upgraded in place. */
+ * disk, and files of older formats are upgraded in place. */
 #include "hub/hub_log_disk.h"
 
 #include <check.h>
@@ -282,6 +282,61 @@ START_TEST(test_a_reader_behind_the_ring_is_served_from_disk_also_after_a_restar
 }
 END_TEST
 
+START_TEST(test_a_large_batch_of_one_session_is_several_rows_read_back_in_order)
+{
+    struct hub_log_disk_config config = {
+        .pending_bytes = 1 << 26,
+        .memory_bytes = 16 << 10,
+        .session_bytes = 1 << 30,
+        .budget_bytes = 1 << 30,
+    };
+    struct fixture f;
+    struct hub_log_wait w = {0};
+    struct session *s;
+    sqlite3 *db;
+    sqlite3_stmt *stmt;
+    enum logdb_rc rc;
+    char frame[64], err[256];
+    uint64_t seq = 0;
+
+    fixture_init(&f);
+    config.path = f.path;
+    for (int round = 0; round < 2; round++) {
+        f.base = event_base_new();
+        session_registry_init(&f.reg, config.memory_bytes);
+        bus_init(&f.bus, 0, 0);
+        f.disk = hub_log_disk_open(&f.log, f.base, &f.reg, &f.bus, &config, &rc, err, sizeof(err));
+        ck_assert_msg(f.disk != NULL, "%s", err);
+        if (round == 0) {
+            /* More than a row holds, taken in one turn: one batch. */
+            ck_assert_int_eq(session_open(&f.reg, "s1", 2, &s), SESSION_CREATED);
+            for (int i = 1; i <= 40000; i++) {
+                snprintf(frame, sizeof(frame), "frame-%04d-padding-padding-padding", i);
+                seq = hub_log_append(&f.log, s, frame, strlen(frame), 1000 + i);
+                hub_log_track(&f.log, s, &w, seq);
+            }
+            wait_stored(&f, s, &w);
+        } else {
+            s = session_lookup(&f.reg, "s1", 2);
+            ck_assert_ptr_nonnull(s);
+        }
+        /* Served from disk behind the ring, in order, every one. */
+        ck_assert_uint_eq(read_all(&f, s, 0, 40000), 40000);
+        fixture_close(&f);
+    }
+    ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(db, "SELECT count(*), max(length(data)) FROM entries", -1, &stmt, NULL),
+        SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+    ck_assert_int_ge(sqlite3_column_int(stmt, 0), 2);
+    ck_assert_int_le(sqlite3_column_int(stmt, 1), (1 << 20) + 1024);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    fixture_remove(&f);
+}
+END_TEST
+
 START_TEST(test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted)
 {
     static const char v1[] =
@@ -324,13 +379,30 @@ START_TEST(test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted)
     ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
     ck_assert_int_eq(sqlite3_column_int(stmt, 0), 7);
     ck_assert_int_eq(sqlite3_column_int(stmt, 1), 10);
-    ck_assert_int_eq(sqlite3_column_int(stmt, 2), 3);
+    ck_assert_int_eq(sqlite3_column_int(stmt, 2), 4);
     ck_assert_int_eq(sqlite3_step(stmt), SQLITE_DONE);
     sqlite3_finalize(stmt);
     sqlite3_close(db);
     fixture_remove(&f);
 }
 END_TEST
+
+/* Formats 2 and 3 (2 kept agenthub's fields at their old numbers): a row
+ * per entry and a row per bus event. */
+#define FORMAT_3_SCHEMA                                                                            \
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"               \
+    "CREATE TABLE sessions(sid INTEGER PRIMARY KEY, name BLOB NOT NULL);"                          \
+    "CREATE TABLE entries(ord INTEGER PRIMARY KEY, sid INTEGER NOT NULL, seq INTEGER NOT NULL,"    \
+    " kind INTEGER NOT NULL, at INTEGER NOT NULL, data BLOB NOT NULL);"                            \
+    "CREATE INDEX entries_sid_seq ON entries(sid, seq);"                                           \
+    "CREATE TABLE chunks(sid INTEGER NOT NULL, first_seq INTEGER NOT NULL,"                        \
+    " bytes INTEGER NOT NULL, newest_at INTEGER NOT NULL, PRIMARY KEY(sid, first_seq))"            \
+    " WITHOUT ROWID;"                                                                              \
+    "CREATE INDEX entries_marks ON entries(sid, seq) WHERE kind <> 0;"                             \
+    "CREATE TABLE bus(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, data BLOB NOT NULL);"          \
+    "CREATE TABLE runners(name BLOB PRIMARY KEY, generation INTEGER NOT NULL,"                     \
+    " mark INTEGER NOT NULL) WITHOUT ROWID;"                                                       \
+    "PRAGMA application_id = 1095257159;"
 
 /* Format 2's numbers, by hand: AgentSessionFrame {session_id 1 "s1",
  * event 2 {event_id 1 "e", batch_pending 9 {count 1: 3}}, state 3: 2,
@@ -396,16 +468,15 @@ START_TEST(test_a_log_of_format_2_comes_back_with_its_records_at_the_new_numbers
     Compass__V1__AgentSessionFrame *frame;
 
     fixture_init(&f);
-    fixture_open(&f);
-    fixture_close(&f);
     /* Made a format 2 file by hand: one frame of the old numbering. */
     ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
-    ck_assert_int_eq(
-        sqlite3_exec(db,
-                     "INSERT INTO sessions VALUES (1, 's1');"
-                     "INSERT INTO chunks VALUES (1, 1, 17, 10); PRAGMA user_version = 2;",
-                     NULL, NULL, NULL),
-        SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  FORMAT_3_SCHEMA "INSERT INTO meta VALUES ('epoch', 42);"
+                                                  "INSERT INTO sessions VALUES (1, 's1');"
+                                                  "INSERT INTO chunks VALUES (1, 1, 17, 10);"
+                                                  "PRAGMA user_version = 2;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     ck_assert_int_eq(sqlite3_prepare_v2(db,
                                         "INSERT INTO entries(sid, seq, kind, at, data) "
                                         "VALUES (1, 1, 0, 10, ?)",
@@ -429,6 +500,138 @@ START_TEST(test_a_log_of_format_2_comes_back_with_its_records_at_the_new_numbers
 }
 END_TEST
 
+/* Reads S's frame after AFTER_SEQ and checks it is SEQ with bytes WANT. */
+static void expect_frame(struct fixture *f, struct session *s, uint64_t after_seq, uint64_t seq,
+                         const char *want)
+{
+    struct ring_entry e;
+
+    ck_assert_int_eq(hub_log_read(&f->log, s, after_seq, &e), RING_OK);
+    ck_assert_uint_eq(e.seq, seq);
+    ck_assert_uint_eq(e.len, strlen(want));
+    ck_assert_mem_eq(e.data, want, e.len);
+}
+
+START_TEST(test_a_log_of_format_3_is_upgraded_to_rows_per_batch_and_keeps_everything)
+{
+    /* Two sessions' entries interleaved, a mark, bus events, a Runner. */
+    static const char v3[] = FORMAT_3_SCHEMA
+        "INSERT INTO meta VALUES ('epoch', 42);"
+        "INSERT INTO sessions VALUES (1, 's1'), (2, 's2');"
+        "INSERT INTO entries(sid, seq, kind, at, data) VALUES (1, 1, 0, 10, 'a1'),"
+        " (2, 1, 0, 11, 'b1'), (1, 2, 0, 12, 'a2'), (1, 2, 1, unixepoch() * 1000, ''),"
+        " (2, 2, 0, 13, 'b2'), (2, 3, 0, 14, 'b3');"
+        "INSERT INTO chunks VALUES (1, 1, 4, 12), (2, 1, 6, 14);"
+        "INSERT INTO bus VALUES (1, 10, 'e1'), (2, 11, 'e2'), (3, 12, 'e3');"
+        "INSERT INTO runners VALUES ('r1', 1, 2);"
+        "PRAGMA user_version = 3;";
+    struct fixture f;
+    struct hub_log_wait w = {0};
+    struct bus_event ev;
+    struct session *s1, *s2;
+    sqlite3 *db;
+    sqlite3_stmt *stmt;
+    uint64_t cursor, gen, seq;
+
+    fixture_init(&f);
+    ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, v3, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    for (int round = 0; round < 2; round++) {
+        fixture_open(&f);
+        ck_assert_uint_eq(hub_log_epoch(&f.log), 42);
+        s1 = session_lookup(&f.reg, "s1", 2);
+        s2 = session_lookup(&f.reg, "s2", 2);
+        ck_assert_ptr_nonnull(s1);
+        ck_assert_ptr_nonnull(s2);
+        ck_assert_int_eq(session_tail_over(s1), 1);
+        ck_assert_int_eq(session_tail_over(s2), 0);
+        expect_frame(&f, s1, 0, 1, "a1");
+        expect_frame(&f, s1, 1, 2, "a2");
+        expect_frame(&f, s2, 0, 1, "b1");
+        expect_frame(&f, s2, 2, 3, "b3");
+        ck_assert_uint_eq(hub_log_runner_mark(&f.log, "r1", &gen), 2);
+        ck_assert_uint_eq(gen, 1);
+        ck_assert_int_eq(hub_log_open(&f.log, 1, 42, &cursor), BUS_OK);
+        ck_assert_int_eq(hub_log_next(&f.log, cursor, &ev), BUS_OK);
+        ck_assert_uint_eq(ev.seq, 2);
+        ck_assert_uint_eq(ev.len, 2);
+        ck_assert_mem_eq(ev.payload, "e2", 2);
+        if (round == 0) {
+            /* New frames and events carry on from the old seqs. */
+            hub_log_mark(&f.log, s1, HUB_LOG_TAIL_RESUME);
+            seq = hub_log_append(&f.log, s1, "a3", 2, 20);
+            ck_assert_uint_eq(seq, 3);
+            hub_log_track(&f.log, s1, &w, seq);
+            ck_assert_uint_eq(hub_log_publish(&f.log, "e4", 2, 21), 4);
+            wait_stored(&f, s1, &w);
+            hub_log_mark(&f.log, s1, HUB_LOG_TAIL_END);
+        } else {
+            expect_frame(&f, s1, 2, 3, "a3");
+            ck_assert_int_eq(hub_log_open(&f.log, 3, 42, &cursor), BUS_OK);
+            ck_assert_int_eq(hub_log_next(&f.log, cursor, &ev), BUS_OK);
+            ck_assert_uint_eq(ev.seq, 4);
+        }
+        fixture_close(&f);
+    }
+    /* Format 4 now, the old tables gone, a row per run of a session's
+     * entries. */
+    ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "SELECT (SELECT user_version FROM pragma_user_version),"
+                                        " (SELECT count(*) FROM sqlite_master WHERE name LIKE "
+                                        "'%_v3'), (SELECT count(*) FROM entries WHERE sid = 2)",
+                                        -1, &stmt, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(stmt, 0), 4);
+    ck_assert_int_eq(sqlite3_column_int(stmt, 1), 0);
+    ck_assert_int_eq(sqlite3_column_int(stmt, 2), 2);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    fixture_remove(&f);
+}
+END_TEST
+
+START_TEST(test_a_damaged_row_of_entries_is_refused_at_start)
+{
+    struct fixture f;
+    sqlite3 *db;
+    enum logdb_rc rc;
+    char err[256];
+    struct hub_log_disk_config config = {
+        .path = f.path,
+        .pending_bytes = 1 << 20,
+        .session_bytes = 1 << 20,
+        .budget_bytes = 1 << 30,
+    };
+
+    fixture_init(&f);
+    fixture_open(&f);
+    fixture_close(&f);
+    ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    /* A record claiming more bytes than the row has. */
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "INSERT INTO sessions VALUES (1, 's1');"
+                                  "INSERT INTO entries(sid, first_seq, last_seq, marks, mark_seq,"
+                                  " data) VALUES (1, 1, 1, 0, 0, x'00010a7f6162');",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    f.base = event_base_new();
+    session_registry_init(&f.reg, 0);
+    bus_init(&f.bus, 0, 0);
+    config.path = f.path;
+    ck_assert_ptr_null(
+        hub_log_disk_open(&f.log, f.base, &f.reg, &f.bus, &config, &rc, err, sizeof(err)));
+    ck_assert_int_eq(rc, LOGDB_CORRUPT);
+    session_registry_free(&f.reg);
+    bus_free(&f.bus);
+    event_base_free(f.base);
+    fixture_remove(&f);
+}
+END_TEST
+
 Suite *log_disk_suite(void)
 {
     Suite *suite = suite_create("log_disk");
@@ -437,9 +640,12 @@ Suite *log_disk_suite(void)
     tcase_add_test(tc, test_frames_reach_the_ring_once_committed_and_come_back_after_a_restart);
     tcase_add_test(tc, test_a_file_that_is_not_a_log_is_refused_and_left_alone);
     tcase_add_test(tc, test_a_reader_behind_the_ring_is_served_from_disk_also_after_a_restart);
+    tcase_add_test(tc, test_a_large_batch_of_one_session_is_several_rows_read_back_in_order);
     tcase_add_test(tc, test_a_log_of_the_first_format_is_upgraded_with_its_frames_counted);
     tcase_add_test(tc, test_format_2s_field_numbers_are_rewritten_to_format_3s);
     tcase_add_test(tc, test_a_log_of_format_2_comes_back_with_its_records_at_the_new_numbers);
+    tcase_add_test(tc, test_a_log_of_format_3_is_upgraded_to_rows_per_batch_and_keeps_everything);
+    tcase_add_test(tc, test_a_damaged_row_of_entries_is_refused_at_start);
     suite_add_tcase(suite, tc);
     return suite;
 }
