@@ -149,8 +149,8 @@ static const struct flag_def flags[] = {
      .arg = "nats://HOST:PORT[,...]",
      .offset = AT(cluster),
      .help = "Run as a node of a cluster: session logs and the event bus live in NATS "
-             "JetStream (streams AGENTHUB_FRAMES, AGENTHUB_BUS), so every node serves every "
-             "session; see docs/cluster.md."},
+             "JetStream (streams AGENTHUB_FRAMES, AGENTHUB_HEADS, AGENTHUB_BUS), so every node "
+             "serves every session; see docs/cluster.md."},
     {.name = "node-id",
      .type = FLAG_STRING,
      .arg = "NAME",
