@@ -527,6 +527,9 @@ void js_link_free(struct js_link *link)
     while (link->lookups_head) {
         struct js_lookup *l = link->lookups_head;
         link->lookups_head = l->next;
+        if (l->ev)
+            free(l->ev->subject);
+        free(l->ev);
         free(l);
     }
     /* libnats calls the connection handlers on its own threads even after
@@ -724,17 +727,24 @@ int js_link_last(struct js_link *link, const char *subject, js_link_last_fn fn, 
     size_t n = strlen(subject) + 1;
     struct js_pending *p = calloc(1, sizeof(*p));
     struct js_lookup *l = malloc(sizeof(*l) + n);
+    struct js_event *ev = js_link_event_alloc(JS_EV_LAST);
+    char *copy = strdup(subject);
 
-    if (!p || !l) {
+    if (!p || !l || !ev || !copy) {
         free(p);
         free(l);
+        free(ev);
+        free(copy);
         return -1;
     }
-    p->id = l->id = ++link->next_request;
+    p->id = ev->request = ++link->next_request;
     p->last_fn = fn;
     p->arg = arg;
-    memcpy(l->subject, subject, n);
+    ev->subject = copy;
+    ev->last = JS_LAST_FAILED;
+    l->ev = ev;
     l->next = NULL;
+    memcpy(l->subject, subject, n);
     p->next = link->pending;
     link->pending = p;
     pthread_mutex_lock(&link->lock);

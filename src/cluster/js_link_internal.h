@@ -49,10 +49,12 @@ struct js_pending {
     void *arg;
 };
 
-/* A lookup in AGENTHUB_HEADS queued for the setup thread. */
+/* A lookup in AGENTHUB_HEADS queued for the setup thread, with the event
+ * that will carry its outcome (made with it, so an answer never waits on
+ * memory). */
 struct js_lookup {
     struct js_lookup *next;
-    uint64_t id;
+    struct js_event *ev;
     char subject[];
 };
 

@@ -365,20 +365,16 @@ static uint64_t sourced_seq(natsMsg *msg)
 }
 
 /* Looks L up in the heads stream (blocking, at most the publish wait) and
- * queues the outcome for the loop. */
+ * queues the outcome for the loop in L's event. */
 static void lookup(struct js_link *link, struct js_lookup *l)
 {
-    struct js_event *ev = js_link_event_alloc(JS_EV_LAST);
+    struct js_event *ev = l->ev;
     natsMsg *msg = NULL;
     jsErrCode jerr = 0;
     jsOptions jo;
     natsStatus s = NATS_ERR;
 
-    if (!ev)
-        return; /* memory: the waiter keeps waiting, and its owner's deadline decides */
-    ev->request = l->id;
-    ev->subject = strdup(l->subject);
-    ev->last = JS_LAST_FAILED;
+    l->ev = NULL;
     if (atomic_load(&link->connected)) {
         jsOptions_Init(&jo);
         jo.Wait = link->config.publish_wait_ms;
@@ -427,6 +423,9 @@ void *js_link_setup_main(void *arg)
             struct js_lookup *next = l->next;
             if (!atomic_load(&link->stopping))
                 lookup(link, l);
+            if (l->ev)
+                free(l->ev->subject);
+            free(l->ev);
             free(l);
             l = next;
         }
