@@ -141,7 +141,7 @@ static int open_bucket(struct js_link *link, kvStore **kv)
 /* The streams whose identity a node relies on: the logs, and the bucket
  * holding the bus epoch (a KV bucket is the stream KV_<bucket>). */
 static const char *const settled_streams[] = {JS_FRAMES_STREAM, JS_HEADS_STREAM, JS_BUS_STREAM,
-                                              "KV_" JS_CLUSTER_BUCKET};
+                                              ("KV_" JS_CLUSTER_BUCKET)};
 #define SETTLED_STREAMS (sizeof(settled_streams) / sizeof(settled_streams[0]))
 /* A stream made longer ago than this is taken as settled at once. */
 #define SETTLE_AGE_NS ((int64_t)30 * 1000 * 1000 * 1000)
