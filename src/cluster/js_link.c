@@ -26,9 +26,7 @@ void js_link_post(struct js_link *link, struct js_event *ev)
     if (atomic_load(&link->stopping)) {
         /* js_link_free drained the queue: nobody reads it any more. */
         pthread_mutex_unlock(&link->lock);
-        natsMsg_Destroy(ev->msg);
-        free(ev->subject);
-        free(ev);
+        js_link_event_free(ev);
         return;
     }
     was_empty = link->head == NULL;
@@ -50,6 +48,21 @@ struct js_event *js_link_event_alloc(enum js_event_kind kind)
     if (ev)
         ev->kind = kind;
     return ev;
+}
+
+void js_link_event_free(struct js_event *ev)
+{
+    if (!ev)
+        return;
+    natsMsg_Destroy(ev->msg);
+    free(ev->subject);
+    free(ev);
+}
+
+void js_link_lookup_free(struct js_lookup *l)
+{
+    js_link_event_free(l->ev);
+    free(l);
 }
 
 void js_link_msg_fill(const struct js_link *link, natsMsg *msg, uint64_t stream_seq,
@@ -187,9 +200,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     for (; ev; ev = next) {
         next = ev->next;
         dispatch(link, ev);
-        natsMsg_Destroy(ev->msg);
-        free(ev->subject);
-        free(ev);
+        js_link_event_free(ev);
     }
 }
 
@@ -520,17 +531,12 @@ void js_link_free(struct js_link *link)
     pthread_mutex_unlock(&link->lock);
     for (; ev; ev = next) {
         next = ev->next;
-        natsMsg_Destroy(ev->msg);
-        free(ev->subject);
-        free(ev);
+        js_link_event_free(ev);
     }
     while (link->lookups_head) {
         struct js_lookup *l = link->lookups_head;
         link->lookups_head = l->next;
-        if (l->ev)
-            free(l->ev->subject);
-        free(l->ev);
-        free(l);
+        js_link_lookup_free(l);
     }
     /* libnats calls the connection handlers on its own threads even after
      * the close: the link must outlive them. */

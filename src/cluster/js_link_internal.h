@@ -128,6 +128,10 @@ struct js_link {
 void js_link_post(struct js_link *link, struct js_event *ev);
 /* A zeroed event of KIND, or NULL when memory is short. */
 struct js_event *js_link_event_alloc(enum js_event_kind kind);
+/* Frees EV (may be NULL) and what it owns. */
+void js_link_event_free(struct js_event *ev);
+/* Frees lookup L and the event it still holds. */
+void js_link_lookup_free(struct js_lookup *l);
 /* The consumers' message handlers (libnats's threads). */
 void js_link_on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
 void js_link_on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);

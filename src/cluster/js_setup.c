@@ -15,21 +15,37 @@
 
 /* --- setup thread ----------------------------------------------------------- */
 
-/* Creates stream NAME on SUBJECT, or accepts the one that exists.  Returns
- * its info (destroy it), or NULL.  An existing stream is asked for first:
- * creates racing each other are what makes JetStream replace a stream
- * (settle). */
-static jsStreamInfo *ensure_stream(struct js_link *link, const char *name, const char *subject,
-                                   size_t max_bytes)
+/* Creates the stream CFG describes, or accepts the one of its name that
+ * exists.  An existing stream is asked for first: creates racing each
+ * other are what makes JetStream replace a stream (settle), and
+ * nats-server 2.10 does not answer a create of a sourced stream that
+ * exists.  Returns 0, or -1. */
+static int ensure_stream(struct js_link *link, const jsStreamConfig *cfg)
 {
-    jsStreamConfig cfg;
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
-    const char *subjects[1] = {subject};
-    natsStatus s;
+    natsStatus s = js_GetStreamInfo(&si, link->js, cfg->Name, NULL, &jerr);
 
-    if (js_GetStreamInfo(&si, link->js, name, NULL, &jerr) == NATS_OK)
-        return si;
+    if (s != NATS_OK) {
+        s = js_AddStream(&si, link->js, (jsStreamConfig *)cfg, NULL, &jerr);
+        if (s != NATS_OK && jerr == JSStreamNameExistErr)
+            s = NATS_OK;
+    }
+    jsStreamInfo_Destroy(si);
+    if (s != NATS_OK) {
+        log_warn("cluster: stream %s: %s (%d)", cfg->Name, natsStatus_GetText(s), (int)jerr);
+        return -1;
+    }
+    return 0;
+}
+
+/* A log stream NAME on SUBJECT, bounded by MAX_BYTES, oldest first.
+ * Returns 0, or -1. */
+static int ensure_log(struct js_link *link, const char *name, const char *subject, size_t max_bytes)
+{
+    const char *subjects[1] = {subject};
+    jsStreamConfig cfg;
+
     jsStreamConfig_Init(&cfg);
     cfg.Name = name;
     cfg.Subjects = subjects;
@@ -40,39 +56,20 @@ static jsStreamInfo *ensure_stream(struct js_link *link, const char *name, const
     cfg.Discard = js_DiscardOld;
     cfg.Duplicates = (int64_t)120 * 1000 * 1000 * 1000; /* 2 min, in ns */
     cfg.AllowDirect = true;
-    s = js_AddStream(&si, link->js, &cfg, NULL, &jerr);
-    if (s == NATS_OK)
-        return si;
-    if (jerr == JSStreamNameExistErr) {
-        s = js_GetStreamInfo(&si, link->js, name, NULL, &jerr);
-        if (s == NATS_OK)
-            return si;
-    }
-    log_warn("cluster: stream %s: %s (%d)", name, natsStatus_GetText(s), (int)jerr);
-    return NULL;
+    return ensure_stream(link, &cfg);
 }
 
-/* Creates AGENTHUB_HEADS, or accepts the one that exists: the servers
- * copy every message of AGENTHUB_FRAMES into it (a source), and it keeps
- * only the newest of each subject, so a session's latest batch outlives
- * the frames stream's eviction of it.  Bounded like the frames stream;
- * holding one batch per session, it evicts only past that many sessions'
- * worth.  Returns 0, or -1. */
+/* AGENTHUB_HEADS: the servers copy every message of AGENTHUB_FRAMES into
+ * it (a source), and it keeps only the newest of each subject, so a
+ * session's latest batch outlives the frames stream's eviction of it.
+ * Bounded like the frames stream; holding one batch per session, it
+ * evicts only past that many sessions' worth.  Returns 0, or -1. */
 static int ensure_heads(struct js_link *link)
 {
     jsStreamSource source = {.Name = JS_FRAMES_STREAM, .FilterSubject = JS_FRAMES_PREFIX ">"};
     jsStreamSource *sources[1] = {&source};
     jsStreamConfig cfg;
-    jsStreamInfo *si = NULL;
-    jsErrCode jerr = 0;
-    natsStatus s;
 
-    /* Asked first: nats-server 2.10 does not answer a create of a sourced
-     * stream that exists (a node started after the first times out). */
-    if (js_GetStreamInfo(&si, link->js, JS_HEADS_STREAM, NULL, &jerr) == NATS_OK) {
-        jsStreamInfo_Destroy(si);
-        return 0;
-    }
     jsStreamConfig_Init(&cfg);
     cfg.Name = JS_HEADS_STREAM;
     cfg.Sources = sources;
@@ -82,15 +79,7 @@ static int ensure_heads(struct js_link *link)
     cfg.MaxBytes = (int64_t)link->config.frames_max_bytes;
     cfg.MaxMsgsPerSubject = 1;
     cfg.Discard = js_DiscardOld;
-    s = js_AddStream(&si, link->js, &cfg, NULL, &jerr);
-    if (s != NATS_OK && jerr == JSStreamNameExistErr)
-        s = NATS_OK;
-    jsStreamInfo_Destroy(si);
-    if (s != NATS_OK) {
-        log_warn("cluster: stream %s: %s (%d)", JS_HEADS_STREAM, natsStatus_GetText(s), (int)jerr);
-        return -1;
-    }
-    return 0;
+    return ensure_stream(link, &cfg);
 }
 
 /* Waits, at most 10 s, until the heads stream's source runs: a stream just
@@ -260,27 +249,23 @@ static int setup_once(struct js_link *link)
     jsErrCode jerr = 0;
     uint64_t epoch;
     int rv = -1;
+    size_t frames_bytes = link->config.frames_max_bytes, bus_bytes = link->config.bus_max_bytes;
 
-    frames =
-        ensure_stream(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", link->config.frames_max_bytes);
-    bus = ensure_stream(link, JS_BUS_STREAM, JS_BUS_SUBJECT, link->config.bus_max_bytes);
+    if (ensure_log(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", frames_bytes) != 0 ||
+        ensure_log(link, JS_BUS_STREAM, JS_BUS_SUBJECT, bus_bytes) != 0)
+        goto out;
     /* Tests: the bus stream this node made or found is replaced right
      * after, as JetStream does with one of two racing creates. */
-    if (bus && !link->bus_replaced && failpoint_active("cluster.bus_replaced_once")) {
+    if (!link->bus_replaced && failpoint_active("cluster.bus_replaced_once")) {
         link->bus_replaced = 1;
         nats_Sleep(5); /* a later creation time, to the nanosecond */
         if (js_DeleteStream(link->js, JS_BUS_STREAM, NULL, NULL) == NATS_OK)
-            jsStreamInfo_Destroy(
-                ensure_stream(link, JS_BUS_STREAM, JS_BUS_SUBJECT, link->config.bus_max_bytes));
+            (void)ensure_log(link, JS_BUS_STREAM, JS_BUS_SUBJECT, bus_bytes);
     }
-    if (!frames || !bus || ensure_heads(link) != 0 || open_bucket(link, &kv) != 0 ||
-        settle(link) != 0)
+    if (ensure_heads(link) != 0 || open_bucket(link, &kv) != 0 || settle(link) != 0)
         goto out;
-    /* What the settled streams hold: the infos of the creates may be of
-     * streams JetStream then replaced. */
-    jsStreamInfo_Destroy(frames);
-    jsStreamInfo_Destroy(bus);
-    frames = bus = NULL;
+    /* Read once the streams settled: what a create answered may be of a
+     * stream JetStream then replaced. */
     if (js_GetStreamInfo(&frames, link->js, JS_FRAMES_STREAM, NULL, &jerr) != NATS_OK ||
         js_GetStreamInfo(&bus, link->js, JS_BUS_STREAM, NULL, &jerr) != NATS_OK)
         goto out;
@@ -423,10 +408,7 @@ void *js_link_setup_main(void *arg)
             struct js_lookup *next = l->next;
             if (!atomic_load(&link->stopping))
                 lookup(link, l);
-            if (l->ev)
-                free(l->ev->subject);
-            free(l->ev);
-            free(l);
+            js_link_lookup_free(l);
             l = next;
         }
     }
