@@ -261,26 +261,26 @@ static void on_head(void *arg, const char *subject, enum js_last last, const str
         retry_later(js, e, RETRY_MS);
         return;
     }
+    if (last == JS_LAST_FOUND && e->last_stream_seq == 0 && m->stream_seq > js->frames_applied) {
+        /* Not yet read here, and maybe still in the frames stream: the
+         * consumer delivers it (or what follows), then this is asked again
+         * if the copy still holds nothing. */
+        retry_later(js, e, RETRY_MS);
+        return;
+    }
+    /* Known before the head is applied: applying it may pump E. */
+    e->head = HEAD_KNOWN;
     if (last == JS_LAST_FOUND && e->last_stream_seq == 0) {
-        if (m->stream_seq > js->frames_applied) {
-            /* Not yet read here, and maybe still in the frames stream: the
-             * consumer delivers it (or what follows), then this is asked
-             * again if the copy still holds nothing. */
-            retry_later(js, e, RETRY_MS);
-            return;
-        }
         /* Read past by this copy without a message of the subject: the
          * frames stream evicted the subject's messages before this node
          * read them.  The copy continues after the newest, as a copy that
          * did read it. */
-        e->head = HEAD_KNOWN;
         js->heads_applied++;
         log_info("cluster: %s: its messages are gone from the frames stream; continuing after "
                  "stream seq %" PRIu64 " (seq %s), from the heads stream",
                  subject, m->stream_seq, m->seq_header ? m->seq_header : "?");
         hub_log_js_apply_head(js, m);
     }
-    e->head = HEAD_KNOWN;
     hub_log_js_pump(js, e);
 }
 
