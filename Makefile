@@ -16,7 +16,7 @@ DEB_PACKAGES := build-essential pkg-config libnghttp2-dev libevent-dev libssl-de
   python3-pytest nghttp2-client clang libclang-rt-14-dev clang-format \
   clang-tidy cppcheck valgrind openssl procps time curl \
   libgrpc++-dev protobuf-compiler-grpc g++ chromium chromium-driver python3-selenium \
-  libnats-dev nats-server nftables
+  libnats-dev nats-server nftables liblmdb-dev
 # Node.js for the e2e suites' npm clients, only where there is none: a
 # machine whose nodejs package bundles npm (as NodeSource's does) conflicts
 # with Debian's separate npm package.
@@ -111,6 +111,7 @@ deps:
 	for c in $(DEP_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	pkg-config --exists $(PKGS) libpq check grpc++ 2>/dev/null || missing=1; \
 	[ -f /usr/include/http_parser.h ] || missing=1; \
+	[ -f /usr/include/lmdb.h ] || missing=1; \
 	[ -x /usr/lib/postgresql/15/bin/initdb ] || missing=1; \
 	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
 	  clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null || missing=1; \
@@ -190,6 +191,8 @@ $(JSON_DRIVER): tests/drivers/json_codec_driver.c $(BUILD)/tests/json_types.c $(
 $(BUILD)/bench/%: bench/%.c $(SERVER_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_LIBS) $(LIBS)
+# The session log's engine against LMDB (docs/durability.md): LMDB only here.
+$(BUILD)/bench/log_engines: LIBS += -llmdb
 
 # gen/ is committed.  `make gen` rewrites it; `make check-gen` fails when stale.
 gen:
