@@ -208,18 +208,15 @@ static void apply_frame(struct hub_log_js *js, const char *id, uint64_t seq, con
     session_append(s, data, len, at);
 }
 
-/* What the log says of a Runner through entry W: runner_seq values dealt
- * with, and new runs. */
-static void note_runner(struct hub_log_js *js, const struct cluster_wire_entry *w,
-                        const struct cluster_wire_origin *o)
+/* What the log says of a Runner through entry W of its subject: new runs,
+ * and runner_seq values dealt with.  A Runner's frames in sessions'
+ * subjects are not counted: their writer says they are dealt with, on the
+ * Runner's subject, once they are stored (hub_log_js_write.c), so the mark
+ * is read from the Runner's subject alone and never runs ahead of the
+ * store. */
+static void note_runner(struct hub_log_js *js, const struct cluster_wire_entry *w)
 {
-    if (w->kind == CLUSTER_ENTRY_TAGGED && o->kind == CLUSTER_ORIGIN_RUNNER)
-        runner_marks_dealt(js->marks, (const char *)o->id, o->id_len, o->nonce, w->runner_seq,
-                           w->runner_seq);
-    else if (w->kind == CLUSTER_ENTRY_FRAME && w->origin_len)
-        runner_marks_dealt(js->marks, (const char *)w->origin, w->origin_len, 0, w->runner_seq,
-                           w->runner_seq);
-    else if (w->kind == CLUSTER_ENTRY_RUNNER_RESET && w->origin_len)
+    if (w->kind == CLUSTER_ENTRY_RUNNER_RESET && w->origin_len)
         runner_marks_reset(js->marks, (const char *)w->origin, w->origin_len, w->runner_seq);
     else if (w->kind == CLUSTER_ENTRY_RUNNER_DEALT && w->origin_len && w->frame_len == 16) {
         uint64_t nonce = 0, last = 0;
@@ -399,7 +396,8 @@ static void apply_batch(struct hub_log_js *js, const struct js_link_msg *m)
 
         if (w.kind == CLUSTER_ENTRY_TAGGED)
             cluster_wire_origin_parse(w.origin, w.origin_len, &o);
-        note_runner(js, &w, &o);
+        if (!is_session)
+            note_runner(js, &w);
         if (take && o.kind != CLUSTER_ORIGIN_NONE)
             take = hub_log_js_origin_admit(e, &o, w.runner_seq, 1, seq + 1);
         if (!take)

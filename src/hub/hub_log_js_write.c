@@ -2,8 +2,10 @@
  * an outbox; one batch per session is in flight at a time, fenced by the
  * subject's expected last sequence and a message id naming its
  * predecessor, and renumbered after another node's frames when it loses
- * that race.  Bus events are published one message each.  What is written
- * reaches this node's copy through its consumer (hub_log_js_read.c). */
+ * that race.  Once a batch is stored, the Runner frames in it are said to
+ * be dealt with on their Runner's subject (the mark Enroll answers counts
+ * nothing else).  What is written reaches this node's copy through its
+ * consumer (hub_log_js_read.c); bus events are in hub_log_js_bus.c. */
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -40,6 +42,48 @@ static void fly_return(struct js_session *e)
     e->fly_frames = 0;
 }
 
+static void runner_dealt_queue(struct hub_log_js *js, const char *runner_id, uint64_t nonce,
+                               uint64_t first, uint64_t last);
+
+/* 1 when P is a Runner's frame, its origin in *O. */
+static int runner_origin(const struct js_entry *p, struct cluster_wire_origin *o)
+{
+    return p && p->kind == CLUSTER_ENTRY_TAGGED &&
+           cluster_wire_origin_parse(p->data, p->olen, o) == 0 && o->kind == CLUSTER_ORIGIN_RUNNER;
+}
+
+/* 1 when NEXT is another part of the runner_seq of P (origin O). */
+static int same_runner_seq(const struct js_entry *p, const struct cluster_wire_origin *o,
+                           const struct js_entry *next)
+{
+    struct cluster_wire_origin n;
+
+    return next && next->runner_seq == p->runner_seq && runner_origin(next, &n) &&
+           n.nonce == o->nonce && n.id_len == o->id_len && memcmp(n.id, o->id, o->id_len) == 0;
+}
+
+/* P is in the log now: stored in a batch of its session, or dropped as a
+ * copy of an entry stored before.  When P is a Runner's frame, its
+ * runner_seq is dealt with, and a dealt entry on the Runner's subject says
+ * so; Enroll's mark counts nothing else (runner_marks.h), so it never
+ * covers a frame before its store.  Unless NEXT, the entry after P, is
+ * another part of the same runner_seq still to be stored: the dealt entry
+ * waits for the last part. */
+static void note_dealt(struct hub_log_js *js, const struct js_entry *p, const struct js_entry *next)
+{
+    struct cluster_wire_origin o;
+    char id[CLUSTER_ORIGIN_ID_MAX + 1];
+
+    if (!runner_origin(p, &o) || same_runner_seq(p, &o, next))
+        return;
+    /* Tests: a writer that stored frames and died before saying so. */
+    if (failpoint_active("cluster.dealt_lost"))
+        return;
+    memcpy(id, o.id, o.id_len);
+    id[o.id_len] = '\0';
+    runner_dealt_queue(js, id, o.nonce, p->runner_seq, p->runner_seq);
+}
+
 void hub_log_js_fly_done(struct hub_log_js *js, struct js_session *e)
 {
     uint64_t ns = clock_monotonic_ns() - e->fly_since_ns;
@@ -49,8 +93,10 @@ void hub_log_js_fly_done(struct hub_log_js *js, struct js_session *e)
     js->publish_acks++;
     if (ns > js->publish_ns_max)
         js->publish_ns_max = ns;
-    for (const struct js_entry *p = e->fly; p; p = p->next)
+    for (const struct js_entry *p = e->fly; p; p = p->next) {
         stored_ord = p->ord;
+        note_dealt(js, p, p->next ? p->next : e->out_head);
+    }
     hub_log_js_entries_free(e->fly);
     free(e->fly_buf);
     e->fly = NULL;
@@ -243,6 +289,7 @@ static uint64_t outbox_filter(struct hub_log_js *js, struct js_session *e)
         e->out_frames -= entry_counts(p->kind);
         dropped = p->ord;
         js->copies_dropped++;
+        note_dealt(js, p, p->next);
         free(p);
     }
     return dropped;
@@ -559,8 +606,9 @@ void hub_log_js_mark(void *impl, struct session *s, enum hub_log_mark mark)
 /* --- a Runner's new run, and bus events --------------------------------------- */
 
 /* agenthub.frames.=<runner>: the Runner's new runs, the runner_seq values
- * it dealt with without a frame, and sync points, in the frames stream so
- * they are ordered with its frames on every node.  Queues KIND for
+ * dealt with (frames stored, or dealt with without one), and sync points:
+ * everything its mark is read from, in one subject every node reads in
+ * the same order.  Queues KIND for
  * RUNNER_ID; with W (may be NULL) tracked to be answered once this node's
  * copy applied it.  Returns 0, or -1 when memory is short. */
 static int runner_entry(struct hub_log_js *js, const char *runner_id, uint8_t kind,
@@ -592,9 +640,10 @@ void hub_log_js_runner_reset(void *impl, const char *runner_id)
     runner_entry(js, runner_id, CLUSTER_ENTRY_RUNNER_RESET, nonce, NULL, 0, NULL);
 }
 
-/* Extends the dealt entry at the end of RUNNER_ID's outbox when FIRST
- * follows it in run NONCE: a Runner's transcript entries and acks are
- * dealt with one after another.  Returns 1 when it did. */
+/* Extends the dealt entry at the end of RUNNER_ID's outbox with
+ * FIRST..LAST of run NONCE when they overlap or follow it: a Runner's
+ * frames, transcript entries and acks are dealt with one after another.
+ * Returns 1 when it did. */
 static int runner_dealt_extend(struct hub_log_js *js, const char *runner_id, uint64_t nonce,
                                uint64_t first, uint64_t last)
 {
@@ -612,20 +661,22 @@ static int runner_dealt_extend(struct hub_log_js *js, const char *runner_id, uin
         tail_nonce = tail_nonce << 8 | t->data[t->olen + i];
         tail_last = tail_last << 8 | t->data[t->olen + 8 + i];
     }
-    if (tail_nonce != nonce || tail_last + 1 != first)
+    if (tail_nonce != nonce || first < t->runner_seq || first > tail_last + 1)
         return 0;
-    for (int i = 0; i < 8; i++)
-        t->data[t->olen + 8 + i] = (uint8_t)(last >> (8 * i));
+    if (last > tail_last)
+        for (int i = 0; i < 8; i++)
+            t->data[t->olen + 8 + i] = (uint8_t)(last >> (8 * i));
     return 1;
 }
 
-void hub_log_js_runner_dealt(void *impl, const char *runner_id, uint64_t first, uint64_t last)
+/* Queues on RUNNER_ID's subject that FIRST..LAST of its run NONCE are
+ * dealt with (memory short: not said, so the mark stays lower and the
+ * Runner sends them again, dropped as copies). */
+static void runner_dealt_queue(struct hub_log_js *js, const char *runner_id, uint64_t nonce,
+                               uint64_t first, uint64_t last)
 {
-    struct hub_log_js *js = impl;
-    uint64_t generation, nonce;
     uint8_t body[16];
 
-    runner_marks_get(js->marks, runner_id, &generation, &nonce);
     if (runner_dealt_extend(js, runner_id, nonce, first, last))
         return;
     for (int i = 0; i < 8; i++) {
@@ -633,6 +684,15 @@ void hub_log_js_runner_dealt(void *impl, const char *runner_id, uint64_t first, 
         body[8 + i] = (uint8_t)(last >> (8 * i));
     }
     runner_entry(js, runner_id, CLUSTER_ENTRY_RUNNER_DEALT, first, body, sizeof(body), NULL);
+}
+
+void hub_log_js_runner_dealt(void *impl, const char *runner_id, uint64_t first, uint64_t last)
+{
+    struct hub_log_js *js = impl;
+    uint64_t generation, nonce;
+
+    runner_marks_get(js->marks, runner_id, &generation, &nonce);
+    runner_dealt_queue(js, runner_id, nonce, first, last);
 }
 
 void hub_log_js_runner_sync(void *impl, const char *runner_id, struct hub_log_wait *w)

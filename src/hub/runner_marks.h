@@ -8,10 +8,11 @@
  * independently (one subject each), so runner_seq 96 of one session can be
  * stored while 95 of another is still on its way, or lost with the node
  * that took it.  The mark is therefore the contiguous prefix of what the
- * log says is dealt with: a frame stored (or dropped as a copy of one
- * stored), or a runner_seq the relay dealt with without a frame (a
- * CLUSTER_ENTRY_RUNNER_DEALT entry).  Every node reads the same log in the
- * same order, so every node computes the same mark.
+ * log says is dealt with, in CLUSTER_ENTRY_RUNNER_DEALT entries on the
+ * Runner's subject: written by the node that stored a frame (or dropped
+ * it as a copy of one stored) once it is stored, and by the relay for a
+ * runner_seq dealt with without a frame.  Every node reads the Runner's
+ * subject in the same order, so every node computes the same mark.
  *
  * Runs are told apart by their nonce (drawn by the node that took the
  * plain Enroll); the current run is the last reset the log holds.  Values

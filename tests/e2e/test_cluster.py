@@ -295,12 +295,17 @@ def test_a_runner_resumes_on_another_node_after_a_kill_with_nothing_taken_twice(
     a.kill()
     q.close()
     call.cancel()
-    # Enroll on node B answers from the log: every frame node A took.
+    # Enroll on node B answers from the log: the frames node A stored and
+    # said so on the Runner's subject (A may have died between a store and
+    # its dealt entry: then a little less, never more).
     r2 = b.runner("runner-1")
-    assert r2.enroll(resume=True).last_runner_seq == 10
-    # The Runner resends from where it was unsure, and goes on.
+    mark = r2.enroll(resume=True).last_runner_seq
+    assert mark <= 10
+    # The Runner resends from where it was unsure (and some more), and goes
+    # on: what the log holds already is dropped as a copy.
     r2.publish_raw([F.PublishEventsRequest(runner_seq=i, session_id="sess-1",
-                                           frame=text("f%d" % i)) for i in range(8, 14)])
+                                           frame=text("f%d" % i))
+                    for i in range(min(mark + 1, 8), 14)])
     got = pane.wait(lambda items: items if len(texts(items)) >= 13 else None)
     assert texts(got) == ["f%d" % i for i in range(1, 14)]
     assert [f.seq for f in got] == list(range(1, len(got) + 1))

@@ -65,10 +65,11 @@ def test_enroll_on_a_node_that_lags_answers_only_after_reading_the_log(nodes):
     ra.enroll(resume=False)
     ra.publish_raw(requests(1, 10, prefix="old"))
     # PublishEvents answers once A took the frames, not once they are
-    # stored: B's mark may be anything up to 10 until A's copy holds them.
+    # stored: B's mark may be anything up to 10 until A has stored them and
+    # said so on the Runner's subject.
     replay(a, "sess-1", 10)
     rb = b.runner("runner-1")
-    assert rb.enroll(resume=True).last_runner_seq == 10
+    wait_for(lambda: rb.enroll(resume=True).last_runner_seq == 10, 10, what="B's mark to be 10")
     n.fault(1, "cluster.hold_frames")
     ra.enroll(resume=False)
     ra.publish_raw(requests(1, 3, prefix="new"))
@@ -79,7 +80,10 @@ def test_enroll_on_a_node_that_lags_answers_only_after_reading_the_log(nodes):
     t.join(0.5)
     n.fault(1)
     t.join(15)
-    assert answer["r"].last_runner_seq == 3
+    # Never the old run's 10; 3 once A's dealt entries for the new run are
+    # read (a mark below them only makes the Runner send copies).
+    assert answer["r"].last_runner_seq <= 3
+    wait_for(lambda: rb.enroll(resume=True).last_runner_seq == 3, 10, what="B's mark to be 3")
     assert_every_copy_holds(n, ["old%d" % i for i in range(1, 11)] +
                             ["new%d" % i for i in range(1, 4)])
 
@@ -129,6 +133,29 @@ def test_enroll_while_the_node_cannot_store_never_covers_what_it_took(nodes):
     ra.publish_raw(requests(last + 1, 5))
     n.hubs.remove(b)
     assert_every_copy_holds(n, ["f%d" % i for i in range(1, 6)])
+
+
+def test_frames_stored_without_their_dealt_entry_are_sent_again_and_stored_once(nodes):
+    # A stores the Runner's frames 1..5 but never writes the dealt entry
+    # that tells the Runner's subject so (failpoint cluster.dealt_lost: a
+    # writer that died between the two).  The mark is read from the
+    # Runner's subject alone, so Enroll on B answers 0, not 5; the Runner
+    # sends 1..6 again through B, whose copy drops 1..5 as copies and says
+    # they are dealt with, so the mark reaches 6 and each frame is there once.
+    n = nodes(faults=True)
+    a, b = n[0], n[1]
+    ra = a.runner("runner-1")
+    ra.enroll(resume=False)
+    n.fault(0, "cluster.dealt_lost")
+    ra.publish_raw(requests(1, 5))
+    replay(a, "sess-1", 5)
+    rb = b.runner("runner-1")
+    assert rb.enroll(resume=True).last_runner_seq == 0
+    n.fault(0)
+    rb.publish_raw(requests(1, 6))
+    wait_for(lambda: rb.enroll(resume=True).last_runner_seq == 6, 10, what="B's mark to be 6")
+    assert_every_copy_holds(n, ["f%d" % i for i in range(1, 7)])
+    assert b.metric("agenthub_cluster_copies_dropped_total") >= 5
 
 
 def test_a_keyed_record_whose_ack_was_lost_is_stored_once(nodes):
