@@ -427,7 +427,13 @@ def check_bus(reads):
         if a != b:
             first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]),
                          min(len(a), len(b)))
+            what = ""
+            if first < min(len(a), len(b)):
+                fa, fb = top_fields(a[first]), top_fields(b[first])
+                what = ": " + ", ".join(
+                    "field %d %r against %r" % (k, fb.get(k), fa.get(k))
+                    for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k))[:600]
             out.append({"kind": "bus-divergent", "node": node, "session": None,
-                        "detail": "%d events against %s's %d; first difference at event %d" % (
-                            len(b), nodes[0], len(a), first)})
+                        "detail": "%d events against %s's %d; first difference at event %d%s" % (
+                            len(b), nodes[0], len(a), first, what)})
     return out
