@@ -38,44 +38,15 @@ ulimit -n 16384 2>/dev/null || true
 nats=$(command -v nats-server || echo /usr/sbin/nats-server)
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# Set through eval below: each server's client and monitoring ports, each
-# node's NATS URL and addresses.
-c1='' c2='' c3='' h1='' h2='' h3='' c='' h='' url='' public_a='' public_c='' runner_b=''
-# Three servers on fresh ports and stores, started again (up to three
-# times) until bench/nats_ready.py says an R3 stream can be placed.
-nats_up=0
-for attempt in 1 2 3; do
-    routes=
-    for i in 1 2 3; do
-        eval "c$i=$(port) r$i=$(port) h$i=$(port)"
-        eval "routes=\"\${routes:+\$routes,}nats://127.0.0.1:\$r$i\""
-    done
-    nats_pids=
-    for i in 1 2 3; do
-        eval "c=\$c$i r=\$r$i h=\$h$i"
-        rm -rf "$work/nats-$i"
-        mkdir -p "$work/nats-$i"
-        conf=
-        if [ "$SYNC" = always ]; then
-            printf 'jetstream { sync_interval: always }\n' >"$work/nats-$i.conf"
-            conf="-c $work/nats-$i.conf"
-        fi
-        # shellcheck disable=SC2086
-        "$nats" $conf -js -sd "$work/nats-$i" -n "n$i" -a 127.0.0.1 -p "$c" -m "$h" \
-            --cluster_name bench --cluster "nats://127.0.0.1:$r" --routes "$routes" \
-            -l "$work/nats-$i.log" &
-        pids="$pids $!"
-        nats_pids="$nats_pids $!"
-    done
-    for _ in $(seq 100); do
-        /usr/bin/python3 bench/nats_ready.py "$c1" "$h1" "$h2" "$h3" 2>/dev/null && nats_up=1 && break
-        sleep 0.2
-    done
-    [ "$nats_up" = 1 ] && break
-    echo "the NATS servers did not form a cluster (attempt $attempt)"
-    for p in $nats_pids; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-done
-[ "$nats_up" = 1 ] || exit 1
+# Set through eval below: each node's NATS URL and addresses.
+url='' public_a='' public_c='' runner_b=''
+. bench/nats_cluster.sh
+conf=
+if [ "$SYNC" = always ]; then
+    printf 'jetstream { sync_interval: always }\n' >"$work/nats.conf"
+    conf="$work/nats.conf"
+fi
+nats_cluster_start "$work" "$conf" || exit 1
 nats_a="nats://127.0.0.1:$c1" nats_b="nats://127.0.0.1:$c2" nats_c="nats://127.0.0.1:$c3"
 
 build/agenthub admin --db "$work/db" import deploy/demo-world.json >/dev/null

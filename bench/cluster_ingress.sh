@@ -193,40 +193,9 @@ print("(%d-byte frames; B/frame: a node's ingress over the frames written cluste
       " the node's NATS sockets received, protocol lines included)" % size)
 PY
 
-# c1 r1 h1 .. c3 r3 h3: each server's client, route and monitoring port.
-c1='' c2='' c3='' h1='' h2='' h3='' c='' r='' h='' public='' runner=''
-
-# start_nats: three servers on fresh ports and stores, started again (up to
-# three times) until bench/nats_ready.py says an R3 stream can be placed (nats-server
-# 2.10 now and then never elects a meta leader).
-start_nats() {
-    for attempt in 1 2 3; do
-        routes=
-        for i in 1 2 3; do
-            eval "c$i=$(port) r$i=$(port) h$i=$(port)"
-            eval "routes=\"\${routes:+\$routes,}nats://127.0.0.1:\$r$i\""
-        done
-        nats_pids=""
-        for i in 1 2 3; do
-            eval "c=\$c$i r=\$r$i h=\$h$i"
-            rm -rf "$round_dir/nats-$i"
-            mkdir -p "$round_dir/nats-$i"
-            "$nats" -js -sd "$round_dir/nats-$i" -n "n$i" -a 127.0.0.1 -p "$c" -m "$h" \
-                --cluster_name bench --cluster "nats://127.0.0.1:$r" --routes "$routes" \
-                -l "$round_dir/nats-$i.log" &
-            pids="$pids $!"
-            round_pids="$round_pids $!"
-            nats_pids="$nats_pids $!"
-        done
-        for _ in $(seq 100); do
-            /usr/bin/python3 bench/nats_ready.py "$c1" "$h1" "$h2" "$h3" 2>/dev/null && return 0
-            sleep 0.2
-        done
-        echo "  the NATS servers did not form a cluster (attempt $attempt)"
-        for p in $nats_pids; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    done
-    exit 1
-}
+# Set through eval below.
+c='' public='' runner=''
+. bench/nats_cluster.sh
 
 # stop_round: the nodes first, newest first, then the NATS servers (a node
 # that loses NATS while it drains only logs it).
@@ -265,7 +234,8 @@ for i in range(1, nodes + 1):
 json.dump(w, open(sys.argv[1], "w"))
 PY
     build/agenthub admin --db "$round_dir/db" import "$round_dir/world.json" >/dev/null
-    start_nats
+    nats_cluster_start "$round_dir" || exit 1
+    round_pids="$round_pids $nats_pids"
     # Node I connects to server (I-1) mod 3 + 1 first; the bus stream is
     # made big enough to hold the window's events (its default, 16 MiB,
     # would drop the oldest and hide part of the growth).
