@@ -20,8 +20,6 @@
  *
  *   build/bench/log_engines [DIR] [FRAMES]   (DIR: a scratch directory on
  *   the disk to measure, default a new one under /tmp; FRAMES 400000) */
-#include <errno.h>
-#include <inttypes.h>
 #include <lmdb.h>
 #include <stdint.h>
 #include <stdio.h>
