@@ -100,6 +100,8 @@ static void js_wait(void *impl, struct session *s, struct hub_log_wait *w)
     cluster_wire_subject(session_id(s), 0, subject);
     e = hub_log_js_session_get(js, subject, NULL, 0);
     if (!e || !js->connected) {
+        if (e)
+            hub_log_js_withdraw(e, w);
         js->waits_failed++;
         w->done(w, 0);
         return;

@@ -50,6 +50,9 @@ struct js_entry {
     struct js_entry *next;
     uint8_t kind; /* a CLUSTER_ENTRY_* or an enum hub_log_mark */
     uint8_t olen; /* origin bytes at the front of data */
+    /* A keyed call's entry whose producer was told UNAVAILABLE: dropped
+     * should its batch turn out not stored (hub_log_js_withdraw). */
+    uint8_t withdrawn;
     uint64_t runner_seq;
     uint64_t ord; /* its place among the entries this node took for the subject */
     int64_t at_unix_ms;
@@ -345,8 +348,13 @@ void hub_log_js_waits_hold(struct hub_log_js *js, struct js_session *e, struct h
  * before ORD). */
 void hub_log_js_waits_stored(struct js_session *e, uint64_t ord);
 /* Answers E's waits UNAVAILABLE: all of them, or when NOW is not 0 those
- * past their deadline. */
+ * past their deadline; their keyed entries are withdrawn. */
 void hub_log_js_waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t now);
+/* W's producer was told UNAVAILABLE: its keyed entries in E (records
+ * under an idempotency key, and what they implied) are dropped from the
+ * outbox now, and from the batch in flight once that batch is known not
+ * stored (hub_log_js_fly_check).  Runner frames stay. */
+void hub_log_js_withdraw(struct js_session *e, const struct hub_log_wait *w);
 /* Entry ORD of E's batch is stored at SEQ (first_seq..last_seq for a
  * copy of a keyed call): the waits it begins or ends take those seqs. */
 void hub_log_js_waits_number(struct js_session *e, uint64_t ord, uint64_t first_seq,

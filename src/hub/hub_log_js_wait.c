@@ -2,6 +2,8 @@
  * (struct hub_log_wait), for hub_log_jetstream.c: answered when the batch
  * carrying their last frame is stored, with the frames' final seqs, or
  * told UNAVAILABLE when it cannot be stored in time. */
+#include <stdlib.h>
+
 #include "common/clock.h"
 #include "hub/hub_log_js_internal.h"
 
@@ -33,10 +35,51 @@ void hub_log_js_waits_stored(struct js_session *e, uint64_t ord)
     }
 }
 
+/* 1 when P is an entry of a keyed call (its origin an idempotency key). */
+static int entry_keyed(const struct js_entry *p)
+{
+    struct cluster_wire_origin o;
+
+    return p->kind == CLUSTER_ENTRY_TAGGED &&
+           cluster_wire_origin_parse(p->data, p->olen, &o) == 0 && o.kind == CLUSTER_ORIGIN_KEY;
+}
+
+/* A keyed call told UNAVAILABLE is sent again by its producer under the
+ * same key, through this node or another, and that copy is the one that
+ * counts.  Its entries here must not be stored later still: a node that
+ * could not write for a while (cut off, paused) would write them after
+ * everything stored meanwhile, and a copy remembers only the last
+ * KEYS_KEPT keyed calls of a session, so past that many they would be
+ * taken a second time.  Entries not yet sent go now; those in the batch in
+ * flight are marked, since an attempt of it may be stored after all, and
+ * go once the batch is known not stored.  A Runner's frames stay: its
+ * resend is recognised by its runner_seq however late. */
+void hub_log_js_withdraw(struct js_session *e, const struct hub_log_wait *w)
+{
+    struct js_entry **link = &e->out_head, *p, *prev = NULL;
+
+    for (p = e->fly; p; p = p->next)
+        if (p->ord >= w->first_ord && p->ord <= w->last_ord && entry_keyed(p))
+            p->withdrawn = 1;
+    while ((p = *link)) {
+        if (p->ord < w->first_ord || p->ord > w->last_ord || !entry_keyed(p)) {
+            prev = p;
+            link = &p->next;
+            continue;
+        }
+        *link = p->next;
+        if (e->out_tail == p)
+            e->out_tail = prev;
+        e->out_frames -= entry_counts(p->kind);
+        free(p);
+    }
+}
+
 /* Tells E's waits their frames could not be stored in time: all of them,
- * or those past their deadline when NOW is not 0.  The frames stay queued
- * and may still be stored; the producer, told UNAVAILABLE, sends them
- * again (at least once, never lost). */
+ * or those past their deadline when NOW is not 0.  A keyed call's entries
+ * are withdrawn (its producer sends them again under its key); other
+ * frames stay queued and may still be stored (a Runner's are recognised
+ * when it sends them again). */
 void hub_log_js_waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t now)
 {
     for (;;) {
@@ -48,6 +91,7 @@ void hub_log_js_waits_fail(struct hub_log_js *js, struct js_session *e, uint64_t
         if (!(w = hub_log_wait_of(node)))
             return;
         hub_log_wait_cancel(w);
+        hub_log_js_withdraw(e, w);
         js->waits_failed++;
         w->done(w, 0);
     }

@@ -21,25 +21,33 @@
 #include "hub/runner_marks.h"
 #include "store/store.h"
 
-/* The batch in flight goes back in front of the outbox, to be sequenced
- * again after what another node wrote. */
+/* The batch in flight, known not stored, goes back in front of the
+ * outbox, to be sequenced again after what another node wrote; its
+ * withdrawn entries (hub_log_js_withdraw) go instead. */
 static void fly_return(struct js_session *e)
 {
-    struct js_entry *last = e->fly;
+    struct js_entry *keep = NULL, **tail = &keep, *p, *next, *last = NULL;
 
     free(e->fly_buf);
     e->fly_buf = NULL;
+    for (p = e->fly; p; p = next) {
+        next = p->next;
+        if (p->withdrawn) {
+            free(p);
+            continue;
+        }
+        e->out_frames += entry_counts(p->kind);
+        *tail = last = p;
+        tail = &p->next;
+    }
+    e->fly = NULL;
+    e->fly_frames = 0;
     if (!last)
         return;
-    while (last->next)
-        last = last->next;
     last->next = e->out_head;
     if (!e->out_head)
         e->out_tail = last;
-    e->out_head = e->fly;
-    e->out_frames += e->fly_frames;
-    e->fly = NULL;
-    e->fly_frames = 0;
+    e->out_head = keep;
 }
 
 static void runner_dealt_queue(struct hub_log_js *js, const char *runner_id, uint64_t nonce,
@@ -532,6 +540,7 @@ static struct js_session *enqueue(struct hub_log_js *js, const char *subject, co
     if (!entry)
         return NULL;
     entry->next = NULL;
+    entry->withdrawn = 0;
     entry->kind = kind;
     entry->olen = (uint8_t)olen;
     entry->runner_seq = runner_seq;

@@ -190,6 +190,45 @@ def test_a_keyed_record_whose_ack_was_lost_is_stored_once(nodes):
     assert sum(h.metric("agenthub_records_retried_total") for h in n.hubs) >= 2
 
 
+def keyed(rid, key, length):
+    return S.AppendResourceOutputRequest(
+        resource_id=rid, bytes=b'{"type":"prompt","data":{"length":%d}}\n' % length,
+        idempotency_key=key)
+
+
+def test_a_keyed_record_a_cut_off_node_took_is_not_stored_late_a_second_time(nodes):
+    # A takes a keyed record it cannot publish (cut off, paused), and its
+    # producer is told UNAVAILABLE and stores it through B.  Then 300 other
+    # keyed calls, more than a copy remembers keys of.  When A can publish
+    # again, the record it took must not follow them as a second copy: a
+    # keyed call's entries go when its producer is told UNAVAILABLE.
+    n = nodes(faults=True)
+    a, b = n[0], n[1]
+    rid, sid = spawn_agent_session(a)
+    n.fault(0, "cluster.hold_publish")
+    try:
+        a.call("AppendResourceOutput", keyed(rid, "spool-late", 7777), token="t-agent-1",
+               timeout=15)
+        raise AssertionError("a node that cannot publish answered OK")
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+    stored = b.call("AppendResourceOutput", keyed(rid, "spool-late", 7777), token="t-agent-1",
+                    timeout=15)
+    for i in range(300):
+        b.call("AppendResourceOutput", keyed(rid, "spool-%d" % i, i), token="t-agent-1",
+               timeout=15)
+    n.fault(0)
+    wait_for(lambda: a.metric("agenthub_cluster_frames_waiting") == 0, 20,
+             what="A's outbox to empty")
+    last = a.call("AppendResourceOutput", keyed(rid, "spool-after", 8888), token="t-agent-1",
+                  timeout=15)
+    for h in (a, b):
+        got = replay(h, sid, last.last_seq, token="t-admin")
+        late = [f.seq for f in got if f.event.HasField("record") and
+                json.loads(f.event.record.data_json)["length"] == 7777]
+        assert late == [stored.first_seq], (h.public, late)
+
+
 def test_a_node_restarted_after_the_others_wrote_catches_up_with_the_same_copy(nodes):
     n = nodes()
     a, c = n[0], n[2]
