@@ -72,6 +72,17 @@ static inline int entry_counts(uint8_t kind)
            kind == CLUSTER_ENTRY_RUNNER_SYNC;
 }
 
+/* The kind of P's tagged origin (a Runner's frame, a keyed call's entry),
+ * parsed into *O; CLUSTER_ORIGIN_NONE for an untagged entry or a malformed
+ * origin. */
+static inline enum cluster_origin_kind hub_log_js_entry_origin(const struct js_entry *p,
+                                                               struct cluster_wire_origin *o)
+{
+    if (!p || p->kind != CLUSTER_ENTRY_TAGGED || cluster_wire_origin_parse(p->data, p->olen, o))
+        return CLUSTER_ORIGIN_NONE;
+    return o->kind;
+}
+
 /* The newest entry of one Runner run in a session's copy: a later entry of
  * that run is taken only when its (runner_seq, part) is above. */
 struct js_origin_seen {

@@ -40,8 +40,7 @@ static int entry_keyed(const struct js_entry *p)
 {
     struct cluster_wire_origin o;
 
-    return p->kind == CLUSTER_ENTRY_TAGGED &&
-           cluster_wire_origin_parse(p->data, p->olen, &o) == 0 && o.kind == CLUSTER_ORIGIN_KEY;
+    return hub_log_js_entry_origin(p, &o) == CLUSTER_ORIGIN_KEY;
 }
 
 /* A keyed call told UNAVAILABLE is sent again by its producer under the

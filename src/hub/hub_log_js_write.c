@@ -56,8 +56,7 @@ static void runner_dealt_queue(struct hub_log_js *js, const char *runner_id, uin
 /* 1 when P is a Runner's frame, its origin in *O. */
 static int runner_origin(const struct js_entry *p, struct cluster_wire_origin *o)
 {
-    return p && p->kind == CLUSTER_ENTRY_TAGGED &&
-           cluster_wire_origin_parse(p->data, p->olen, o) == 0 && o->kind == CLUSTER_ORIGIN_RUNNER;
+    return hub_log_js_entry_origin(p, o) == CLUSTER_ORIGIN_RUNNER;
 }
 
 /* 1 when NEXT is another part of the runner_seq of P (origin O). */
@@ -282,7 +281,7 @@ static uint64_t outbox_filter(struct hub_log_js *js, struct js_session *e)
         struct cluster_wire_origin o;
         uint64_t first = 0, last = 0;
 
-        if (p->kind != CLUSTER_ENTRY_TAGGED || cluster_wire_origin_parse(p->data, p->olen, &o) ||
+        if (hub_log_js_entry_origin(p, &o) == CLUSTER_ORIGIN_NONE ||
             hub_log_js_origin_admit(e, &o, p->runner_seq, 0, 0)) {
             prev = p;
             link = &p->next;
