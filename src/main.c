@@ -179,6 +179,9 @@ static int start_cluster(struct server *server)
         .frames_max_bytes = server->config.session_log_budget,
         .bus_max_bytes = server->config.bus_bytes,
         .publish_wait_ms = 2000,
+        .on_demand =
+            server->config.cluster_read && strcmp(server->config.cluster_read, "on-demand") == 0,
+        .linger_ms = server->config.cluster_linger_ms,
     };
     char host[256], err[256];
 
@@ -194,8 +197,9 @@ static int start_cluster(struct server *server)
         log_error("--cluster %s: %s", server->config.cluster, err);
         return -1;
     }
-    log_info("cluster node %s: session logs and the bus on JetStream (%zu replica(s))", jc.node_id,
-             server->config.cluster_replicas);
+    log_info("cluster node %s: session logs and the bus on JetStream (%zu replica(s)); reading %s",
+             jc.node_id, server->config.cluster_replicas,
+             jc.on_demand ? "sessions on demand" : "every session");
     return 0;
 }
 

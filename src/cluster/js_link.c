@@ -121,7 +121,7 @@ static void dispatch_last(struct js_link *link, struct js_event *ev)
 
     if (!p)
         return;
-    if (ev->last == JS_LAST_FOUND) {
+    if (ev->last == JS_LAST_FOUND || ev->last == JS_LAST_LIVE) {
         js_link_msg_fill(link, ev->msg, ev->seq, &m);
         p->last_fn(p->arg, ev->subject, ev->last, &m);
     } else {
@@ -181,6 +181,10 @@ static void dispatch(struct js_link *link, struct js_event *ev)
     case JS_EV_LAST:
         dispatch_last(link, ev);
         break;
+    case JS_EV_WATCH:
+        if (link->events.watched)
+            link->events.watched(link->arg, ev->request, ev->ok);
+        break;
     }
 }
 
@@ -229,25 +233,35 @@ static struct js_event *event_with_msg(enum js_event_kind kind, natsMsg *msg)
     return ev;
 }
 
-static void queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind)
+long long js_link_queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind,
+                            atomic_ullong *next)
 {
     jsMsgMetaData *meta = NULL;
     struct js_event *ev = event_with_msg(kind, msg);
+    long long pending;
 
     if (!ev)
-        return;
+        return -1;
     if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
         /* Without its sequence the message cannot be placed; the ordered
          * consumer's next message shows the gap to the reader. */
         natsMsg_Destroy(msg);
         free(ev);
-        return;
+        return -1;
     }
     ev->seq = meta->Sequence.Stream;
     ev->pending = meta->NumPending;
+    pending = (long long)meta->NumPending;
     jsMsgMetaData_Destroy(meta);
-    raise_to(kind == JS_EV_FRAMES ? &link->frames_next : &link->bus_next, ev->seq + 1);
+    if (next)
+        raise_to(next, ev->seq + 1);
     js_link_post(link, ev);
+    return pending;
+}
+
+static void queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind)
+{
+    js_link_queue_msg(link, msg, kind, kind == JS_EV_FRAMES ? &link->frames_next : &link->bus_next);
 }
 
 void js_link_on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
@@ -513,6 +527,7 @@ void js_link_free(struct js_link *link)
         natsSubscription_Destroy(link->frames_sub);
     if (link->bus_sub)
         natsSubscription_Destroy(link->bus_sub);
+    js_watch_drop_subs(link);
     if (link->nc)
         natsConnection_Close(link->nc);
     if (link->pub_nc)
@@ -541,6 +556,7 @@ void js_link_free(struct js_link *link)
     /* libnats calls the connection handlers on its own threads even after
      * the close: the link must outlive them. */
     nats_CloseAndWait(2000);
+    js_watch_free_all(link);
     if (link->wake)
         event_free(link->wake);
     if (link->pipe_fds[0] >= 0)

@@ -26,7 +26,10 @@
  *                    + the event's index in it
  *   KV AGENTHUB_CLUSTER  key bus2-epoch.<bus stream creation time>: the bus's
  *                    instance_epoch, the same on every node
- * Each node reads both streams whole through two ordered consumers. */
+ * A node reads the bus whole through an ordered consumer, and the frames
+ * stream either whole through another, or (ON_DEMAND) only the subjects
+ * it asks for, each through an ordered consumer of its own
+ * (js_link_watch). */
 #ifndef AGENTHUB_CLUSTER_JS_LINK_H
 #define AGENTHUB_CLUSTER_JS_LINK_H
 
@@ -50,6 +53,7 @@ struct js_link_config {
     size_t frames_max_bytes;  /* AGENTHUB_FRAMES's bound */
     size_t bus_max_bytes;     /* AGENTHUB_BUS's bound */
     uint32_t publish_wait_ms; /* how long a publish waits for its ack */
+    int on_demand;            /* the frames stream only through watches */
 };
 
 /* One message read from a stream.  DATA is valid during the callback. */
@@ -87,6 +91,10 @@ struct js_link_events {
                 uint64_t stream_seq);
     /* The connection to the NATS cluster came up (1) or went down (0). */
     void (*connection)(void *arg, int up);
+    /* Watch ID delivered everything its subject held when it was made
+     * (OK 1: what comes next is new), or could not be made (OK 0: it is
+     * gone; ask again). */
+    void (*watched)(void *arg, uint64_t id, int ok);
 };
 
 /* Starts connecting (in the background: the servers need not be up yet)
@@ -151,7 +159,10 @@ void js_link_request_cancel(struct js_link *link, uint64_t id);
 /* --- the heads stream --- */
 
 enum js_last {
-    JS_LAST_FOUND,  /* the message is MSG; its stream_seq is its sequence in AGENTHUB_FRAMES */
+    JS_LAST_FOUND,  /* the message is MSG; its stream_seq is its sequence in AGENTHUB_FRAMES,
+                       which no longer holds it (evicted) */
+    JS_LAST_LIVE,   /* the same, and AGENTHUB_FRAMES still holds it: a consumer of the
+                       subject delivers it */
     JS_LAST_NONE,   /* no message of the subject was ever stored (or the heads lost it) */
     JS_LAST_FAILED, /* not known now (disconnected, no quorum, timeout) */
 };
@@ -166,6 +177,20 @@ typedef void (*js_link_last_fn)(void *arg, const char *subject, enum js_last las
  * is short (FN will not run). */
 int js_link_last(struct js_link *link, const char *subject, js_link_last_fn fn, void *arg,
                  uint64_t *id);
+
+/* --- consumers of one subject, made on demand --- */
+
+/* Starts reading frames SUBJECT (a subject, or a filter ending in ">")
+ * through an ordered consumer of its own, from stream sequence FROM (0:
+ * the subject's first message).  Its messages come through events.frames
+ * like the whole stream's, in stream order; events.watched tells once it
+ * has delivered what the subject held when it was made.  It is made on
+ * the setup thread once the streams are set up, and made again from the
+ * first message not yet delivered after a reconnect or js_link_refresh.
+ * Returns 0 with *ID, or -1 when memory is short. */
+int js_link_watch(struct js_link *link, const char *subject, uint64_t from, uint64_t *id);
+/* Ends watch ID; messages it delivered before may still come. */
+void js_link_unwatch(struct js_link *link, uint64_t id);
 
 struct js_link_stats {
     uint64_t publishes;

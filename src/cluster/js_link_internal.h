@@ -25,7 +25,8 @@ enum js_event_kind {
     JS_EV_CONNECTION,
     JS_EV_REQUEST,
     JS_EV_REPLY,
-    JS_EV_LAST
+    JS_EV_LAST,
+    JS_EV_WATCH
 };
 
 /* A subject this node serves.  Freed with the link: a request queued
@@ -72,6 +73,35 @@ struct js_event {
     enum js_last last;                     /* LAST: the outcome (msg only when found) */
     uint64_t request;                      /* LAST: the lookup's id */
     char *subject;                         /* LAST: what was looked up (owned) */
+    int live;                              /* LAST: the frames stream still holds it */
+    int ok;                                /* WATCH: caught up (1) or not made (0) */
+};
+
+/* A consumer of one subject made on demand (js_link_watch).  The setup
+ * thread makes, remakes and closes its subscriptions; their handler
+ * (libnats's threads) only touches NEXT_SEQ, CAUGHT and SUBS_OPEN. */
+struct js_watch {
+    struct js_watch *next; /* the setup thread's list: live, then closed */
+    struct js_link *link;
+    uint64_t id;
+    uint64_t from;          /* the first stream seq asked for (0: the subject's first) */
+    natsSubscription *sub;  /* NULL until made */
+    atomic_ullong next_seq; /* the first stream seq not yet delivered */
+    atomic_int caught;      /* the loop was told it caught up */
+    /* Subscriptions of it whose handler may still run: it is freed once
+     * closed and none is left (libnats tells when a closed one's last
+     * handler has returned). */
+    atomic_int subs_open;
+    char subject[];
+};
+
+/* A request for the setup thread: make a watch (FROM, SUBJECT), or with
+ * CLOSE end watch ID. */
+struct js_watch_op {
+    struct js_watch_op *next;
+    uint64_t id, from;
+    int close;
+    char subject[];
 };
 
 struct js_link {
@@ -113,6 +143,9 @@ struct js_link {
      * rounds; guarded by LOCK. */
     pthread_cond_t setup_cond;
     struct js_lookup *lookups_head, *lookups_tail;
+    struct js_watch_op *watch_ops_head, *watch_ops_tail;
+    struct js_watch *watches, *watches_closed; /* setup thread only, then js_link_free */
+    uint64_t next_watch;                       /* loop thread */
     atomic_int stopping;
     atomic_int connected;      /* both connections are up */
     atomic_int resubscribe;    /* reconnected: make the consumers again */
@@ -135,6 +168,30 @@ void js_link_lookup_free(struct js_lookup *l);
 /* The consumers' message handlers (libnats's threads). */
 void js_link_on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
 void js_link_on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
+/* Queues MSG, a message of kind KIND delivered by a consumer, for the
+ * loop, with its stream sequence and pending count; NEXT, when not NULL,
+ * rises past its sequence.  Returns the messages pending after it, or -1
+ * when it was dropped (memory, no metadata). */
+long long js_link_queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind,
+                            atomic_ullong *next);
+/* An ordered consumer of STREAM's SUBJECT from stream sequence FROM (0:
+ * the first), its messages to CB with CLOSURE.  NULL when it cannot be
+ * made now. */
+natsSubscription *js_link_ordered_consumer(struct js_link *link, const char *stream,
+                                           const char *subject, natsMsgHandler cb, void *closure,
+                                           uint64_t from);
+/* js_watch.c, on the setup thread: the queued watch requests, once the
+ * streams are set up; every watch made again after a reconnect (returns
+ * 0, or -1 when one could not be: asked again later); closed watches
+ * whose last handler returned freed. */
+void js_watch_run_ops(struct js_link *link);
+int js_watch_resubscribe(struct js_link *link);
+void js_watch_reap(struct js_link *link);
+/* js_link_free: each watch's subscription before the connection closes,
+ * then, once libnats is closed, every watch and queued request. */
+void js_watch_drop_subs(struct js_link *link);
+void js_watch_free_all(struct js_link *link);
+
 /* The setup thread's body (js_setup.c): streams, epoch, consumers, and
  * the lookups in AGENTHUB_HEADS. */
 void *js_link_setup_main(void *arg);

@@ -209,9 +209,9 @@ static uint64_t cluster_epoch(kvStore *kv, int64_t created)
     return epoch;
 }
 
-/* An ordered consumer of STREAM from stream sequence FROM (0: its start). */
-static natsSubscription *ordered_consumer(struct js_link *link, const char *stream,
-                                          const char *subject, natsMsgHandler cb, uint64_t from)
+natsSubscription *js_link_ordered_consumer(struct js_link *link, const char *stream,
+                                           const char *subject, natsMsgHandler cb, void *closure,
+                                           uint64_t from)
 {
     natsSubscription *sub = NULL;
     jsSubOptions so;
@@ -229,15 +229,22 @@ static natsSubscription *ordered_consumer(struct js_link *link, const char *stre
      * delete never arrived), is removed by the servers after 5 s without
      * interest: left behind, it would keep their health check failing. */
     so.Config.InactiveThreshold = (int64_t)5 * 1000 * 1000 * 1000;
-    s = js_Subscribe(&sub, link->js, subject, cb, link, NULL, &so, &jerr);
+    s = js_Subscribe(&sub, link->js, subject, cb, closure, NULL, &so, &jerr);
     if (s != NATS_OK) {
-        log_warn("cluster: consumer on %s: %s (%d)", stream, natsStatus_GetText(s), (int)jerr);
+        log_warn("cluster: consumer of %s on %s: %s (%d)", subject, stream, natsStatus_GetText(s),
+                 (int)jerr);
         return NULL;
     }
     /* Deliveries queue in the loop's memory, not libnats's: no slow-consumer
      * drops while the loop is busy. */
     natsSubscription_SetPendingLimits(sub, -1, -1);
     return sub;
+}
+
+static natsSubscription *ordered_consumer(struct js_link *link, const char *stream,
+                                          const char *subject, natsMsgHandler cb, uint64_t from)
+{
+    return js_link_ordered_consumer(link, stream, subject, cb, link, from);
 }
 
 /* Streams, epoch, consumers.  Returns 0 when all are in place. */
@@ -279,23 +286,23 @@ static int setup_once(struct js_link *link)
     /* READY is queued before the first delivery, so the loop knows where
      * the replay ends before it applies anything. */
     ev->epoch = epoch;
-    /* A stream whose messages are all gone delivers nothing to wait for. */
-    ev->frames_last = frames->State.Msgs ? frames->State.LastSeq : 0;
+    /* A stream whose messages are all gone delivers nothing to wait for;
+     * a node reading sessions on demand waits for none of them here. */
+    ev->frames_last = frames->State.Msgs && !link->config.on_demand ? frames->State.LastSeq : 0;
     ev->bus_last = bus->State.Msgs ? bus->State.LastSeq : 0;
     js_link_post(link, ev);
-    link->frames_sub =
-        ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", js_link_on_frames_msg, 0);
-    link->bus_sub = link->frames_sub ? ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT,
-                                                        js_link_on_bus_msg, 0)
-                                     : NULL;
+    if (!link->config.on_demand) {
+        link->frames_sub = ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">",
+                                            js_link_on_frames_msg, 0);
+        if (!link->frames_sub)
+            goto out; /* A READY went out already: the next try sends another. */
+    }
+    link->bus_sub = ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT, js_link_on_bus_msg, 0);
     rv = link->bus_sub ? 0 : -1;
-    if (rv != 0) {
-        /* A READY went out already: the next try sends another. */
-        if (link->frames_sub) {
-            natsSubscription_Unsubscribe(link->frames_sub);
-            natsSubscription_Destroy(link->frames_sub);
-            link->frames_sub = NULL;
-        }
+    if (rv != 0 && link->frames_sub) {
+        natsSubscription_Unsubscribe(link->frames_sub);
+        natsSubscription_Destroy(link->frames_sub);
+        link->frames_sub = NULL;
     }
 out:
     if (kv)
@@ -311,22 +318,31 @@ out:
  * loop applies once.  Returns 0, or -1 to try again. */
 static int resubscribe(struct js_link *link)
 {
-    natsSubscription *frames, *bus;
+    natsSubscription *frames = NULL, *bus;
 
-    frames = ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", js_link_on_frames_msg,
-                              atomic_load(&link->frames_next));
-    bus = frames ? ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT, js_link_on_bus_msg,
-                                    atomic_load(&link->bus_next))
-                 : NULL;
-    if (!bus) {
+    if (!link->config.on_demand) {
+        frames = ordered_consumer(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">",
+                                  js_link_on_frames_msg, atomic_load(&link->frames_next));
+        if (!frames)
+            return -1;
+    }
+    bus = ordered_consumer(link, JS_BUS_STREAM, JS_BUS_SUBJECT, js_link_on_bus_msg,
+                           atomic_load(&link->bus_next));
+    if (!bus || js_watch_resubscribe(link) != 0) {
         if (frames) {
             natsSubscription_Unsubscribe(frames);
             natsSubscription_Destroy(frames);
         }
+        if (bus) {
+            natsSubscription_Unsubscribe(bus);
+            natsSubscription_Destroy(bus);
+        }
         return -1;
     }
-    natsSubscription_Unsubscribe(link->frames_sub);
-    natsSubscription_Destroy(link->frames_sub);
+    if (link->frames_sub) {
+        natsSubscription_Unsubscribe(link->frames_sub);
+        natsSubscription_Destroy(link->frames_sub);
+    }
     natsSubscription_Unsubscribe(link->bus_sub);
     natsSubscription_Destroy(link->bus_sub);
     link->frames_sub = frames;
@@ -366,8 +382,19 @@ static void lookup(struct js_link *link, struct js_lookup *l)
         s = js_GetLastMsg(&msg, link->js, JS_HEADS_STREAM, l->subject, &jo, &jerr);
     }
     if (s == NATS_OK && (ev->seq = sourced_seq(msg)) != 0) {
-        ev->msg = msg;
-        ev->last = JS_LAST_FOUND;
+        /* Whether the frames stream still holds it: then a consumer of the
+         * subject delivers it; else it was evicted before. */
+        natsMsg *live = NULL;
+        natsStatus g;
+        jerr = 0;
+        g = js_GetMsg(&live, link->js, JS_FRAMES_STREAM, ev->seq, &jo, &jerr);
+        natsMsg_Destroy(live);
+        if (g == NATS_OK || g == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) {
+            ev->msg = msg;
+            ev->last = g == NATS_OK ? JS_LAST_LIVE : JS_LAST_FOUND;
+        } else {
+            natsMsg_Destroy(msg);
+        }
     } else {
         natsMsg_Destroy(msg);
         if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr)
@@ -392,6 +419,9 @@ void *js_link_setup_main(void *arg)
         if (ready && atomic_load(&link->connected) && atomic_exchange(&link->resubscribe, 0) &&
             resubscribe(link) != 0)
             atomic_store(&link->resubscribe, 1);
+        if (ready && atomic_load(&link->connected))
+            js_watch_run_ops(link);
+        js_watch_reap(link);
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += (long)JS_SETUP_RETRY_MS * 1000000L;
         if (until.tv_nsec >= 1000000000L) {
@@ -399,7 +429,8 @@ void *js_link_setup_main(void *arg)
             until.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&link->lock);
-        if (!link->lookups_head && !atomic_load(&link->stopping))
+        if (!link->lookups_head && !(ready && link->watch_ops_head) &&
+            !atomic_load(&link->stopping))
             pthread_cond_timedwait(&link->setup_cond, &link->lock, &until);
         l = link->lookups_head;
         link->lookups_head = link->lookups_tail = NULL;

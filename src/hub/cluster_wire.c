@@ -21,8 +21,10 @@ void cluster_wire_subject(const char *id, int runner, char *out)
         raw = token_char(id[i]);
     memcpy(p, CLUSTER_FRAMES_PREFIX, sizeof(CLUSTER_FRAMES_PREFIX) - 1);
     p += sizeof(CLUSTER_FRAMES_PREFIX) - 1;
-    if (runner)
+    if (runner) {
         *p++ = '=';
+        *p++ = '.';
+    }
     if (raw) {
         memcpy(p, id, n);
         p[n] = '\0';

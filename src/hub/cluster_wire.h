@@ -18,9 +18,13 @@
 #include "core/session.h"
 
 #define CLUSTER_FRAMES_PREFIX "agenthub.frames."
-/* A subject with its NUL: prefix, '=' or '~', and the hex of the longest id. */
-#define CLUSTER_SUBJECT_MAX (sizeof(CLUSTER_FRAMES_PREFIX) + 2 + 2 * SESSION_MAX_ID)
-#define CLUSTER_ENTRY_HEAD  22u
+/* A subject with its NUL: prefix, "=." or '~', and the hex of the longest id. */
+#define CLUSTER_SUBJECT_MAX (sizeof(CLUSTER_FRAMES_PREFIX) + 3 + 2 * SESSION_MAX_ID)
+/* Every Runner's subject: a filter of its own, apart from the sessions'
+ * (a Runner's subject before this one was "=<runner>", one token). */
+#define CLUSTER_RUNNERS_FILTER CLUSTER_FRAMES_PREFIX "=.>"
+
+#define CLUSTER_ENTRY_HEAD 22u
 
 #define CLUSTER_ENTRY_FRAME        0xffu /* origin: a Runner id (no run named), or none */
 #define CLUSTER_ENTRY_RUNNER_RESET 0xfeu /* a Runner's new run; runner_seq: its nonce */
@@ -73,7 +77,8 @@ struct cluster_wire_entry {
 };
 
 /* The subject of session ID into OUT (CLUSTER_SUBJECT_MAX bytes); with
- * RUNNER, the subject of Runner ID's new runs. */
+ * RUNNER, the subject of Runner ID's runs and marks, "=." and the id
+ * (CLUSTER_RUNNERS_FILTER matches every Runner's). */
 void cluster_wire_subject(const char *id, int runner, char *out);
 
 /* The session id of SUBJECT into OUT (SESSION_MAX_ID + 1 bytes).  Returns 0,

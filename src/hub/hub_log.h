@@ -151,6 +151,18 @@ struct hub_log_ops {
     int (*writable)(void *impl);
     /* Prometheus text of the backend's own state; NULL: none. */
     void (*write_metrics)(void *impl, FILE *out);
+
+    /* --- reading on demand --- */
+    /* Runs W->done once this node's copy of S is as current as the log (1),
+     * or cannot be made so in time (0); perhaps before it returns.  A
+     * reader calls it before it reads S; hub_log_wait_cancel takes W back.
+     * NULL: the copy is always current. */
+    void (*prepare)(void *impl, struct session *s, struct hub_log_wait *w);
+    /* 1 while this node reads S's log as it grows; 0 when its copy may be
+     * behind (read again by the next prepare), with *NEWEST the newest seq
+     * the bus last said S had (its state then comes from the bus too).
+     * NULL: always 1. */
+    int (*reads)(void *impl, struct session *s, uint64_t *newest);
 };
 
 /* What a producer hears while the log takes no appends (hub_log_writable). */
@@ -288,6 +300,23 @@ static inline void hub_log_wait_cancel(struct hub_log_wait *w)
 static inline struct hub_log_wait *hub_log_wait_of(struct list_node *node)
 {
     return node ? list_entry(node, struct hub_log_wait, link) : NULL;
+}
+
+/* See hub_log_ops.prepare: W->done(W, 1) at once for a log whose copy is
+ * always current. */
+static inline void hub_log_prepare(const struct hub_log *log, struct session *s,
+                                   struct hub_log_wait *w)
+{
+    if (log->ops->prepare)
+        log->ops->prepare(log->impl, s, w);
+    else
+        w->done(w, 1);
+}
+
+static inline int hub_log_reads(const struct hub_log *log, struct session *s, uint64_t *newest)
+{
+    *newest = 0;
+    return log->ops->reads ? log->ops->reads(log->impl, s, newest) : 1;
 }
 
 static inline int hub_log_writable(const struct hub_log *log)

@@ -33,6 +33,7 @@ struct js_session *hub_log_js_session_get(struct hub_log_js *js, const char *sub
     snprintf(e->subject, sizeof(e->subject), "%s", subject);
     snprintf(e->id, sizeof(e->id), "%s", id);
     list_init(&e->waits);
+    list_init(&e->readers);
     if (hash_map_insert(&js->by_subject, &e->by_subject, e->subject, strlen(e->subject)) !=
         HASH_MAP_OK) {
         free(e);
@@ -206,7 +207,7 @@ static void js_write_metrics(void *impl, FILE *out)
 {
     struct hub_log_js *js = impl;
     struct js_link_stats st;
-    uint64_t waiting = 0, in_flight = 0, retrying = 0;
+    uint64_t waiting = 0, in_flight = 0, retrying = 0, read_now = 0;
 
     js_link_stats(js->link, &st);
     for (const struct js_session *e = hub_log_js_session_first(js); e;
@@ -214,6 +215,7 @@ static void js_write_metrics(void *impl, FILE *out)
         waiting += e->out_frames + e->fly_frames;
         in_flight += e->in_flight;
         retrying += e->retry;
+        read_now += e->demand != DEMAND_NONE;
     }
     fprintf(out,
             "# HELP agenthub_cluster_frames_waiting Frames taken and not yet acknowledged by "
@@ -278,6 +280,25 @@ static void js_write_metrics(void *impl, FILE *out)
             (unsigned long long)js->apply_gaps, (unsigned long long)js->waits_failed,
             (unsigned long long)js->copies_dropped, (unsigned long long)js->renumbered,
             (unsigned long long)js->heads_applied);
+    fprintf(out,
+            "# HELP agenthub_cluster_session_messages_total Messages of sessions' subjects "
+            "this node's consumers delivered (Runners' subjects not counted), and their "
+            "bytes.\n"
+            "# TYPE agenthub_cluster_session_messages_total counter\n"
+            "agenthub_cluster_session_messages_total %llu\n"
+            "# TYPE agenthub_cluster_session_message_bytes_total counter\n"
+            "agenthub_cluster_session_message_bytes_total %llu\n"
+            "# HELP agenthub_cluster_sessions_read Sessions this node reads now (with "
+            "--cluster-read on-demand; 0 when it reads every session).\n"
+            "# TYPE agenthub_cluster_sessions_read gauge\n"
+            "agenthub_cluster_sessions_read %llu\n"
+            "# TYPE agenthub_cluster_session_reads_started_total counter\n"
+            "agenthub_cluster_session_reads_started_total %llu\n"
+            "# TYPE agenthub_cluster_session_reads_ended_total counter\n"
+            "agenthub_cluster_session_reads_ended_total %llu\n",
+            (unsigned long long)js->frames_messages, (unsigned long long)js->frames_bytes,
+            (unsigned long long)read_now, (unsigned long long)js->watches_opened,
+            (unsigned long long)js->watches_closed);
     hub_log_js_bus_write_metrics(js, out);
 }
 
@@ -308,6 +329,8 @@ static const struct hub_log_ops js_ops = {
     .wait = js_wait,
     .writable = hub_log_js_writable,
     .write_metrics = js_write_metrics,
+    .prepare = hub_log_js_prepare,
+    .reads = hub_log_js_reads,
 };
 
 struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *base,
@@ -321,6 +344,7 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
         .bus = hub_log_js_on_bus,
         .ack = hub_log_js_on_ack,
         .connection = on_connection,
+        .watched = hub_log_js_on_watched,
     };
     struct js_link_config lc = {
         .urls = config->urls,
@@ -329,6 +353,7 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
         .frames_max_bytes = config->frames_max_bytes,
         .bus_max_bytes = config->bus_max_bytes,
         .publish_wait_ms = config->publish_wait_ms,
+        .on_demand = config->on_demand,
     };
     struct hub_log_js *js = calloc(1, sizeof(*js));
 
@@ -353,8 +378,9 @@ struct hub_log_js *hub_log_jetstream(struct hub_log *log, struct event_base *bas
      * the link cannot publish, waiting for a silent consumer). */
     js->wait_ns = ((uint64_t)config->publish_wait_ms * 2 + 1000) * 1000000;
     js->marks = runner_marks_new();
-    if (hub_log_js_bus_init(js) != 0 || !js->retry_timer || !js->watch_timer || !js->wait_timer ||
-        !js->hold_timer || !js->marks) {
+    js->on_demand = config->on_demand;
+    if (hub_log_js_demand_init(js, config->linger_ms) != 0 || hub_log_js_bus_init(js) != 0 ||
+        !js->retry_timer || !js->watch_timer || !js->wait_timer || !js->hold_timer || !js->marks) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -374,6 +400,7 @@ fail:
         event_free(js->wait_timer);
     if (js->hold_timer)
         event_free(js->hold_timer);
+    hub_log_js_demand_free(js);
     hub_log_js_bus_free(js);
     runner_marks_free(js->marks);
     free(js);
@@ -389,6 +416,7 @@ void hub_log_js_free(struct hub_log_js *js)
     event_free(js->watch_timer);
     event_free(js->wait_timer);
     event_free(js->hold_timer);
+    hub_log_js_demand_free(js);
     hub_log_js_held_free(js);
     hub_log_js_bus_free(js);
     runner_marks_free(js->marks);
@@ -398,6 +426,8 @@ void hub_log_js_free(struct hub_log_js *js)
          * behind is only let go, never answered. */
         while (!list_is_empty(&e->waits))
             hub_log_wait_cancel(hub_log_wait_of(list_first(&e->waits)));
+        while (!list_is_empty(&e->readers))
+            hub_log_wait_cancel(hub_log_wait_of(list_first(&e->readers)));
         hub_log_js_entries_free(e->out_head);
         free(e->keys);
         hub_log_js_entries_free(e->fly);

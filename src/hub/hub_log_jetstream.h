@@ -39,6 +39,10 @@ struct hub_log_js_config {
     size_t frames_max_bytes;
     size_t bus_max_bytes;
     uint32_t publish_wait_ms;
+    /* Read a session only while this node has a reader or writer for it,
+     * letting it go after LINGER_MS unused (hub_log_js_demand.c). */
+    int on_demand;
+    uint32_t linger_ms;
 };
 
 /* Makes LOG the JetStream implementation over REG's sessions and BUS (the

@@ -245,6 +245,7 @@ static void bus_take(struct hub_log_js *js, uint64_t ext, const void *payload, s
         return;
     }
     seq_index_push(x, local, ext, ring_oldest_seq(&js->bus->ring));
+    hub_log_js_demand_status(js, payload, len);
     watch_list_wake(&js->bus->watchers);
 }
 

@@ -63,6 +63,11 @@ struct js_entry {
 /* js_session.head: the heads stream not asked yet, asked, answered. */
 enum { HEAD_UNKNOWN, HEAD_ASKED, HEAD_KNOWN };
 
+/* js_session.demand, reading on demand (hub_log_js_demand.c): not read
+ * now; its consumer asked for; caught up with what the subject held, the
+ * heads stream asked where it ends; current. */
+enum { DEMAND_NONE, DEMAND_OPENING, DEMAND_HEAD, DEMAND_CURRENT };
+
 /* Entries that take a seq on their subject (a Runner's subject counts its
  * entries too, though no reader numbers them). */
 static inline int entry_counts(uint8_t kind)
@@ -141,6 +146,15 @@ struct js_session {
     uint32_t batches_next;
     uint32_t keys_next;
     uint64_t origins_used;
+    /* Read on demand (hub_log_js_demand.c). */
+    uint8_t demand;        /* DEMAND_* */
+    uint8_t head_asking;   /* DEMAND_HEAD: a lookup in the heads stream is out */
+    uint64_t watch_id;     /* its consumer (js_link_watch), while not DEMAND_NONE */
+    uint64_t demand_until; /* DEMAND_HEAD: current once the copy applied this stream seq */
+    uint64_t demand_since_ns;
+    uint64_t used_ns;         /* a reader or writer last needed it */
+    uint64_t told_last_seq;   /* the newest seq its latest status on the bus named */
+    struct list_node readers; /* readers waiting for a current copy (struct hub_log_wait) */
     char subject[SUBJECT_MAX];
     char id[SESSION_MAX_ID + 1];
 };
@@ -228,6 +242,14 @@ struct hub_log_js {
     uint64_t renumbered;         /* batches whose header seq readers corrected */
     uint64_t heads_applied;      /* subjects continued after the heads stream's message */
     uint64_t waits_failed;       /* producers told their frames could not be stored */
+    /* Reading sessions on demand (hub_log_js_demand.c). */
+    int on_demand;
+    uint64_t linger_ns;         /* an unused session's consumer goes after this */
+    struct event *demand_timer; /* the sweep */
+    uint64_t runners_watch;     /* the consumer of every Runner's subject */
+    int runners_caught;         /* it delivered what they held at the start */
+    uint64_t watches_opened, watches_closed;
+    uint64_t frames_messages, frames_bytes; /* sessions' messages its consumers delivered */
 };
 
 /* The first session JS knows, or NULL; with hub_log_js_session_next, a walk
@@ -324,6 +346,29 @@ uint64_t hub_log_js_epoch(void *impl);
 /* Marks the copies caught up once both streams are applied past their
  * targets, and tells the state listener. */
 void hub_log_js_check_caught_up(struct hub_log_js *js);
+
+/* --- hub_log_js_demand.c: reading sessions on demand ------------------------ */
+
+/* 1 when E's copy is current and its subject read now (always when not
+ * reading on demand, and for a Runner's subject); else starts reading it
+ * and returns 0: E is pumped, and its readers answered, once it is. */
+int hub_log_js_demand(struct hub_log_js *js, struct js_session *e);
+/* The consumer applied E's message at STREAM_SEQ. */
+void hub_log_js_demand_applied(struct hub_log_js *js, struct js_session *e, uint64_t stream_seq);
+/* js_link's events.watched. */
+void hub_log_js_on_watched(void *arg, uint64_t id, int ok);
+/* The streams are set up: the consumer of every Runner's subject is made. */
+void hub_log_js_demand_ready(struct hub_log_js *js);
+/* Starts the sweep when reading on demand.  Returns 0, or -1 when memory
+ * is short. */
+int hub_log_js_demand_init(struct hub_log_js *js, uint32_t linger_ms);
+void hub_log_js_demand_free(struct hub_log_js *js);
+/* The hub_log prepare and reads ops. */
+void hub_log_js_prepare(void *impl, struct session *s, struct hub_log_wait *w);
+int hub_log_js_reads(void *impl, struct session *s, uint64_t *newest);
+/* Bus event PAYLOAD[0..LEN) was applied: a session's status this node
+ * does not read sets its copy's state (GetAgentStatus answers it). */
+void hub_log_js_demand_status(struct hub_log_js *js, const void *payload, size_t len);
 
 /* --- hub_log_js_bus.c: the bus's writer and reader ------------------------- */
 

@@ -22,7 +22,7 @@
 void hub_log_js_check_caught_up(struct hub_log_js *js)
 {
     if (!js->caught_up && js->got_ready && js->frames_applied >= js->frames_target &&
-        js->bus_applied >= js->bus_target) {
+        js->bus_applied >= js->bus_target && (!js->on_demand || js->runners_caught)) {
         js->caught_up = 1;
         log_info("cluster: caught up with JetStream (frames %" PRIu64 ", bus %" PRIu64 ")",
                  js->frames_applied, js->bus_applied);
@@ -343,6 +343,10 @@ void hub_log_js_on_frames(void *arg, const struct js_link_msg *m)
 
 static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
 {
+    if (m->subject[sizeof(CLUSTER_FRAMES_PREFIX) - 1] != '=') {
+        js->frames_messages++; /* a session's: what reading on demand saves */
+        js->frames_bytes += m->len;
+    }
     if (m->stream_seq > js->frames_applied)
         js->frames_applied = m->stream_seq;
     apply_batch(js, m);
@@ -432,6 +436,7 @@ static void apply_batch(struct hub_log_js *js, const struct js_link_msg *m)
         e->retry = 0;
         hub_log_js_pump(js, e);
     }
+    hub_log_js_demand_applied(js, e, m->stream_seq);
 }
 
 void hub_log_js_on_bus(void *arg, const struct js_link_msg *m)
@@ -455,6 +460,7 @@ void hub_log_js_on_ready(void *arg, uint64_t epoch, uint64_t frames_last, uint64
              ", bus up to %" PRIu64,
              epoch, frames_last, bus_last);
     js->catchup_applied = 0;
+    hub_log_js_demand_ready(js);
     hub_log_js_watch_later(js);
     hub_log_js_check_caught_up(js);
 }

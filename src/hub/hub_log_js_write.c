@@ -315,20 +315,19 @@ static void on_head(void *arg, const char *subject, enum js_last last, const str
         retry_later(js, e, RETRY_MS);
         return;
     }
-    if (last == JS_LAST_FOUND && e->last_stream_seq == 0 && m->stream_seq > js->frames_applied) {
-        /* Not yet read here, and maybe still in the frames stream: the
-         * consumer delivers it (or what follows), then this is asked again
-         * if the copy still holds nothing. */
+    if (last == JS_LAST_LIVE && e->last_stream_seq == 0) {
+        /* Not yet read here, and still in the frames stream: the consumer
+         * delivers it (or what follows), then this is asked again if the
+         * copy still holds nothing. */
         retry_later(js, e, RETRY_MS);
         return;
     }
     /* Known before the head is applied: applying it may pump E. */
     e->head = HEAD_KNOWN;
     if (last == JS_LAST_FOUND && e->last_stream_seq == 0) {
-        /* Read past by this copy without a message of the subject: the
-         * frames stream evicted the subject's messages before this node
-         * read them.  The copy continues after the newest, as a copy that
-         * did read it. */
+        /* Gone from the frames stream while this copy holds no message
+         * of the subject: evicted before this node read them.  The copy continues after the newest,
+         * as a copy that did read it. */
         js->heads_applied++;
         log_info("cluster: %s: its messages are gone from the frames stream; continuing after "
                  "stream seq %" PRIu64 " (seq %s), from the heads stream",
@@ -348,6 +347,9 @@ void hub_log_js_pump(struct hub_log_js *js, struct js_session *e)
     uint64_t expect, dropped;
 
     if (e->in_flight || (!e->out_head && !e->fly))
+        return;
+    /* Reading on demand, a batch goes only after a current copy. */
+    if (!hub_log_js_demand(js, e))
         return;
     if (!e->fly && e->last_stream_seq == 0 && e->head != HEAD_KNOWN &&
         cluster_wire_session_id(e->subject, sid) == 0) {

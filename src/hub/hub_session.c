@@ -45,8 +45,12 @@ void hub_session_view(struct hub *ctx, const char *session_id, int closed,
     out->last_seq = 0;
     if (s) {
         struct hub_log_span span;
+        uint64_t newest;
         hub_log_span(&ctx->log, s, &span);
         out->last_seq = span.newest;
+        /* A cluster node that does not read S now: the bus said more. */
+        if (!hub_log_reads(&ctx->log, s, &newest) && newest > out->last_seq)
+            out->last_seq = newest;
     }
     /* Closed in the store is STOPPED, even while the log is storing the end. */
     if (s && !session_is_ended(s) && !closed)

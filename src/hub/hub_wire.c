@@ -110,7 +110,7 @@ int hub_frame_agenthub_only(const void *frame, size_t len)
     return rv < 0 || own;
 }
 
-int hub_event_status_state(const void *payload, size_t len)
+int hub_event_status(const void *payload, size_t len, uint64_t *last_seq)
 {
     struct protowire_reader r;
     struct protowire_field f;
@@ -118,6 +118,7 @@ int hub_event_status_state(const void *payload, size_t len)
     size_t status_len;
     int state = 0;
 
+    *last_seq = 0;
     if (protowire_find_len(payload, len, HUB_EVENT_STATUS, &status, &status_len) != 0)
         return -1;
     protowire_reader_init(&r, status, status_len);
@@ -127,8 +128,17 @@ int hub_event_status_state(const void *payload, size_t len)
         /* The last occurrence wins, as when protobuf-c decodes it. */
         if (f.number == HUB_STATUS_STATE && f.type == PROTOWIRE_VARINT)
             state = f.varint <= 64 ? (int)f.varint : 0;
+        else if (f.number == HUB_STATUS_LAST_SEQ && f.type == PROTOWIRE_VARINT)
+            *last_seq = f.varint;
     }
     return state;
+}
+
+int hub_event_status_state(const void *payload, size_t len)
+{
+    uint64_t last_seq;
+
+    return hub_event_status(payload, len, &last_seq);
 }
 
 int hub_frame_state(const void *frame, size_t len)
@@ -176,7 +186,8 @@ int hub_wire_check(char *why, size_t why_size)
         check_field(event, "agent_record", HUB_EVENT_AGENT_RECORD, why, why_size) != 0 ||
         check_field(event, "session_id", HUB_EVENT_SESSION_ID, why, why_size) != 0 ||
         check_field(event, "agent_session_status", HUB_EVENT_STATUS, why, why_size) != 0 ||
-        check_field(status, "state", HUB_STATUS_STATE, why, why_size) != 0)
+        check_field(status, "state", HUB_STATUS_STATE, why, why_size) != 0 ||
+        check_field(status, "last_seq", HUB_STATUS_LAST_SEQ, why, why_size) != 0)
         return -1;
     return 0;
 }

@@ -32,8 +32,9 @@
 #define HUB_EVENT_SESSION_ID            102
 /* compass.v1.SubscribeEventsResponse.agent_session_status and its state
  * (compass's numbers). */
-#define HUB_EVENT_STATUS 12
-#define HUB_STATUS_STATE 2
+#define HUB_EVENT_STATUS    12
+#define HUB_STATUS_STATE    2
+#define HUB_STATUS_LAST_SEQ 105
 
 /* Room for any prefix below. */
 #define HUB_PREFIX_MAX (3 * PROTOWIRE_VARINT_FIELD_MAX)
@@ -66,6 +67,8 @@ int hub_frame_agenthub_only(const void *frame, size_t len);
  * agent_session_status (0 when the status says none), or -1 when it is
  * another event or malformed. */
 int hub_event_status_state(const void *payload, size_t len);
+/* The same, with *LAST_SEQ the status's last_seq (0 when it has none). */
+int hub_event_status(const void *payload, size_t len, uint64_t *last_seq);
 
 /* The state a ring entry FRAME[0..LEN) carries (a state frame), or 0 when
  * it carries none or is malformed. */

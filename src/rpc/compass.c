@@ -360,6 +360,74 @@ static int collect_visible(const struct store_session *row, void *arg)
     return 0;
 }
 
+/* Answers GetAgentStatus with ROW's status. */
+static void status_reply_one(struct grpc_call *call, struct hub *ctx,
+                             const struct store_subject *subject, const struct store_session *row)
+{
+    Compass__V1__GetAgentStatusResponse response = COMPASS__V1__GET_AGENT_STATUS_RESPONSE__INIT;
+    Compass__V1__AgentSessionStatus status = COMPASS__V1__AGENT_SESSION_STATUS__INIT;
+    Compass__V1__AgentSessionStatus *pointer = &status;
+
+    status_from_row(ctx, subject, row, &status);
+    response.n_statuses = 1;
+    response.statuses = &pointer;
+    grpc_call_send(call, &response.base);
+    grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+}
+
+/* A GetAgentStatus of one session whose copy this cluster node does not
+ * read now: answered once the copy is current (or, when it cannot be, from
+ * what the bus said), freed by get_status_on_close. */
+struct status_pending {
+    struct hub_log_wait w; /* first: done gets it */
+    struct grpc_call *call;
+    struct hub *ctx;
+    struct store_subject subject;
+    struct store_session row;
+};
+
+static void status_ready(struct hub_log_wait *w, int ok)
+{
+    struct status_pending *p = (struct status_pending *)w;
+
+    status_reply_one(p->call, p->ctx, &p->subject, &p->row);
+}
+
+static void get_status_on_close(struct grpc_call *call)
+{
+    struct status_pending *p = grpc_call_user(call);
+
+    if (!p)
+        return;
+    hub_log_wait_cancel(&p->w);
+    grpc_call_set_user(call, NULL);
+    free(p);
+}
+
+/* 1 when ROW's session is read first (the call then answers later). */
+static int status_prepare(struct grpc_call *call, struct hub *ctx,
+                          const struct store_subject *subject, const struct store_session *row)
+{
+    size_t n = strlen(row->session_id);
+    struct session *s = session_lookup(ctx->sessions, row->session_id, n);
+    struct status_pending *p;
+    uint64_t newest;
+
+    /* A live session this node holds nothing of yet still has a log. */
+    if (!s && !row->closed && session_open(ctx->sessions, row->session_id, n, &s) < 0)
+        s = NULL;
+    if (!s || hub_log_reads(&ctx->log, s, &newest) || !(p = calloc(1, sizeof(*p))))
+        return 0;
+    p->call = call;
+    p->ctx = ctx;
+    p->subject = *subject;
+    p->row = *row;
+    p->w.done = status_ready;
+    grpc_call_set_user(call, p);
+    hub_log_prepare(&ctx->log, s, &p->w);
+    return 1;
+}
+
 static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__GetAgentStatusRequest *request =
@@ -382,6 +450,10 @@ static void get_status_on_message(struct grpc_call *call, const ProtobufCMessage
             rpc_finish_gate_refusal(call, rv);
             return;
         }
+        /* One session asked for: a cluster node reading sessions on demand
+         * answers from a current copy. */
+        if (status_prepare(call, ctx, &subject, &row))
+            return;
         collect_visible(&row, &list);
     } else {
         memset(&filter, 0, sizeof(filter));
@@ -486,6 +558,7 @@ static const struct grpc_method compass_unary_methods[] = {
         .request_type = &compass__v1__get_agent_status_request__descriptor,
         .response_type = &compass__v1__get_agent_status_response__descriptor,
         .on_message = get_status_on_message,
+        .on_close = get_status_on_close,
         .needs_caller = 1,
     },
     {

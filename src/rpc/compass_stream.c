@@ -55,6 +55,12 @@ struct pane_subscriber {
     struct store_subject subject;
     struct stream_guard guard;
     char session_id[STORE_ID_MAX];
+    /* Until the node's copy of the session is current (hub_log_prepare):
+     * the request's start and what the store said of the session. */
+    struct hub_log_wait ready;
+    uint64_t since_seq, tail;
+    int closed;
+    char runner_id[STORE_ID_MAX];
 };
 
 static void pane_detach(struct pane_subscriber *sub)
@@ -219,6 +225,52 @@ static void pane_end_unretained(struct grpc_call *call, uint64_t since_seq)
     grpc_call_finish(call, GRPC_STATUS_OK, NULL);
 }
 
+/* The node's copy of the pane's session is current (OK), or cannot be
+ * made so now: the pane starts where the request asked, or the call ends
+ * UNAVAILABLE so the client retries (perhaps on another node). */
+static void pane_ready(struct hub_log_wait *w, int ok)
+{
+    struct pane_subscriber *sub = container_of(w, struct pane_subscriber, ready);
+    struct grpc_call *call = sub->call;
+    struct hub *ctx = sub->ctx;
+    struct session *s;
+
+    if (!ok) {
+        grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE, HUB_LOG_UNAVAILABLE_MESSAGE);
+        return;
+    }
+    /* Looked up again: the session may have ended meanwhile. */
+    switch (hub_session_for_pane(ctx, sub->session_id, sub->closed, sub->runner_id, &s)) {
+    case HUB_PANE_OPEN:
+        break;
+    case HUB_PANE_UNRETAINED:
+        pane_end_unretained(call, sub->since_seq);
+        return;
+    case HUB_PANE_NOMEM:
+        grpc_call_finish(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    if (sub->since_seq > 0) {
+        if (hub_log_check(&ctx->log, s, sub->since_seq) != RING_OK) {
+            grpc_call_finish(call, GRPC_STATUS_OUT_OF_RANGE,
+                             "since_seq is not in the session's retained log");
+            return;
+        }
+        sub->cursor = sub->since_seq;
+    } else {
+        sub->cursor = hub_log_tail(&ctx->log, s, sub->tail);
+    }
+    sub->tail_start = session_tail_start(s);
+    sub->session = s;
+    hub_pane_attach(ctx, s, &sub->watcher);
+    stream_guard_add(ctx->guards, &sub->guard);
+    /* Response headers go out now, so the client knows it is subscribed. */
+    grpc_call_add_initial_metadata(call, "agenthub-session", (const uint8_t *)session_id(s),
+                                   strlen(session_id(s)));
+    grpc_call_start_response(call);
+    pane_pump(sub);
+}
+
 static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *message)
 {
     const Compass__V1__SubscribeAgentSessionRequest *request =
@@ -268,27 +320,15 @@ static void pane_on_message(struct grpc_call *call, const ProtobufCMessage *mess
     sub->subject = subject;
     sub->guard.recheck = pane_recheck;
     snprintf(sub->session_id, sizeof(sub->session_id), "%s", row.session_id);
-    if (request->since_seq > 0) {
-        if (hub_log_check(&ctx->log, s, request->since_seq) != RING_OK) {
-            free(sub);
-            grpc_call_finish(call, GRPC_STATUS_OUT_OF_RANGE,
-                             "since_seq is not in the session's retained log");
-            return;
-        }
-        sub->cursor = request->since_seq;
-    } else {
-        sub->cursor = hub_log_tail(&ctx->log, s, request->tail);
-    }
-    sub->tail_start = session_tail_start(s);
+    snprintf(sub->runner_id, sizeof(sub->runner_id), "%s", row.runner_id);
+    sub->closed = row.closed;
+    sub->since_seq = request->since_seq;
+    sub->tail = request->tail;
+    sub->ready.done = pane_ready;
     grpc_call_set_user(call, sub);
-    sub->session = s;
-    hub_pane_attach(ctx, s, &sub->watcher);
-    stream_guard_add(ctx->guards, &sub->guard);
-    /* Response headers go out now, so the client knows it is subscribed. */
-    grpc_call_add_initial_metadata(call, "agenthub-session", (const uint8_t *)session_id(s),
-                                   strlen(session_id(s)));
-    grpc_call_start_response(call);
-    pane_pump(sub);
+    /* A cluster node reading sessions on demand first makes its copy
+     * current; every other log answers at once. */
+    hub_log_prepare(&ctx->log, s, &sub->ready);
 }
 
 static void pane_on_close(struct grpc_call *call)
@@ -297,6 +337,7 @@ static void pane_on_close(struct grpc_call *call)
 
     if (!sub)
         return;
+    hub_log_wait_cancel(&sub->ready);
     pane_detach(sub);
     free(sub);
 }

@@ -45,6 +45,13 @@ def replay(hub, session_id, last, token="t-alice"):
     return wait_for(attempt, 20, what="seq %d on %s" % (last, hub.public))
 
 
+# Each test of the cluster suites runs twice: with nodes reading every
+# session, and with nodes reading sessions on demand (docs/cluster.md);
+# AGENTHUB_CLUSTER_READ=all or on-demand runs one of them.
+READ_MODES = ([os.environ["AGENTHUB_CLUSTER_READ"]] if os.environ.get("AGENTHUB_CLUSTER_READ")
+              else ["all", "on-demand"])
+
+
 class Nodes:
     """Three agenthubd nodes on NATS cluster NATS sharing one store."""
 
@@ -107,17 +114,24 @@ class Nodes:
         assert not errors, "\n".join(errors)
 
 
-@pytest.fixture
-def nodes(nats_cluster, tmp_path):
+def node_sets(nats_cluster, tmp_path, read):
+    """A fixture's body: start(**kwargs) makes a set of Nodes reading
+    sessions as READ says (--cluster-read); every set is stopped after."""
     made = []
 
-    def start(**kwargs):
-        n = Nodes(nats_cluster, tmp_path / ("set-%d" % len(made)), **kwargs)
+    def start(flags=(), **kwargs):
+        n = Nodes(nats_cluster, tmp_path / ("set-%d" % len(made)),
+                  flags=["--cluster-read", read] + list(flags), **kwargs)
         made.append(n)
         return n
     yield start
     for n in made:
         n.stop()
+
+
+@pytest.fixture(params=READ_MODES)
+def nodes(nats_cluster, tmp_path, request):
+    yield from node_sets(nats_cluster, tmp_path, request.param)
 
 
 def test_frames_published_through_one_node_reach_panes_on_every_node(nodes):

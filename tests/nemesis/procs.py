@@ -182,6 +182,17 @@ class Nats(Proc):
         return bool(jsz and jsz.get("meta_cluster", {}).get("leader"))
 
 
+def node_read_flags(index):
+    """The --cluster-read flags of node INDEX: NEMESIS_CLUSTER_READ all or
+    on-demand for every node; mixed (the default) reads every session on
+    node-1 and sessions on demand on the others, letting an unused one go
+    after 1 s, so both ways of reading meet the same faults."""
+    mode = os.environ.get("NEMESIS_CLUSTER_READ", "mixed")
+    if mode == "mixed":
+        mode = "all" if index == 0 else "on-demand"
+    return ["--cluster-read", mode, "--cluster-linger-ms", "1000"]
+
+
 class Node(Proc):
     def __init__(self, index, workdir, build, db, nats_urls, flags=()):
         self.index = index
@@ -297,8 +308,8 @@ class Cluster:
         self.pg = Postgres(self.workdir)
         provision(self.build, self.pg.db, world, self.workdir)
         self.start_nats()
-        self.nodes = [Node(i, self.workdir, self.build, self.pg.db, self.nats_urls)
-                      for i in range(3)]
+        self.nodes = [Node(i, self.workdir, self.build, self.pg.db, self.nats_urls,
+                           node_read_flags(i)) for i in range(3)]
         for node in self.nodes:
             node.start()
         self.wait(lambda: all(node.serving() for node in self.nodes), timeout,

@@ -10,6 +10,8 @@ Environment:
                    (default 1)
   NEMESIS_SECONDS  seconds of faults per seed (default 60)
   NEMESIS_KEEP     set: keep each seed's folder (logs, history.json)
+  NEMESIS_CLUSTER_READ  all, on-demand, or mixed (default: node-1 reads every
+                   session, the others read sessions on demand)
   AGENTHUB_BUILD   the binaries (default build/, else build-asan/)
 
 Each seed runs in a network namespace of its own (this script runs itself

@@ -17,8 +17,12 @@ START_TEST(test_subjects_carry_plain_ids_as_they_are_and_others_in_hex)
     ck_assert_int_eq(cluster_wire_session_id(subject, id), 0);
     ck_assert_str_eq(id, "a.b *>");
     cluster_wire_subject("runner-1", 1, subject);
-    ck_assert_str_eq(subject, "agenthub.frames.=runner-1");
+    ck_assert_str_eq(subject, "agenthub.frames.=.runner-1");
     ck_assert_int_eq(cluster_wire_session_id(subject, id), -1);
+    cluster_wire_subject("r.1", 1, subject);
+    ck_assert_str_eq(subject, "agenthub.frames.=.~722e31");
+    /* A Runner's subject of older nodes: still not a session's. */
+    ck_assert_int_eq(cluster_wire_session_id("agenthub.frames.=runner-1", id), -1);
 }
 END_TEST
 

@@ -1,0 +1,334 @@
+/* hub_log_js_demand: reading sessions on demand (--cluster-read on-demand).
+ *
+ * A node then reads a session's subject only while it has a use for it: a
+ * writer (frames in its outbox or in flight, producers waiting) or a
+ * reader (a pane, or one waiting to start).  It reads it through a
+ * consumer of that subject alone (js_link_watch), from the first message
+ * its copy does not hold, and lets the consumer go once the session has
+ * been unused for --cluster-linger-ms.  Every Runner's subject is read
+ * all the time, through one consumer of CLUSTER_RUNNERS_FILTER: Runners'
+ * marks come from there alone.
+ *
+ * A session's copy is current once its consumer delivered what the
+ * subject held when it was made, and the heads stream was asked where the
+ * subject ends: a newest message the frames stream still holds comes
+ * through the consumer (the copy is current once it applied it); one the
+ * frames stream evicted while this node did not read the subject is
+ * applied from the heads stream, as when a node starts after an eviction.
+ * Writers publish and readers start only on a current copy, so what they
+ * see of a session is what a node reading every session would see.  The
+ * copy itself stays when its consumer goes (bounded like every copy), and
+ * the next consumer continues after it. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "hub/hub_log_js_internal.h"
+#include "hub/hub_wire.h"
+
+/* A consumer making no progress this long is made again. */
+#define DEMAND_STALL_NS ((uint64_t)10 * 1000 * 1000 * 1000)
+/* The sweep's period (ms): consumers to make, lookups to retry, idle
+ * sessions to let go, readers past their deadline. */
+#define DEMAND_SWEEP_MS 250
+
+static int runner_subject(const struct js_session *e)
+{
+    return e->subject[sizeof(CLUSTER_FRAMES_PREFIX) - 1] == '=';
+}
+
+static void set_demand(struct js_session *e, uint8_t demand)
+{
+    e->demand = demand;
+    e->demand_since_ns = clock_monotonic_ns();
+}
+
+/* Starts reading E after what its copy holds.  Stays DEMAND_NONE when
+ * memory is short (the sweep tries again). */
+static void watch_open(struct hub_log_js *js, struct js_session *e)
+{
+    uint64_t from = e->last_stream_seq ? e->last_stream_seq + 1 : 0;
+
+    if (js_link_watch(js->link, e->subject, from, &e->watch_id) != 0)
+        return;
+    js->watches_opened++;
+    e->demand_until = 0;
+    e->head_asking = 0;
+    set_demand(e, DEMAND_OPENING);
+}
+
+static void watch_close(struct hub_log_js *js, struct js_session *e)
+{
+    if (e->demand == DEMAND_NONE)
+        return;
+    js_link_unwatch(js->link, e->watch_id);
+    js->watches_closed++;
+    e->watch_id = 0;
+    set_demand(e, DEMAND_NONE);
+}
+
+/* E's copy is current: its waiting readers start, its writer goes on. */
+static void become_current(struct hub_log_js *js, struct js_session *e)
+{
+    set_demand(e, DEMAND_CURRENT);
+    /* The heads stream was asked just now: the writer need not ask it. */
+    e->head = HEAD_KNOWN;
+    while (!list_is_empty(&e->readers)) {
+        struct hub_log_wait *w = hub_log_wait_of(list_first(&e->readers));
+        hub_log_wait_cancel(w);
+        w->done(w, 1);
+    }
+    hub_log_js_pump(js, e);
+}
+
+static void on_demand_head(void *arg, const char *subject, enum js_last last,
+                           const struct js_link_msg *m)
+{
+    struct hub_log_js *js = arg;
+    struct js_session *e = hub_log_js_session_get(js, subject, NULL, 0);
+
+    if (!e || e->demand != DEMAND_HEAD || !e->head_asking)
+        return;
+    e->head_asking = 0;
+    if (last == JS_LAST_FAILED)
+        return; /* asked again by the sweep */
+    if (last == JS_LAST_LIVE && m->stream_seq > e->last_stream_seq) {
+        /* Written after the consumer was made: it delivers it. */
+        e->demand_until = m->stream_seq;
+        return;
+    }
+    if (last == JS_LAST_FOUND && m->stream_seq > e->last_stream_seq) {
+        js->heads_applied++;
+        log_info("cluster: %s: its newest messages are gone from the frames stream; continuing "
+                 "after stream seq %" PRIu64 " (seq %s), from the heads stream",
+                 subject, m->stream_seq, m->seq_header ? m->seq_header : "?");
+        hub_log_js_apply_head(js, m);
+    }
+    become_current(js, e);
+}
+
+static void ask_head(struct hub_log_js *js, struct js_session *e)
+{
+    uint64_t id;
+
+    if (js_link_last(js->link, e->subject, on_demand_head, js, &id) == 0)
+        e->head_asking = 1;
+}
+
+int hub_log_js_demand(struct hub_log_js *js, struct js_session *e)
+{
+    if (!js->on_demand || runner_subject(e))
+        return 1;
+    e->used_ns = clock_monotonic_ns();
+    if (e->demand == DEMAND_CURRENT)
+        return 1;
+    if (e->demand == DEMAND_NONE)
+        watch_open(js, e);
+    return 0;
+}
+
+void hub_log_js_demand_applied(struct hub_log_js *js, struct js_session *e, uint64_t stream_seq)
+{
+    if (e->demand == DEMAND_OPENING)
+        e->demand_since_ns = clock_monotonic_ns(); /* a long log still coming is no stall */
+    if (e->demand == DEMAND_HEAD && e->demand_until && stream_seq >= e->demand_until)
+        become_current(js, e);
+}
+
+void hub_log_js_on_watched(void *arg, uint64_t id, int ok)
+{
+    struct hub_log_js *js = arg;
+
+    if (id == js->runners_watch) {
+        if (ok) {
+            js->runners_caught = 1;
+            hub_log_js_check_caught_up(js);
+        } else if (js_link_watch(js->link, CLUSTER_RUNNERS_FILTER, 0, &js->runners_watch) != 0) {
+            js->runners_watch = 0; /* the sweep tries again */
+        }
+        return;
+    }
+    for (struct js_session *e = hub_log_js_session_first(js); e; e = hub_log_js_session_next(js, e))
+        if (e->watch_id == id && e->demand == DEMAND_OPENING) {
+            if (!ok) {
+                e->watch_id = 0;
+                set_demand(e, DEMAND_NONE); /* made again while in use */
+                return;
+            }
+            set_demand(e, DEMAND_HEAD);
+            ask_head(js, e);
+            return;
+        }
+}
+
+void hub_log_js_demand_ready(struct hub_log_js *js)
+{
+    if (js->on_demand && !js->runners_watch &&
+        js_link_watch(js->link, CLUSTER_RUNNERS_FILTER, 0, &js->runners_watch) != 0)
+        js->runners_watch = 0;
+}
+
+/* 1 while E has a use on this node besides its readers: frames to write
+ * or producers waiting. */
+static int writing(const struct js_session *e)
+{
+    return e->out_head || e->fly || !list_is_empty(&e->waits);
+}
+
+/* 1 while a pane of this node reads E's copy. */
+static int read_here(const struct hub_log_js *js, const struct js_session *e)
+{
+    struct session *s = e->id[0] ? session_lookup(js->reg, e->id, strlen(e->id)) : NULL;
+
+    return s && s->watchers.count > 0;
+}
+
+static void sweep(struct hub_log_js *js, struct js_session *e, uint64_t now)
+{
+    int readers = !list_is_empty(&e->readers);
+
+    if (read_here(js, e))
+        e->used_ns = now;
+    /* Readers that waited too long are told it cannot be read now. */
+    while (readers) {
+        struct hub_log_wait *w = hub_log_wait_of(list_first(&e->readers));
+        if (w->deadline_ns > now)
+            break;
+        hub_log_wait_cancel(w);
+        w->done(w, 0);
+        readers = !list_is_empty(&e->readers);
+    }
+    switch (e->demand) {
+    case DEMAND_NONE:
+        if (readers || writing(e))
+            watch_open(js, e);
+        break;
+    case DEMAND_OPENING:
+        if (now - e->demand_since_ns >= DEMAND_STALL_NS) {
+            log_warn("cluster: %s: its consumer stopped delivering for 10 s; making it again",
+                     e->subject);
+            watch_close(js, e);
+            watch_open(js, e);
+        }
+        break;
+    case DEMAND_HEAD:
+        if (e->demand_until && now - e->demand_since_ns >= DEMAND_STALL_NS) {
+            e->demand_until = 0; /* the heads stream is asked again */
+            e->demand_since_ns = now;
+        }
+        if (!e->head_asking && !e->demand_until)
+            ask_head(js, e);
+        break;
+    case DEMAND_CURRENT:
+        if (!readers && !writing(e) && !e->in_flight && now - e->used_ns >= js->linger_ns)
+            watch_close(js, e);
+        break;
+    }
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct hub_log_js *js = arg;
+    uint64_t now = clock_monotonic_ns();
+
+    if (js->got_ready && !js->runners_watch)
+        hub_log_js_demand_ready(js);
+    if (js->connected)
+        for (struct js_session *e = hub_log_js_session_first(js); e;
+             e = hub_log_js_session_next(js, e))
+            if (!runner_subject(e))
+                sweep(js, e, now);
+    event_add(js->demand_timer, &(struct timeval){0, DEMAND_SWEEP_MS * 1000});
+}
+
+int hub_log_js_demand_init(struct hub_log_js *js, uint32_t linger_ms)
+{
+    if (!js->on_demand)
+        return 0;
+    js->linger_ns = (uint64_t)linger_ms * 1000000;
+    js->demand_timer = evtimer_new(js->base, on_sweep, js);
+    if (!js->demand_timer)
+        return -1;
+    event_add(js->demand_timer, &(struct timeval){0, DEMAND_SWEEP_MS * 1000});
+    return 0;
+}
+
+void hub_log_js_demand_free(struct hub_log_js *js)
+{
+    if (js->demand_timer)
+        event_free(js->demand_timer);
+    js->demand_timer = NULL;
+}
+
+void hub_log_js_prepare(void *impl, struct session *s, struct hub_log_wait *w)
+{
+    struct hub_log_js *js = impl;
+    char subject[SUBJECT_MAX];
+    struct js_session *e;
+
+    cluster_wire_subject(session_id(s), 0, subject);
+    e = hub_log_js_session_get(js, subject, session_id(s), 1);
+    if (!e) {
+        w->done(w, 0);
+        return;
+    }
+    if (hub_log_js_demand(js, e)) {
+        w->done(w, 1);
+        return;
+    }
+    w->deadline_ns = clock_monotonic_ns() + js->wait_ns;
+    list_insert_tail(&e->readers, &w->link);
+}
+
+int hub_log_js_reads(void *impl, struct session *s, uint64_t *newest)
+{
+    struct hub_log_js *js = impl;
+    char subject[SUBJECT_MAX];
+    const struct js_session *e;
+
+    if (!js->on_demand)
+        return 1;
+    cluster_wire_subject(session_id(s), 0, subject);
+    e = hub_log_js_session_get(js, subject, NULL, 0);
+    if (e && e->demand == DEMAND_CURRENT)
+        return 1;
+    *newest = e ? e->told_last_seq : 0;
+    return 0;
+}
+
+/* Every node reads the whole bus, so a session's status there is known on
+ * every node, read or not: a copy this node does not read takes its
+ * state from there, as a copy that is read takes it from the state
+ * frames.  The copy is made for it (an empty ring) when this node has
+ * none, so GetAgentStatus answers alike on every node. */
+void hub_log_js_demand_status(struct hub_log_js *js, const void *payload, size_t len)
+{
+    char id[SESSION_MAX_ID + 1], subject[SUBJECT_MAX];
+    const char *raw;
+    size_t id_len;
+    uint64_t last_seq;
+    int state = js->on_demand ? hub_event_status(payload, len, &last_seq) : -1;
+    struct js_session *e;
+    struct session *s;
+
+    if (state <= 0 || hub_event_session_id(payload, len, &raw, &id_len) != 0 || id_len == 0 ||
+        id_len > SESSION_MAX_ID || memchr(raw, 0, id_len))
+        return;
+    memcpy(id, raw, id_len);
+    id[id_len] = '\0';
+    cluster_wire_subject(id, 0, subject);
+    e = hub_log_js_session_get(js, subject, id, 1);
+    if (!e)
+        return;
+    if (last_seq > e->told_last_seq)
+        e->told_last_seq = last_seq;
+    if (e->demand == DEMAND_CURRENT)
+        return; /* its state frames say it */
+    s = session_lookup(js->reg, id, id_len);
+    if (!s && session_open(js->reg, id, id_len, &s) < 0)
+        return;
+    if (!session_is_ended(s))
+        arbiter_announce(session_arbiter(s), (enum arbiter_state)state);
+}
