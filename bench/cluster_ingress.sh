@@ -26,18 +26,23 @@
 # fresh, so the larger cluster does not replay the smaller one's streams
 # and the streams' growth is that count's alone.
 #
-# Today every node consumes every session's frames and the whole bus
-# (docs/cluster.md, "Every node holds a copy"), so a node's ingress is about
-# the frames stream plus the bus stream, whatever NODES is: the summary
-# prints that baseline next to the figures.
+# Each NODES count runs once for each mode of READ_MODES ("all on-demand",
+# the nodes' --cluster-read).  A node reading every session receives about
+# the frames stream plus the bus stream, whatever NODES is (the summary
+# prints that baseline next to the figures); a node reading sessions on
+# demand receives its own sessions' frames (and its subscriber's), every
+# Runner's subject and the whole bus, and the summary sets each count's
+# on-demand figure against its all figure measured in the same run.
 #
 # KEEP=1 leaves the temporary directory (logs, the /connz and /jsz
 # snapshots) in place and prints its name.
 #
-#   NODE_COUNTS="3 5" SESSIONS=300 RATE=3000 SIZE=200 DURATION=20 bench/cluster_ingress.sh
+#   NODE_COUNTS="3 5" READ_MODES="all on-demand" SESSIONS=300 RATE=3000 SIZE=200 DURATION=20 \
+#   bench/cluster_ingress.sh
 set -eu
 cd "$(dirname "$0")/.."
 NODE_COUNTS=${NODE_COUNTS:-3 5}
+READ_MODES=${READ_MODES:-all on-demand}
 SESSIONS=${SESSIONS:-300}
 RATE=${RATE:-3000}
 SIZE=${SIZE:-200}
@@ -97,11 +102,12 @@ json.dump({"conns": conns, "streams": streams}, open(out, "w"))
 print(sum(c["out_bytes"] for c in conns.values() if c["name"].startswith("node-")))
 PY
 
-# report NODES FRAMES SECONDS BEFORE AFTER ROWS: one line per node, and the
-# round's figures appended to ROWS (a JSON object a line).
+# report NODES FRAMES SECONDS BEFORE AFTER ROWS READ: one line per node, and
+# the round's figures appended to ROWS (a JSON object a line).
 cat >"$work/report.py" <<'PY'
 import json, sys
 nodes, frames, seconds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+read = sys.argv[7]
 before, after = json.load(open(sys.argv[4])), json.load(open(sys.argv[5]))
 MiB = 1048576.0
 keys = ("out_bytes", "in_bytes", "out_msgs", "in_msgs", "wire_in")
@@ -136,7 +142,7 @@ if lost:
 ing = [v["out_bytes"] for v in per.values()]
 wire = [v["wire_in"] for v in per.values()]
 with open(sys.argv[6], "a") as f:
-    f.write(json.dumps({"nodes": nodes, "frames": frames, "fb": fb, "fm": fm, "bb": bb, "bm": bm,
+    f.write(json.dumps({"nodes": nodes, "read": read, "frames": frames, "fb": fb, "fm": fm, "bb": bb, "bm": bm,
                         "ing": ing, "wire": wire}) + "\n")
 PY
 
@@ -147,15 +153,28 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 size, sessions = int(sys.argv[2]), int(sys.argv[3])
 MiB = 1048576.0
-print("%5s %7s %10s %8s  %-17s %-15s %-13s %-17s" % ("nodes", "frames", "frames MiB", "bus MiB",
-      "ingress MiB", "B/frame", "/frames", "wire B/frame"))
+print("%5s %-9s %7s %10s %8s  %-17s %-15s %-13s %-17s" % ("nodes", "read", "frames", "frames MiB",
+      "bus MiB", "ingress MiB", "B/frame", "/frames", "wire B/frame"))
 for r in rows:
     fr, fb = max(r["frames"], 1), max(r["fb"], 1)
     lo, hi = min(r["ing"]), max(r["ing"])
-    print("%5d %7d %10.1f %8.1f  %7.1f - %-7.1f %5.0f - %-7.0f %4.2f - %-6.2f %5.0f - %-5.0f" % (
-        r["nodes"], r["frames"], r["fb"] / MiB, r["bb"] / MiB, lo / MiB, hi / MiB, lo / fr, hi / fr,
-        lo / fb, hi / fb, min(r["wire"]) / fr, max(r["wire"]) / fr))
+    print("%5d %-9s %7d %10.1f %8.1f  %7.1f - %-7.1f %5.0f - %-7.0f %4.2f - %-6.2f %5.0f - %-5.0f" % (
+        r["nodes"], r.get("read", "all"), r["frames"], r["fb"] / MiB, r["bb"] / MiB, lo / MiB,
+        hi / MiB, lo / fr, hi / fr, lo / fb, hi / fb, min(r["wire"]) / fr, max(r["wire"]) / fr))
 print()
+def per_frame(r):
+    return sum(r["ing"]) / len(r["ing"]) / max(r["frames"], 1)
+for r in rows:
+    if r.get("read") != "on-demand":
+        continue
+    base = [b for b in rows if b["nodes"] == r["nodes"] and b.get("read", "all") == "all"]
+    if base:
+        print("%d nodes: a node reading sessions on demand receives %.0f B/frame against %.0f reading"
+              " everything: %.2fx (wire %.2fx)" % (
+              r["nodes"], per_frame(r), per_frame(base[0]), per_frame(r) / per_frame(base[0]),
+              (sum(r["wire"]) / max(r["frames"], 1)) / max(sum(base[0]["wire"]) / max(base[0]["frames"], 1), 1)))
+print()
+rows = [r for r in rows if r.get("read", "all") == "all"]
 # A stored message counts a record header (34 bytes with headers) and its
 # subject besides what a delivery's out_bytes counts (headers and body); a
 # node also receives the acknowledgement of each message it published
@@ -211,12 +230,13 @@ stop_round() {
 
 : >"$work/rows.json"
 for NODES in $NODE_COUNTS; do
-    round_dir="$work/nodes-$NODES"
+for READ in $READ_MODES; do
+    round_dir="$work/nodes-$NODES-$READ"
     mkdir -p "$round_dir"
     per_node=$((SESSIONS / NODES))
     rate_node=$((RATE / NODES))
     frames_node=$((rate_node * DURATION))
-    echo "== $NODES nodes: $((per_node * NODES)) sessions ($per_node per node), $((rate_node * NODES)) frames/s of $SIZE bytes for $DURATION s ($rate_node/s through each node), one subscriber per node"
+    echo "== $NODES nodes reading $READ: $((per_node * NODES)) sessions ($per_node per node), $((rate_node * NODES)) frames/s of $SIZE bytes for $DURATION s ($rate_node/s through each node), one subscriber per node"
     # The demo world plus, for node I, a Runner (t-bench-runner-I), its
     # container and its sessions ing-I, ing-I-2 .. ing-I-PER_NODE, the
     # names fanout --session ing-I --spread PER_NODE writes.
@@ -243,6 +263,7 @@ PY
         eval "c=\$c$(((i - 1) % 3 + 1))"
         "$AGENTHUBD" --db "$round_dir/db" --listen 127.0.0.1:0 --runner-listen 127.0.0.1:0 \
             --cluster "nats://127.0.0.1:$c" --node-id "node-$i" --cluster-replicas 3 \
+            --cluster-read "$READ" \
             --max-sessions-per-account $((SESSIONS + 64)) --bus-bytes 268435456 \
             --subscriber-buffer-bytes 268435456 2>"$round_dir/node-$i.log" &
         pids="$pids $!"
@@ -285,8 +306,9 @@ PY
         fi
     done
     /usr/bin/python3 "$work/report.py" "$NODES" "$frames" "$window" "$round_dir/before.json" \
-        "$round_dir/after.json" "$work/rows.json"
+        "$round_dir/after.json" "$work/rows.json" "$READ"
     stop_round
+done
 done
 
 echo

@@ -96,13 +96,9 @@ static void watch_open(struct js_link *link, const struct js_watch_op *op)
         jsConsumerInfo_Destroy(ci);
         return;
     }
-    log_warn("cluster: consumer of %s: no info (%d); making it again", w->subject, (int)jerr);
-    link->watches = w->next;
-    w->next = link->watches_closed;
-    link->watches_closed = w;
-    sub_close(w->sub);
-    w->sub = NULL;
-    post_watched(link, w->id, 0);
+    /* Left as it is: a message that leaves nothing pending still tells,
+     * and a watch that never does is made again by its user. */
+    log_warn("cluster: consumer of %s: no info (%d)", w->subject, (int)jerr);
 }
 
 static void watch_close(struct js_link *link, uint64_t id)

@@ -57,12 +57,16 @@ static void watch_open(struct hub_log_js *js, struct js_session *e)
     e->demand_until = 0;
     e->head_asking = 0;
     set_demand(e, DEMAND_OPENING);
+    log_debug("cluster: %s: reading it (consumer %" PRIu64 " from stream seq %" PRIu64 ")",
+              e->subject, e->watch_id, from);
 }
 
 static void watch_close(struct hub_log_js *js, struct js_session *e)
 {
     if (e->demand == DEMAND_NONE)
         return;
+    log_debug("cluster: %s: no longer read (consumer %" PRIu64 ", after stream seq %" PRIu64 ")",
+              e->subject, e->watch_id, e->last_stream_seq);
     js_link_unwatch(js->link, e->watch_id);
     js->watches_closed++;
     e->watch_id = 0;
@@ -72,6 +76,8 @@ static void watch_close(struct hub_log_js *js, struct js_session *e)
 /* E's copy is current: its waiting readers start, its writer goes on. */
 static void become_current(struct hub_log_js *js, struct js_session *e)
 {
+    log_debug("cluster: %s: its copy is current (stream seq %" PRIu64 ", seq %" PRIu64 ")",
+              e->subject, e->last_stream_seq, e->last_seq);
     set_demand(e, DEMAND_CURRENT);
     /* The heads stream was asked just now: the writer need not ask it. */
     e->head = HEAD_KNOWN;
@@ -92,6 +98,8 @@ static void on_demand_head(void *arg, const char *subject, enum js_last last,
     if (!e || e->demand != DEMAND_HEAD || !e->head_asking)
         return;
     e->head_asking = 0;
+    log_debug("cluster: %s: head %d at stream seq %" PRIu64 " (copy at %" PRIu64 ")", subject,
+              (int)last, m ? m->stream_seq : 0, e->last_stream_seq);
     if (last == JS_LAST_FAILED)
         return; /* asked again by the sweep */
     if (last == JS_LAST_LIVE && m->stream_seq > e->last_stream_seq) {
@@ -129,6 +137,16 @@ int hub_log_js_demand(struct hub_log_js *js, struct js_session *e)
     return 0;
 }
 
+void hub_log_js_demand_renew(struct hub_log_js *js, struct js_session *e)
+{
+    if (!js->on_demand || runner_subject(e) || !js->connected)
+        return;
+    log_warn("cluster: %s: its consumer is silent; making it again after stream seq %" PRIu64,
+             e->subject, e->last_stream_seq);
+    watch_close(js, e);
+    watch_open(js, e);
+}
+
 void hub_log_js_demand_applied(struct hub_log_js *js, struct js_session *e, uint64_t stream_seq)
 {
     if (e->demand == DEMAND_OPENING)
@@ -152,6 +170,8 @@ void hub_log_js_on_watched(void *arg, uint64_t id, int ok)
     }
     for (struct js_session *e = hub_log_js_session_first(js); e; e = hub_log_js_session_next(js, e))
         if (e->watch_id == id && e->demand == DEMAND_OPENING) {
+            log_debug("cluster: %s: consumer %" PRIu64 " %s", e->subject, id,
+                      ok ? "caught up" : "could not be made");
             if (!ok) {
                 e->watch_id = 0;
                 set_demand(e, DEMAND_NONE); /* made again while in use */
@@ -185,21 +205,28 @@ static int read_here(const struct hub_log_js *js, const struct js_session *e)
     return s && s->watchers.count > 0;
 }
 
+/* Tells E's readers that its copy cannot be made current (now: all of
+ * them; else those past their deadline).  Returns 1 while any is left. */
+static int readers_fail(struct js_session *e, uint64_t now)
+{
+    while (!list_is_empty(&e->readers)) {
+        struct hub_log_wait *w = hub_log_wait_of(list_first(&e->readers));
+        if (now && w->deadline_ns > now)
+            return 1;
+        hub_log_wait_cancel(w);
+        w->done(w, 0);
+    }
+    return 0;
+}
+
 static void sweep(struct hub_log_js *js, struct js_session *e, uint64_t now)
 {
-    int readers = !list_is_empty(&e->readers);
+    int readers = readers_fail(e, js->connected ? now : 0);
 
     if (read_here(js, e))
         e->used_ns = now;
-    /* Readers that waited too long are told it cannot be read now. */
-    while (readers) {
-        struct hub_log_wait *w = hub_log_wait_of(list_first(&e->readers));
-        if (w->deadline_ns > now)
-            break;
-        hub_log_wait_cancel(w);
-        w->done(w, 0);
-        readers = !list_is_empty(&e->readers);
-    }
+    if (!js->connected)
+        return; /* consumers and lookups wait for the connection */
     switch (e->demand) {
     case DEMAND_NONE:
         if (readers || writing(e))
@@ -228,18 +255,19 @@ static void sweep(struct hub_log_js *js, struct js_session *e, uint64_t now)
     }
 }
 
+/* Every DEMAND_SWEEP_MS: readers past their deadline (all of them while
+ * NATS is unreachable) are answered, consumers made or made again,
+ * lookups asked again, unused sessions let go. */
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct hub_log_js *js = arg;
     uint64_t now = clock_monotonic_ns();
 
-    if (js->got_ready && !js->runners_watch)
+    if (js->got_ready && js->connected && !js->runners_watch)
         hub_log_js_demand_ready(js);
-    if (js->connected)
-        for (struct js_session *e = hub_log_js_session_first(js); e;
-             e = hub_log_js_session_next(js, e))
-            if (!runner_subject(e))
-                sweep(js, e, now);
+    for (struct js_session *e = hub_log_js_session_first(js); e; e = hub_log_js_session_next(js, e))
+        if (!runner_subject(e))
+            sweep(js, e, now);
     event_add(js->demand_timer, &(struct timeval){0, DEMAND_SWEEP_MS * 1000});
 }
 

@@ -353,6 +353,9 @@ void hub_log_js_check_caught_up(struct hub_log_js *js);
  * reading on demand, and for a Runner's subject); else starts reading it
  * and returns 0: E is pumped, and its readers answered, once it is. */
 int hub_log_js_demand(struct hub_log_js *js, struct js_session *e);
+/* E's consumer seems silent (a batch waits on it): reading on demand, a
+ * new one is made from the first message its copy does not hold. */
+void hub_log_js_demand_renew(struct hub_log_js *js, struct js_session *e);
 /* The consumer applied E's message at STREAM_SEQ. */
 void hub_log_js_demand_applied(struct hub_log_js *js, struct js_session *e, uint64_t stream_seq);
 /* js_link's events.watched. */

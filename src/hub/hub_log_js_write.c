@@ -455,8 +455,12 @@ void hub_log_js_on_watch(evutil_socket_t fd, short what, void *arg)
 
     for (struct js_session *e = hub_log_js_session_first(js); e; e = hub_log_js_session_next(js, e))
         if (e->dup_wait || e->acked) {
+            int silent = now - e->dup_since_ns >= (uint64_t)WATCH_MS * 1000000;
             waiting = 1;
-            stale |= now - e->dup_since_ns >= (uint64_t)WATCH_MS * 1000000;
+            stale |= silent;
+            /* Read on demand: that session's own consumer is made anew. */
+            if (silent)
+                hub_log_js_demand_renew(js, e);
         }
     if (js->got_ready && !js->caught_up && js->connected) {
         /* Replaying the streams after a start: a consumer that stops

@@ -4,13 +4,14 @@ is what a node reading everything would serve (docs/cluster.md, "Reading
 sessions on demand").  The rest of the cluster suite runs in this mode too
 (tests/e2e/test_cluster.py's nodes fixture)."""
 import json
+import time
 
 import grpc
 import pytest
 
 from harness import wait_for
 from rpc_harness import F, S, event_frame, fail, state, subscribe, text
-from test_cluster import node_sets, replay, spawn_agent_session, texts
+from test_cluster import node_sets, publish_until_taken, replay, spawn_agent_session, texts
 
 LINGER_MS = 300
 ON_DEMAND = ["--cluster-linger-ms", str(LINGER_MS)]
@@ -132,3 +133,25 @@ def test_a_pane_on_a_node_that_cannot_read_the_session_in_time_ends_unavailable(
     assert err.code() == grpc.StatusCode.UNAVAILABLE, err
     n.fault(1)
     assert [f.seq for f in replay(b, "sess-1", 1)] == [1]
+
+
+def test_a_session_read_across_the_loss_of_a_nats_server_is_still_read_after(nodes):
+    # B reads sess-1 (a pane) when one of the three NATS servers dies; the
+    # session goes on through A.  B's copy follows, and a pane opened on B
+    # afterwards has every frame.
+    n = nodes(flags=["--cluster-linger-ms", "60000"])
+    a, b = n[0], n[1]
+    r = a.runner("runner-1")
+    r.enroll(resume=False)
+    want = ["k%d" % i for i in range(120)]
+    publish_until_taken(a, r, 1, [text(w) for w in want[:40]])
+    pane = subscribe(b, "sess-1", tail=1000)
+    pane.wait_count(40)
+    n.nats.servers[0].kill()
+    publish_until_taken(a, r, 41, [text(w) for w in want[40:80]])
+    time.sleep(3)
+    publish_until_taken(a, r, 81, [text(w) for w in want[80:]])
+    for h in (a, b, n[2]):
+        got = wait_for(lambda h=h: (lambda f: f if texts(f)[-1:] == [want[-1]] else None)(
+            replay(h, "sess-1", 120)), 30, what="every frame on %s" % h.public)
+        assert texts(got) == want, h.public
