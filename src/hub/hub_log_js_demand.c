@@ -33,6 +33,10 @@
 /* The sweep's period (ms): consumers to make, lookups to retry, idle
  * sessions to let go, readers past their deadline. */
 #define DEMAND_SWEEP_MS 250
+/* A session with a pane and no writer here: how often its copy is checked
+ * against the subject's newest message.  Its consumer is made anew when
+ * the copy did not reach what the check before saw. */
+#define DEMAND_CHECK_NS ((uint64_t)5 * 1000 * 1000 * 1000)
 
 static int runner_subject(const struct js_session *e)
 {
@@ -63,6 +67,8 @@ static void watch_open(struct hub_log_js *js, struct js_session *e)
 
 static void watch_close(struct hub_log_js *js, struct js_session *e)
 {
+    e->checking = 0;
+    e->check_until = 0;
     if (e->demand == DEMAND_NONE)
         return;
     log_debug("cluster: %s: no longer read (consumer %" PRIu64 ", after stream seq %" PRIu64 ")",
@@ -135,6 +141,30 @@ int hub_log_js_demand(struct hub_log_js *js, struct js_session *e)
     if (e->demand == DEMAND_NONE)
         watch_open(js, e);
     return 0;
+}
+
+/* The answer to a pane's session's check (sweep). */
+static void on_demand_check(void *arg, const char *subject, enum js_last last,
+                            const struct js_link_msg *m)
+{
+    struct hub_log_js *js = arg;
+    struct js_session *e = hub_log_js_session_get(js, subject, NULL, 0);
+
+    if (!e || e->demand != DEMAND_CURRENT || !e->checking)
+        return;
+    e->checking = 0;
+    if ((last != JS_LAST_LIVE && last != JS_LAST_FOUND) || m->stream_seq <= e->last_stream_seq) {
+        e->check_until = 0; /* the copy holds the newest (or it is not known now) */
+        return;
+    }
+    if (last == JS_LAST_FOUND || (e->check_until && e->last_stream_seq < e->check_until)) {
+        /* Behind what the last check saw five seconds ago, or behind an
+         * evicted newest message: the consumer is made anew (and the
+         * copy current again, the heads stream included). */
+        hub_log_js_demand_renew(js, e);
+        return;
+    }
+    e->check_until = m->stream_seq;
 }
 
 void hub_log_js_demand_renew(struct hub_log_js *js, struct js_session *e)
@@ -249,8 +279,17 @@ static void sweep(struct hub_log_js *js, struct js_session *e, uint64_t now)
             ask_head(js, e);
         break;
     case DEMAND_CURRENT:
-        if (!readers && !writing(e) && !e->in_flight && now - e->used_ns >= js->linger_ns)
+        if (!readers && !writing(e) && !e->in_flight && now - e->used_ns >= js->linger_ns) {
             watch_close(js, e);
+        } else if (!writing(e) && read_here(js, e) && !e->checking &&
+                   now - e->check_ns >= DEMAND_CHECK_NS) {
+            /* A writer here notices a silent consumer by its batches;
+             * a pane alone would not. */
+            uint64_t id;
+            e->check_ns = now;
+            if (js_link_last(js->link, e->subject, on_demand_check, js, &id) == 0)
+                e->checking = 1;
+        }
         break;
     }
 }

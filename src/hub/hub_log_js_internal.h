@@ -149,6 +149,10 @@ struct js_session {
     /* Read on demand (hub_log_js_demand.c). */
     uint8_t demand;        /* DEMAND_* */
     uint8_t head_asking;   /* DEMAND_HEAD: a lookup in the heads stream is out */
+    uint8_t checking;      /* DEMAND_CURRENT: a check of a pane's copy is out */
+    uint64_t check_ns;     /* the last check's time */
+    uint64_t check_until;  /* the newest stream seq the last check saw ahead of the copy */
+    uint64_t deaf_watch;   /* tests: the consumer that delivers nothing (cluster.deaf_consumer) */
     uint64_t watch_id;     /* its consumer (js_link_watch), while not DEMAND_NONE */
     uint64_t demand_until; /* DEMAND_HEAD: current once the copy applied this stream seq */
     uint64_t demand_since_ns;

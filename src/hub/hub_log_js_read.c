@@ -341,8 +341,24 @@ void hub_log_js_on_frames(void *arg, const struct js_link_msg *m)
         apply_frames(js, m);
 }
 
+/* Tests (failpoint cluster.deaf_consumer): the consumer reading M's
+ * session now delivers nothing from here on, as one that died without a
+ * word; a consumer made anew for the session delivers again. */
+static int deaf(struct hub_log_js *js, const struct js_link_msg *m)
+{
+    struct js_session *e;
+
+    if (!js->on_demand || !(e = hub_log_js_session_get(js, m->subject, NULL, 0)) || !e->watch_id)
+        return 0;
+    if (failpoint_active("cluster.deaf_consumer"))
+        e->deaf_watch = e->watch_id;
+    return e->deaf_watch == e->watch_id;
+}
+
 static void apply_frames(struct hub_log_js *js, const struct js_link_msg *m)
 {
+    if (deaf(js, m))
+        return;
     if (m->subject[sizeof(CLUSTER_FRAMES_PREFIX) - 1] != '=') {
         js->frames_messages++; /* a session's: what reading on demand saves */
         js->frames_bytes += m->len;

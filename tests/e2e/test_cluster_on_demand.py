@@ -155,3 +155,27 @@ def test_a_session_read_across_the_loss_of_a_nats_server_is_still_read_after(nod
         got = wait_for(lambda h=h: (lambda f: f if texts(f)[-1:] == [want[-1]] else None)(
             replay(h, "sess-1", 120)), 30, what="every frame on %s" % h.public)
         assert texts(got) == want, h.public
+
+
+def test_a_pane_whose_consumer_went_silent_gets_a_new_one_and_every_frame(nodes):
+    # B's consumer of sess-1 stops delivering without a word (failpoint
+    # cluster.deaf_consumer) while a pane on B reads it and A writes.  B
+    # checks the copy of a session it only reads against the subject's
+    # newest message every 5 s: behind twice in a row, the consumer is made
+    # anew, and the pane gets what it missed.
+    n = nodes(faults=True, flags=["--cluster-linger-ms", "60000"])
+    a, b = n[0], n[1]
+    r = a.runner("runner-1")
+    r.publish("sess-1", text("m1"))
+    pane = subscribe(b, "sess-1", tail=10)
+    assert texts(pane.wait_count(1)) == ["m1"]
+    n.fault(1, "cluster.deaf_consumer")
+    r.publish("sess-1", text("m2"))
+    replay(a, "sess-1", 2)
+    time.sleep(0.5)
+    n.fault(1)
+    r.publish("sess-1", text("m3"))
+    got = pane.wait_count(3, timeout=30)
+    assert texts(got) == ["m1", "m2", "m3"]
+    assert [f.seq for f in got] == [1, 2, 3]
+    assert b.metric("agenthub_cluster_session_reads_started_total") >= 2
