@@ -11,11 +11,16 @@
 # runs go ROUNDS times (default 3), alternating, and the summary gives each
 # round and the medians.
 #
+# READ=on-demand runs the nodes with --cluster-read on-demand (each reads
+# only the sessions it has a reader or writer for); READ=all, the default,
+# has every node read every session.
+#
 # SYNC=always starts the NATS servers with `sync_interval: always` (fsync
 # before each acknowledgement; nats-server 2.10 or later), to measure what
 # that durability costs against the default in another run.
 #
-#   K=100 FRAMES=10000 PACED=5000 ROUNDS=3 SYNC=default AGENTHUBD=build/agenthubd bench/cluster.sh
+#   K=100 FRAMES=10000 PACED=5000 ROUNDS=3 SYNC=default READ=all AGENTHUBD=build/agenthubd \
+#   bench/cluster.sh
 set -eu
 cd "$(dirname "$0")/.."
 K=${K:-100}
@@ -23,6 +28,7 @@ FRAMES=${FRAMES:-10000}
 PACED=${PACED:-5000}
 ROUNDS=${ROUNDS:-3}
 SYNC=${SYNC:-default}
+READ=${READ:-all}
 AGENTHUBD=${AGENTHUBD:-build/agenthubd}
 work=$(mktemp -d)
 pids=""
@@ -57,7 +63,7 @@ for node in a b c; do
     i=$((i + 1))
     eval "url=\$nats_$node"
     "$AGENTHUBD" --db "$work/db" --listen 127.0.0.1:0 --runner-listen 127.0.0.1:0 \
-        --cluster "$url" --node-id "node-$node" --cluster-replicas 3 \
+        --cluster "$url" --node-id "node-$node" --cluster-replicas 3 --cluster-read "$READ" \
         --agent-log-bytes 536870912 --subscriber-buffer-bytes 268435456 \
         2>"$work/node-$node.log" &
     eval "pid_$node=$!"

@@ -276,6 +276,11 @@ def test_a_runner_that_stops_reading_holds_a_bounded_queue(start_hub, pb):
         growth[scale] = rss_mib(h) - base
         queued = h.metric("agenthub_runner_command_queue_bytes")
         assert queued <= 8 * MiB, queued
+        # A refusal counts on the server before its status reaches the
+        # client: each refused call is waited for, the two queued ones
+        # stay open (their deadline is a minute away).
+        wait_for(lambda: sum(c.done() for c in calls) >= len(calls) - 2,
+                 what="every call past the queue's bound refused")
         refused = [c for c in calls if c.done()]
         assert len(refused) == len(calls) - 2
         for c in refused:
