@@ -253,8 +253,7 @@ long long js_link_queue_msg(struct js_link *link, natsMsg *msg, enum js_event_ki
     ev->pending = meta->NumPending;
     pending = (long long)meta->NumPending;
     jsMsgMetaData_Destroy(meta);
-    if (next)
-        raise_to(next, ev->seq + 1);
+    raise_to(next, ev->seq + 1);
     js_link_post(link, ev);
     return pending;
 }

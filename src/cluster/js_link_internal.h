@@ -169,9 +169,10 @@ void js_link_lookup_free(struct js_lookup *l);
 void js_link_on_frames_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
 void js_link_on_bus_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure);
 /* Queues MSG, a message of kind KIND delivered by a consumer, for the
- * loop, with its stream sequence and pending count; NEXT, when not NULL,
- * rises past its sequence.  Returns the messages pending after it, or -1
- * when it was dropped (memory, no metadata). */
+ * loop, with its stream sequence and pending count; *NEXT (the first
+ * sequence its consumer has not delivered) rises past its sequence.
+ * Returns the messages pending after it, or -1 when it was dropped
+ * (memory, no metadata). */
 long long js_link_queue_msg(struct js_link *link, natsMsg *msg, enum js_event_kind kind,
                             atomic_ullong *next);
 /* An ordered consumer of STREAM's SUBJECT from stream sequence FROM (0:
