@@ -11,15 +11,15 @@
 # runs go ROUNDS times (default 3), alternating, and the summary gives each
 # round and the medians.
 #
-# READ=on-demand runs the nodes with --cluster-read on-demand (each reads
-# only the sessions it has a reader or writer for); READ=all, the default,
-# has every node read every session.
+# READ=on-demand, the default as in agenthubd, runs the nodes with
+# --cluster-read on-demand (each reads only the sessions it has a reader or
+# writer for); READ=all has every node read every session.
 #
 # SYNC=always starts the NATS servers with `sync_interval: always` (fsync
 # before each acknowledgement; nats-server 2.10 or later), to measure what
 # that durability costs against the default in another run.
 #
-#   K=100 FRAMES=10000 PACED=5000 ROUNDS=3 SYNC=default READ=all AGENTHUBD=build/agenthubd \
+#   K=100 FRAMES=10000 PACED=5000 ROUNDS=3 SYNC=default READ=on-demand AGENTHUBD=build/agenthubd \
 #   bench/cluster.sh
 set -eu
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ FRAMES=${FRAMES:-10000}
 PACED=${PACED:-5000}
 ROUNDS=${ROUNDS:-3}
 SYNC=${SYNC:-default}
-READ=${READ:-all}
+READ=${READ:-on-demand}
 AGENTHUBD=${AGENTHUBD:-build/agenthubd}
 work=$(mktemp -d)
 pids=""

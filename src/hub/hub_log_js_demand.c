@@ -369,19 +369,31 @@ int hub_log_js_reads(void *impl, struct session *s, uint64_t *newest)
  * every node, read or not: a copy this node does not read takes its
  * state from there, as a copy that is read takes it from the state
  * frames.  The copy is made for it (an empty ring) when this node has
- * none, so GetAgentStatus answers alike on every node. */
+ * none, so GetAgentStatus answers alike on every node; an event of any
+ * other kind makes one too, STARTING as a copy that reads the frames
+ * starts, for a session whose agent has not said a state yet. */
 void hub_log_js_demand_status(struct hub_log_js *js, const void *payload, size_t len)
 {
     char id[SESSION_MAX_ID + 1], subject[SUBJECT_MAX];
     const char *raw;
     size_t id_len;
-    uint64_t last_seq;
-    int state = js->on_demand ? hub_event_status(payload, len, &last_seq) : -1;
+    uint64_t last_seq = 0;
+    int state;
     struct js_session *e;
     struct session *s;
 
-    if (state <= 0 || hub_event_session_id(payload, len, &raw, &id_len) != 0 || id_len == 0 ||
+    if (!js->on_demand || hub_event_session_id(payload, len, &raw, &id_len) != 0 || id_len == 0 ||
         id_len > SESSION_MAX_ID || memchr(raw, 0, id_len))
+        return;
+    state = hub_event_status(payload, len, &last_seq);
+    if (state < 0) {
+        /* Not a status: only a session this node has never heard of
+         * needs anything (its copy, STARTING). */
+        if (!session_lookup(js->reg, raw, id_len))
+            (void)session_open(js->reg, raw, id_len, &s);
+        return;
+    }
+    if (state == 0)
         return;
     memcpy(id, raw, id_len);
     id[id_len] = '\0';

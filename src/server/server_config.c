@@ -170,7 +170,7 @@ static const struct flag_def flags[] = {
      .arg = "all|on-demand",
      .offset = AT(cluster_read),
      .choices = "all|on-demand",
-     .def_text = "all",
+     .def_text = "on-demand",
      .help = "Which sessions a cluster node reads from JetStream: all of them, or only those "
              "it has a reader or a writer for, so its traffic grows with its own sessions "
              "(docs/cluster.md, \"Reading sessions on demand\")."},

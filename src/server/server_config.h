@@ -45,7 +45,7 @@ struct server_config {
     const char *cluster; /* NATS URLs: session logs and the bus on JetStream */
     const char *node_id;
     size_t cluster_replicas;
-    const char *cluster_read; /* --cluster-read: "all", "on-demand", or NULL (all) */
+    const char *cluster_read; /* --cluster-read: "all", "on-demand", or NULL (on-demand) */
     uint32_t cluster_linger_ms;
     struct server_log_config log; /* --log, --log-db, --log-sync, --log-commit-ms */
     int verbose;

@@ -117,6 +117,26 @@ def test_a_node_not_reading_a_session_reports_its_state_from_the_bus(nodes):
     assert (one.state, one.last_seq) == (want.state, want.last_seq)
 
 
+def test_a_node_not_reading_a_session_whose_agent_said_no_state_lists_it_starting(nodes):
+    n = nodes(flags=ON_DEMAND)
+    a, c = n[0], n[2]
+    r = a.runner("runner-1")
+    r.publish("sess-1", text("hello"), text("again"))  # text says no state
+    replay(a, "sess-1", 2)
+
+    def listed(h, sid):
+        for st in h.call("GetAgentStatus", S.GetAgentStatusRequest(), token="t-alice").statuses:
+            if st.session_id == sid:
+                return st.state
+        return None
+    assert listed(a, "sess-1") == state("STARTING")
+    # No status of sess-1 is on the bus; its frames' events are, and they
+    # tell C the session is there, as a node reading it would start it.
+    wait_for(lambda: listed(c, "sess-1") == state("STARTING"), 10,
+             what=lambda: "sess-1 on node C: %s" % listed(c, "sess-1"))
+    assert c.metric("agenthub_cluster_sessions_read") == 0
+
+
 def test_a_pane_on_a_node_that_cannot_read_the_session_in_time_ends_unavailable(nodes):
     # The node's consumers are held back, so its copy never becomes
     # current: the pane is refused with UNAVAILABLE (the client retries,
