@@ -1,6 +1,7 @@
 /* js_setup: the blocking JetStream requests a link makes on its setup
  * thread: once, the streams, the cluster epoch and the two ordered
  * consumers (js_link.h); then, when asked, lookups in the heads stream. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,15 +40,17 @@ static int ensure_stream(struct js_link *link, const jsStreamConfig *cfg)
     return 0;
 }
 
-/* A log stream NAME on SUBJECT, bounded by MAX_BYTES, oldest first.
- * Returns 0, or -1. */
-static int ensure_log(struct js_link *link, const char *name, const char *subject, size_t max_bytes)
+/* A log stream NAME on SUBJECT, bounded by MAX_BYTES, oldest first, made
+ * with DESCRIPTION (or none) when it does not exist.  Returns 0, or -1. */
+static int ensure_log(struct js_link *link, const char *name, const char *subject, size_t max_bytes,
+                      const char *description)
 {
     const char *subjects[1] = {subject};
     jsStreamConfig cfg;
 
     jsStreamConfig_Init(&cfg);
     cfg.Name = name;
+    cfg.Description = description;
     cfg.Subjects = subjects;
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
@@ -183,22 +186,53 @@ static int settle(struct js_link *link)
     return -1;
 }
 
-/* The bus epoch of the bus stream created at CREATED, from bucket KV: the
- * first node to reach it draws one, every other reads it.  Returns 0 on
- * failure. */
+/* A random epoch, never 0. */
+static uint64_t draw_epoch(void)
+{
+    uint64_t epoch = 0;
+
+    while (epoch == 0 && getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
+        epoch = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    return epoch | 1;
+}
+
+/* The bus stream's description: "bus2" (bus seqs are stream sequence *
+ * 1024 + index, js_link.h) and the bus epoch its creator drew.  The epoch
+ * is part of the stream's configuration, which JetStream keeps with the
+ * stream on every server that holds it: every node reads the same one
+ * for as long as the stream lives, whichever server answers, and a
+ * stream made anew (its seqs start again) carries a new one. */
+#define BUS_DESCRIPTION_PREFIX "agenthub event bus, bus2 epoch "
+
+/* The epoch in the bus stream's DESCRIPTION, or 0 for a stream made
+ * before epochs were kept there. */
+static uint64_t described_epoch(const char *description)
+{
+    size_t n = strlen(BUS_DESCRIPTION_PREFIX);
+    char *end;
+    uint64_t epoch;
+
+    if (!description || strncmp(description, BUS_DESCRIPTION_PREFIX, n) != 0)
+        return 0;
+    errno = 0;
+    epoch = strtoull(description + n, &end, 10);
+    return errno == 0 && *end == '\0' && end != description + n ? epoch : 0;
+}
+
+/* The bus epoch of a bus stream made before its description held it: the
+ * one kept in bucket KV under the stream's creation time CREATED, drawn by
+ * the first node to reach it.  Returns 0 on failure. */
 static uint64_t cluster_epoch(kvStore *kv, int64_t created)
 {
     kvEntry *e = NULL;
     char key[64], value[24];
-    uint64_t epoch = 0, rev;
+    uint64_t epoch, rev;
 
-    /* "bus2": bus seqs are stream sequence * 1024 + index (js_link.h); a
-     * stream numbered the older way (one event per message) gets a new
-     * epoch, so a client resuming with an older seq is told to resync. */
+    /* "bus2": a stream numbered the older way (one event per message) gets
+     * a new epoch, so a client resuming with an older seq is told to
+     * resync. */
     snprintf(key, sizeof(key), "bus2-epoch.%" PRId64, created);
-    while (epoch == 0 && getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
-        epoch = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    snprintf(value, sizeof(value), "%" PRIu64, epoch | 1);
+    snprintf(value, sizeof(value), "%" PRIu64, draw_epoch());
     /* Only the first create wins; everyone then reads the winner's. */
     (void)kvStore_CreateString(&rev, kv, key, value);
     epoch = 0;
@@ -255,11 +289,14 @@ static int setup_once(struct js_link *link)
     struct js_event *ev;
     jsErrCode jerr = 0;
     uint64_t epoch;
+    char bus_description[sizeof(BUS_DESCRIPTION_PREFIX) + 24];
     int rv = -1;
     size_t frames_bytes = link->config.frames_max_bytes, bus_bytes = link->config.bus_max_bytes;
 
-    if (ensure_log(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", frames_bytes) != 0 ||
-        ensure_log(link, JS_BUS_STREAM, JS_BUS_SUBJECT, bus_bytes) != 0)
+    snprintf(bus_description, sizeof(bus_description), BUS_DESCRIPTION_PREFIX "%" PRIu64,
+             draw_epoch());
+    if (ensure_log(link, JS_FRAMES_STREAM, JS_FRAMES_PREFIX ">", frames_bytes, NULL) != 0 ||
+        ensure_log(link, JS_BUS_STREAM, JS_BUS_SUBJECT, bus_bytes, bus_description) != 0)
         goto out;
     /* Tests: the bus stream this node made or found is replaced right
      * after, as JetStream does with one of two racing creates. */
@@ -267,7 +304,7 @@ static int setup_once(struct js_link *link)
         link->bus_replaced = 1;
         nats_Sleep(5); /* a later creation time, to the nanosecond */
         if (js_DeleteStream(link->js, JS_BUS_STREAM, NULL, NULL) == NATS_OK)
-            (void)ensure_log(link, JS_BUS_STREAM, JS_BUS_SUBJECT, bus_bytes);
+            (void)ensure_log(link, JS_BUS_STREAM, JS_BUS_SUBJECT, bus_bytes, bus_description);
     }
     if (ensure_heads(link) != 0 || open_bucket(link, &kv) != 0 || settle(link) != 0)
         goto out;
@@ -277,9 +314,15 @@ static int setup_once(struct js_link *link)
         js_GetStreamInfo(&bus, link->js, JS_BUS_STREAM, NULL, &jerr) != NATS_OK)
         goto out;
     wait_heads_source(link);
-    epoch = cluster_epoch(kv, bus->Created);
-    if (epoch == 0)
-        goto out;
+    epoch = described_epoch(bus->Config ? bus->Config->Description : NULL);
+    if (epoch == 0) {
+        epoch = cluster_epoch(kv, bus->Created);
+        if (epoch == 0)
+            goto out;
+        log_info("cluster: bus epoch %" PRIu64 " from bucket %s (stream %s made at %" PRId64
+                 " ns, before epochs were kept in its description)",
+                 epoch, JS_CLUSTER_BUCKET, JS_BUS_STREAM, bus->Created);
+    }
     ev = js_link_event_alloc(JS_EV_READY);
     if (!ev)
         goto out;

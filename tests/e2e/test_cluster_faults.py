@@ -438,3 +438,51 @@ def test_a_bus_stream_replaced_while_a_node_sets_up_still_gives_one_epoch(nodes)
     again.cancel()
     assert not any(e.HasField("resync_required") for e in more)
     assert chunk_texts(more)[:2] == chunk_texts(got)[1:3]
+
+
+def jetstream_request(server, subject, body=b""):
+    """One JetStream API request to nats-server SERVER over the plain NATS
+    protocol: the decoded JSON reply."""
+    import socket
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        stream = sock.makefile("rb")
+        stream.readline()  # INFO
+        sock.sendall(b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB _INBOX.t 1\r\n'
+                     b"PUB %s _INBOX.t %d\r\n%s\r\n" % (subject.encode(), len(body), body))
+        while True:
+            line = stream.readline()
+            if line.startswith(b"PING"):
+                sock.sendall(b"PONG\r\n")
+            elif line.startswith(b"MSG"):
+                payload = stream.read(int(line.split()[-1]) + 2)[:-2]
+                return json.loads(payload)
+            elif not line or line.startswith(b"-ERR"):
+                raise AssertionError("NATS: %r" % line)
+
+
+def test_the_bus_epoch_is_the_bus_streams_own_whatever_the_bucket_holds(nodes):
+    # The epoch is drawn once, when the bus stream is made, and kept in the
+    # stream's configuration, which JetStream replicates with the stream:
+    # a node that starts later reads it there, not from anything that could
+    # differ from one server or one moment to the next.  Here the bucket
+    # that older nodes kept the epoch in is emptied; a node restarted after
+    # must still answer the epoch the others do.
+    n = nodes()
+    a, c = n[0], n[2]
+    epoch = bus_epoch(a)
+    assert epoch != 0 and bus_epoch(c) == epoch
+    info = jetstream_request(n.nats.servers[0], "$JS.API.STREAM.INFO.AGENTHUB_BUS")
+    assert info["config"]["description"].endswith(" epoch %d" % epoch), info["config"]
+    purged = jetstream_request(n.nats.servers[0], "$JS.API.STREAM.PURGE.KV_AGENTHUB_CLUSTER")
+    assert purged.get("success"), purged
+    c.kill()
+    c.start()
+    wait_for(lambda: c.metric("agenthub_cluster_caught_up") == 1, 30,
+             what="the restarted node to catch up")
+
+    def epoch_after_restart():
+        try:
+            return bus_epoch(c)
+        except (AssertionError, grpc.RpcError):
+            return None  # the first call on a channel to the killed process
+    assert wait_for(epoch_after_restart, 10, what="the restarted node's bus epoch") == epoch
