@@ -179,7 +179,8 @@ static int start_cluster(struct server *server)
         .frames_max_bytes = server->config.session_log_budget,
         .bus_max_bytes = server->config.bus_bytes,
         .publish_wait_ms = 2000,
-        .on_demand = !server->config.cluster_read || strcmp(server->config.cluster_read, "all") != 0,
+        .on_demand =
+            !server->config.cluster_read || strcmp(server->config.cluster_read, "all") != 0,
         .linger_ms = server->config.cluster_linger_ms,
     };
     char host[256], err[256];

@@ -23,9 +23,10 @@
  *                    stands when its own messages are gone
  *   AGENTHUB_BUS     subject agenthub.bus, one message per batch of a
  *                    node's bus events; bus seq = stream sequence * 1024
- *                    + the event's index in it
- *   KV AGENTHUB_CLUSTER  key bus2-epoch.<bus stream creation time>: the bus's
- *                    instance_epoch, the same on every node
+ *                    + the event's index in it; its description holds
+ *                    the bus's instance_epoch, the same on every node
+ *   KV AGENTHUB_CLUSTER  key bus2-epoch.<bus stream creation time>: the
+ *                    epoch of a bus stream made without one
  * A node reads the bus whole through an ordered consumer, and the frames
  * stream either whole through another, or (ON_DEMAND) only the subjects
  * it asks for, each through an ordered consumer of its own

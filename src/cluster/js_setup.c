@@ -155,8 +155,8 @@ static int streams_created(struct js_link *link, int64_t out[SETTLED_STREAMS])
 /* Waits until no stream is being made again.  nats-server 2.10 can answer
  * two nodes' racing creates of one stream each with success and then keep
  * the later one, made up to a second after: what a node read of the first
- * (its creation time, hence the bus epoch; frames written into it) would
- * be gone.  A stream made in the last 30 s (by this node's clock) is
+ * (its creation time, the bus epoch in its description; frames written
+ * into it) would be gone.  A stream made in the last 30 s (by this node's clock) is
  * therefore read again a second later, until two reads agree.  Returns 0,
  * or -1 when the streams cannot be read or keep changing (the setup is
  * tried again). */
