@@ -365,6 +365,18 @@ int hub_log_js_reads(void *impl, struct session *s, uint64_t *newest)
     return 0;
 }
 
+/* This node's copy of session ID[0..LEN), made (an empty ring, STARTING)
+ * when it has none; a retained ended copy is taken as it is, never
+ * reopened.  Returns NULL when it cannot be made. */
+static struct session *copy_of(struct hub_log_js *js, const char *id, size_t len)
+{
+    struct session *s = session_lookup(js->reg, id, len);
+
+    if (!s && session_open(js->reg, id, len, &s) < 0)
+        return NULL;
+    return s;
+}
+
 /* Every node reads the whole bus, so a session's status there is known on
  * every node, read or not: a copy this node does not read takes its
  * state from there, as a copy that is read takes it from the state
@@ -389,8 +401,7 @@ void hub_log_js_demand_status(struct hub_log_js *js, const void *payload, size_t
     if (state < 0) {
         /* Not a status: only a session this node has never heard of
          * needs anything (its copy, STARTING). */
-        if (!session_lookup(js->reg, raw, id_len))
-            (void)session_open(js->reg, raw, id_len, &s);
+        (void)copy_of(js, raw, id_len);
         return;
     }
     if (state == 0)
@@ -405,9 +416,7 @@ void hub_log_js_demand_status(struct hub_log_js *js, const void *payload, size_t
         e->told_last_seq = last_seq;
     if (e->demand == DEMAND_CURRENT)
         return; /* its state frames say it */
-    s = session_lookup(js->reg, id, id_len);
-    if (!s && session_open(js->reg, id, id_len, &s) < 0)
-        return;
-    if (!session_is_ended(s))
+    s = copy_of(js, id, id_len);
+    if (s && !session_is_ended(s))
         arbiter_announce(session_arbiter(s), (enum arbiter_state)state);
 }

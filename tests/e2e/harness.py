@@ -552,6 +552,23 @@ class NatsServer:
         leader (streams can be created)."""
         return self.meta() is not None
 
+    def jetstream_request(self, subject, body=b""):
+        """One JetStream API request to this server over the plain NATS
+        protocol: the decoded JSON reply."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+            stream = sock.makefile("rb")
+            stream.readline()  # INFO
+            sock.sendall(b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB _INBOX.t 1\r\n'
+                         b"PUB %s _INBOX.t %d\r\n%s\r\n" % (subject.encode(), len(body), body))
+            while True:
+                line = stream.readline()
+                if line.startswith(b"PING"):
+                    sock.sendall(b"PONG\r\n")
+                elif line.startswith(b"MSG"):
+                    return json.loads(stream.read(int(line.split()[-1]) + 2)[:-2])
+                elif not line or line.startswith(b"-ERR"):
+                    raise AssertionError("NATS: %r" % line)
+
     def meta(self):
         """The meta group as /jsz tells it, when /healthz answers 200 and it
         has a leader; else None."""

@@ -440,26 +440,6 @@ def test_a_bus_stream_replaced_while_a_node_sets_up_still_gives_one_epoch(nodes)
     assert chunk_texts(more)[:2] == chunk_texts(got)[1:3]
 
 
-def jetstream_request(server, subject, body=b""):
-    """One JetStream API request to nats-server SERVER over the plain NATS
-    protocol: the decoded JSON reply."""
-    import socket
-    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
-        stream = sock.makefile("rb")
-        stream.readline()  # INFO
-        sock.sendall(b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB _INBOX.t 1\r\n'
-                     b"PUB %s _INBOX.t %d\r\n%s\r\n" % (subject.encode(), len(body), body))
-        while True:
-            line = stream.readline()
-            if line.startswith(b"PING"):
-                sock.sendall(b"PONG\r\n")
-            elif line.startswith(b"MSG"):
-                payload = stream.read(int(line.split()[-1]) + 2)[:-2]
-                return json.loads(payload)
-            elif not line or line.startswith(b"-ERR"):
-                raise AssertionError("NATS: %r" % line)
-
-
 def test_the_bus_epoch_is_the_bus_streams_own_whatever_the_bucket_holds(nodes):
     # The epoch is drawn once, when the bus stream is made, and kept in the
     # stream's configuration, which JetStream replicates with the stream:
@@ -471,9 +451,9 @@ def test_the_bus_epoch_is_the_bus_streams_own_whatever_the_bucket_holds(nodes):
     a, c = n[0], n[2]
     epoch = bus_epoch(a)
     assert epoch != 0 and bus_epoch(c) == epoch
-    info = jetstream_request(n.nats.servers[0], "$JS.API.STREAM.INFO.AGENTHUB_BUS")
+    info = n.nats.servers[0].jetstream_request("$JS.API.STREAM.INFO.AGENTHUB_BUS")
     assert info["config"]["description"].endswith(" epoch %d" % epoch), info["config"]
-    purged = jetstream_request(n.nats.servers[0], "$JS.API.STREAM.PURGE.KV_AGENTHUB_CLUSTER")
+    purged = n.nats.servers[0].jetstream_request("$JS.API.STREAM.PURGE.KV_AGENTHUB_CLUSTER")
     assert purged.get("success"), purged
     c.kill()
     c.start()
