@@ -641,9 +641,17 @@ class NatsCluster:
         wait_for(whole, timeout, interval=0.1, what=lambda: "the NATS cluster to be healthy:\n" +
                  "\n".join(s.log() for s in self.servers))
 
-    def stop(self):
-        for s in self.servers:
+    def stop_servers(self):
+        """Stops every server at once, so a client is not left a moment in
+        which it reconnects to the last one still running."""
+        running = [s for s in self.servers if s.running()]
+        for s in running:
+            s.proc.terminate()
+        for s in running:
             s.stop()
+
+    def stop(self):
+        self.stop_servers()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

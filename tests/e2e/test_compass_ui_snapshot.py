@@ -216,9 +216,7 @@ def test_server_status_is_pushed_again_when_the_server_stops_and_starts_serving(
 
     def server_states(got):
         return [e.server_status.state for e in got if e.WhichOneof("payload") == "server_status"]
-    for s in n.nats.servers:
-        s.stop()
-    # (The node may reach one NATS server for a moment while they stop.)
+    n.nats.stop_servers()
     bus.wait(lambda got: server_states(got)[-1] == 0, timeout=20)
     for s in n.nats.servers:
         s.start()
