@@ -179,7 +179,7 @@ void hub_log_js_demand_renew(struct hub_log_js *js, struct js_session *e)
 
 void hub_log_js_demand_applied(struct hub_log_js *js, struct js_session *e, uint64_t stream_seq)
 {
-    if (e->demand == DEMAND_OPENING)
+    if (e->demand == DEMAND_OPENING || e->demand == DEMAND_HEAD)
         e->demand_since_ns = clock_monotonic_ns(); /* a long log still coming is no stall */
     if (e->demand == DEMAND_HEAD && e->demand_until && stream_seq >= e->demand_until)
         become_current(js, e);
@@ -272,8 +272,17 @@ static void sweep(struct hub_log_js *js, struct js_session *e, uint64_t now)
         break;
     case DEMAND_HEAD:
         if (e->demand_until && now - e->demand_since_ns >= DEMAND_STALL_NS) {
-            e->demand_until = 0; /* the heads stream is asked again */
-            e->demand_since_ns = now;
+            /* The frames stream holds the message the heads stream named,
+             * and the consumer of its subject did not deliver it: the
+             * consumer is dead (its server lost, a reset libnats never
+             * finished).  Asking the heads stream again would name the
+             * same message for ever; a new consumer delivers it. */
+            log_warn("cluster: %s: its consumer did not deliver stream seq %" PRIu64
+                     " and nothing else for 10 s; making it again",
+                     e->subject, e->demand_until);
+            watch_close(js, e);
+            watch_open(js, e);
+            break;
         }
         if (!e->head_asking && !e->demand_until)
             ask_head(js, e);

@@ -199,3 +199,39 @@ def test_a_pane_whose_consumer_went_silent_gets_a_new_one_and_every_frame(nodes)
     assert texts(got) == ["m1", "m2", "m3"]
     assert [f.seq for f in got] == [1, 2, 3]
     assert b.metric("agenthub_cluster_session_reads_started_total") >= 2
+
+
+def test_a_reader_whose_consumer_went_silent_before_the_copy_was_current_gets_a_new_one(nodes):
+    # B's first consumer of sess-1 delivers m1 and m2 to nobody (failpoint
+    # cluster.deaf_consumer), then says it has delivered everything.  B's
+    # copy then waits for the subject's newest message, which the heads
+    # stream names and the frames stream holds; a consumer that does not
+    # deliver it within 10 s is made anew, and the copy becomes current.
+    # (Asking the heads stream again instead named the same message for
+    # ever: the session's readers on B never started.)
+    n = nodes(faults=True)
+    a, b = n[0], n[1]
+    r = a.runner("runner-1")
+    r.publish("sess-1", text("m1"), text("m2"))
+    replay(a, "sess-1", 2)
+    n.fault(1, "cluster.deaf_consumer")
+    first = subscribe(b, "sess-1", tail=10)
+    wait_for(lambda: b.metric("agenthub_cluster_session_reads_started_total") >= 1, 10,
+             what="node B to read sess-1")
+    time.sleep(1.0)
+    n.fault(1)
+    first.cancel()
+    assert session_messages(b) == 0  # delivered to nobody
+
+    def attempt():
+        rd = subscribe(b, "sess-1", tail=10)
+        try:
+            return rd.wait(lambda items: items if len(items) >= 2 else None, timeout=8)
+        except AssertionError:
+            return None
+        finally:
+            rd.cancel()
+    got = wait_for(attempt, 40, what="sess-1 on node B")
+    assert texts(got) == ["m1", "m2"]
+    assert [f.seq for f in got] == [1, 2]
+    assert b.metric("agenthub_cluster_session_reads_started_total") >= 2
